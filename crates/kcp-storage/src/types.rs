@@ -61,9 +61,7 @@ impl KeyRange {
 
     /// The exclusive upper bound as a slice, or `None` for "to the end of the key space".
     pub fn upper_bound(&self) -> Option<&[u8]> {
-        if self.end.is_empty() {
-            None
-        } else if self.end == [0] {
+        if self.end.is_empty() || self.end == [0] {
             None
         } else {
             Some(&self.end)
@@ -308,7 +306,8 @@ pub struct Event {
     /// The key-value after the change. For a delete: the key with an empty value, the delete's
     /// revision as `mod_revision`, and zero create revision and version.
     pub kv: KeyValue,
-    /// The key-value before the change; always present for a delete.
+    /// The key-value before the change. Present for a delete unless the backend lost it to
+    /// compaction before delivery (etcd can).
     pub prev: Option<KeyValue>,
 }
 

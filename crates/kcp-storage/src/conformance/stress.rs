@@ -148,7 +148,7 @@ pub async fn large_values_round_trip(store: Arc<dyn Storage>) {
 pub async fn random_operations_match_the_reference_model(store: Arc<dyn Storage>) {
     let model: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     let store_base = base_revision(&*store).await;
-    let mut rng = fastrand::Rng::with_seed(0x6b63_70);
+    let mut rng = fastrand::Rng::with_seed(0x006b_6370);
     let keys: Vec<Vec<u8>> = (0..6).map(|i| format!("/m/{i}").into_bytes()).collect();
     let mut compacted: Revision = 0;
     for step in 0..400 {
@@ -157,10 +157,10 @@ pub async fn random_operations_match_the_reference_model(store: Arc<dyn Storage>
         let expected = op.run(&*model, 0).await;
         let actual = op.run(&*store, store_base).await;
         assert_eq!(actual, expected, "step {step}: {op:?}");
-        if let RandomOp::Compact(revision) = op {
-            if expected.starts_with("ok") {
-                compacted = revision;
-            }
+        if let RandomOp::Compact(revision) = op
+            && expected.starts_with("ok")
+        {
+            compacted = revision;
         }
     }
 }

@@ -1,0 +1,290 @@
+//! The single writer: one thread owns every write transaction of the database.
+//!
+//! Callers queue requests; the writer takes whatever is queued (up to [`MAX_BATCH`]) and applies
+//! it in one redb transaction with one fsync (group commit). Each storage transaction still gets
+//! its own revision, in queue order. Only after the commit is durable does the writer publish the
+//! events to the watch hub and acknowledge the callers, so nothing is acknowledged that a crash
+//! could lose. If the commit fails, every caller in the batch gets the error and nothing changed.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use kcp_storage::{Event, Op, OpResult, Result, Revision, StorageError, Txn, TxnResponse};
+use redb::{ReadableTable, Table, WriteTransaction};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::Shared;
+use crate::codec::{
+    HISTORY, LOG, META, META_COMPACTED, META_CURRENT, Record, encode_keys, internal,
+};
+use crate::read::{get_at, version_at};
+
+/// Most storage transactions committed together.
+pub(crate) const MAX_BATCH: usize = 1024;
+
+/// Most log revisions one compaction transaction removes, to keep transactions bounded.
+const COMPACTION_CHUNK: usize = 10_000;
+
+pub(crate) enum Request {
+    Txn(Txn, oneshot::Sender<Result<TxnResponse>>),
+    Compact(Revision, oneshot::Sender<Result<()>>),
+    /// Commit what came before, then stop; later requests fail as "closed".
+    Shutdown,
+}
+
+/// Runs the writer until every sender is gone or a shutdown request arrives.
+pub(crate) fn run(shared: Arc<Shared>, mut requests: mpsc::Receiver<Request>) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while let Some(first) = requests.blocking_recv() {
+        match first {
+            Request::Compact(revision, reply) => {
+                let _ = reply.send(compact(&shared, revision));
+                continue;
+            }
+            Request::Txn(txn, reply) => batch.push((txn, reply)),
+            Request::Shutdown => return,
+        }
+        let mut deferred = None;
+        while batch.len() < MAX_BATCH {
+            match requests.try_recv() {
+                Ok(Request::Txn(txn, reply)) => batch.push((txn, reply)),
+                Ok(compaction) => {
+                    deferred = Some(compaction);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        commit_batch(&shared, &mut batch);
+        match deferred {
+            Some(Request::Compact(revision, reply)) => {
+                let _ = reply.send(compact(&shared, revision));
+            }
+            Some(Request::Shutdown) => return,
+            _ => {}
+        }
+    }
+}
+
+/// Applies and commits one batch, then publishes and acknowledges.
+fn commit_batch(shared: &Shared, batch: &mut Vec<(Txn, oneshot::Sender<Result<TxnResponse>>)>) {
+    let start = shared.current.load(Ordering::Acquire);
+    let applied = apply_batch(shared, start, batch);
+    match applied {
+        Ok((responses, events, current)) => {
+            shared.current.store(current, Ordering::Release);
+            shared.hub.publish(events);
+            for ((_, reply), response) in batch.drain(..).zip(responses) {
+                let _ = reply.send(Ok(response));
+            }
+        }
+        Err(error) => {
+            tracing::error!(%error, "embedded store commit failed");
+            for (_, reply) in batch.drain(..) {
+                let _ = reply.send(Err(error.clone()));
+            }
+        }
+    }
+}
+
+type Applied = (Vec<TxnResponse>, Vec<Event>, Revision);
+
+fn apply_batch(
+    shared: &Shared,
+    start: Revision,
+    batch: &[(Txn, oneshot::Sender<Result<TxnResponse>>)],
+) -> Result<Applied> {
+    let tx = shared.db.begin_write().map_err(internal)?;
+    let mut current = start;
+    let mut responses = Vec::with_capacity(batch.len());
+    let mut events = Vec::new();
+    {
+        let mut history = tx.open_table(HISTORY).map_err(internal)?;
+        let mut log = tx.open_table(LOG).map_err(internal)?;
+        for (txn, _) in batch {
+            let response = apply_txn(&mut history, &mut log, current, txn, &mut events)?;
+            current = response.revision;
+            responses.push(response);
+        }
+        if current != start {
+            let mut meta = tx.open_table(META).map_err(internal)?;
+            meta.insert(META_CURRENT, current).map_err(internal)?;
+        }
+    }
+    tx.commit().map_err(internal)?;
+    Ok((responses, events, current))
+}
+
+type HistoryTable<'t> = Table<'t, (&'static [u8], u64), &'static [u8]>;
+type LogTable<'t> = Table<'t, u64, &'static [u8]>;
+
+/// Applies one storage transaction on top of `current` inside the writer's redb transaction.
+fn apply_txn(
+    history: &mut HistoryTable<'_>,
+    log: &mut LogTable<'_>,
+    current: Revision,
+    txn: &Txn,
+    events: &mut Vec<Event>,
+) -> Result<TxnResponse> {
+    let mut succeeded = true;
+    for compare in &txn.compares {
+        if !compare.evaluate(get_at(history, &compare.key, current)?.as_ref()) {
+            succeeded = false;
+            break;
+        }
+    }
+    let ops = if succeeded {
+        &txn.success
+    } else {
+        &txn.failure
+    };
+    let revision = current + 1;
+    let mut changed: Vec<&[u8]> = Vec::new();
+    let mut results = Vec::with_capacity(ops.len());
+    for op in ops {
+        results.push(match op {
+            Op::Get(key) => OpResult::Get(get_at(history, key, revision)?),
+            Op::Put { key, value } => {
+                let prev = get_at(history, key, revision)?;
+                let kv = put(history, key, value, prev.as_ref(), revision)?;
+                events.push(Event::put(kv, prev.clone()));
+                changed.push(key);
+                OpResult::Put { prev }
+            }
+            Op::Delete(key) => {
+                let prev = get_at(history, key, revision)?;
+                if let Some(prev) = &prev {
+                    let tombstone = Record::Tombstone.encode();
+                    history
+                        .insert((key.as_slice(), revision), tombstone.as_slice())
+                        .map_err(internal)?;
+                    events.push(Event::delete(prev.clone(), revision));
+                    changed.push(key);
+                }
+                OpResult::Delete { prev }
+            }
+        });
+    }
+    if changed.is_empty() {
+        return Ok(TxnResponse {
+            succeeded,
+            revision: current,
+            results,
+        });
+    }
+    log.insert(revision, encode_keys(changed).as_slice())
+        .map_err(internal)?;
+    Ok(TxnResponse {
+        succeeded,
+        revision,
+        results,
+    })
+}
+
+fn put(
+    history: &mut HistoryTable<'_>,
+    key: &[u8],
+    value: &Bytes,
+    prev: Option<&kcp_storage::KeyValue>,
+    revision: Revision,
+) -> Result<kcp_storage::KeyValue> {
+    let (create_revision, version) =
+        prev.map_or((revision, 1), |p| (p.create_revision, p.version + 1));
+    let record = Record::Live {
+        create_revision,
+        version,
+        value: value.clone(),
+    };
+    history
+        .insert((key, revision), record.encode().as_slice())
+        .map_err(internal)?;
+    Ok(kcp_storage::KeyValue {
+        key: Bytes::copy_from_slice(key),
+        value: value.clone(),
+        create_revision,
+        mod_revision: revision,
+        version,
+    })
+}
+
+/// Compacts history below `revision`: marks it compacted, then removes, chunk by chunk, every
+/// version older than it except each key's newest live version before it.
+fn compact(shared: &Shared, revision: Revision) -> Result<()> {
+    let current = shared.current.load(Ordering::Acquire);
+    let compacted = shared.compacted.load(Ordering::Acquire);
+    if revision <= compacted {
+        return Err(StorageError::Compacted {
+            requested: revision,
+            compacted,
+        });
+    }
+    if revision > current {
+        return Err(StorageError::FutureRevision {
+            requested: revision,
+            current,
+        });
+    }
+    let tx = shared.db.begin_write().map_err(internal)?;
+    {
+        let mut meta = tx.open_table(META).map_err(internal)?;
+        meta.insert(META_COMPACTED, revision).map_err(internal)?;
+    }
+    tx.commit().map_err(internal)?;
+    shared.compacted.store(revision, Ordering::Release);
+
+    let mut from = compacted;
+    while from < revision {
+        let tx = shared.db.begin_write().map_err(internal)?;
+        from = compact_chunk(&tx, from, revision)?;
+        tx.commit().map_err(internal)?;
+    }
+    Ok(())
+}
+
+/// Removes the history that log revisions `[from, ..)` below `until` made obsolete, for at most
+/// [`COMPACTION_CHUNK`] revisions; returns where the next chunk starts.
+fn compact_chunk(tx: &WriteTransaction, from: Revision, until: Revision) -> Result<Revision> {
+    let mut history = tx.open_table(HISTORY).map_err(internal)?;
+    let mut log = tx.open_table(LOG).map_err(internal)?;
+    let mut keys = std::collections::BTreeSet::new();
+    let mut next = until;
+    let mut revisions = Vec::new();
+    for entry in log
+        .range(from..until)
+        .map_err(internal)?
+        .take(COMPACTION_CHUNK + 1)
+    {
+        let (revision, changed) = entry.map_err(internal)?;
+        if revisions.len() == COMPACTION_CHUNK {
+            next = revision.value();
+            break;
+        }
+        revisions.push(revision.value());
+        keys.extend(crate::codec::decode_keys(changed.value())?);
+    }
+    for key in &keys {
+        // Versions below `until`; keep the newest one unless it is a deletion.
+        let mut obsolete: Vec<Revision> = Vec::new();
+        for entry in history
+            .range((key.as_slice(), 0u64)..(key.as_slice(), until))
+            .map_err(internal)?
+        {
+            obsolete.push(entry.map_err(internal)?.0.value().1);
+        }
+        if let Some(&newest) = obsolete.last()
+            && let Some((_, Record::Live { .. })) = version_at(&history, key, newest)?
+        {
+            obsolete.pop();
+        }
+        for revision in obsolete {
+            history
+                .remove((key.as_slice(), revision))
+                .map_err(internal)?;
+        }
+    }
+    for revision in revisions {
+        log.remove(revision).map_err(internal)?;
+    }
+    Ok(next)
+}
