@@ -11,7 +11,8 @@ use anyhow::Context;
 use bytes::Bytes;
 use hdrhistogram::Histogram;
 use kcp_storage::{KeyRange, RangeRequest, Storage, prefix_end};
-use kcp_storage_etcd::{EtcdConfig, EtcdStorage, process::EtcdProcess};
+use kcp_storage_etcd::process::{EtcdOptions, EtcdProcess};
+use kcp_storage_etcd::{EtcdConfig, EtcdStorage};
 use kcp_storage_redb::RedbStorage;
 
 use crate::table;
@@ -63,7 +64,13 @@ impl Measured {
 pub async fn run(options: Options) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let embedded: Arc<dyn Storage> = Arc::new(RedbStorage::open(&dir.path().join("bench.redb"))?);
-    let etcd_process = EtcdProcess::start().await;
+    // Both stores on the same disk, so both pay the same fsync.
+    let etcd_process = EtcdProcess::try_start_with(EtcdOptions {
+        data_parent: Some(dir.path().to_path_buf()),
+        ..EtcdOptions::default()
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("start etcd: {e}"))?;
     let etcd: Arc<dyn Storage> = Arc::new(
         EtcdStorage::connect(EtcdConfig::new(vec![etcd_process.endpoint()]))
             .await
@@ -116,8 +123,10 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     ]);
 
     println!(
-        "kcp-bench storage: {} B values, {:.1} s per cell, same machine, same run",
-        options.value_size, options.seconds
+        "kcp-bench storage: {} B values, {:.1} s per cell, both stores in {}, same run",
+        options.value_size,
+        options.seconds,
+        dir.path().display()
     );
     print!("{}", table::render(&rows));
     Ok(())

@@ -42,6 +42,9 @@ pub struct EtcdOptions {
     pub binary: Option<PathBuf>,
     /// More command-line flags, appended last.
     pub extra_args: Vec<String>,
+    /// Where to create the data directory; default: `/dev/shm` when usable (fast tests), else
+    /// the system temporary directory. Benchmarks set it to the disk the compared store uses.
+    pub data_parent: Option<PathBuf>,
 }
 
 /// TLS material for etcd's client port (peers stay on plain HTTP on loopback).
@@ -96,7 +99,7 @@ impl EtcdProcess {
             let (client_port, peer_port) = free_ports()?;
             let mut process = EtcdProcess {
                 child: None,
-                dir: temp_dir()?,
+                dir: temp_dir(options.data_parent.as_deref())?,
                 binary: binary.clone(),
                 options: options.clone(),
                 client_port,
@@ -357,13 +360,18 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// A fresh temporary directory, in memory when `/dev/shm` is usable.
-fn temp_dir() -> Result<tempfile::TempDir, String> {
+/// A fresh temporary directory under `parent`, or else in memory when `/dev/shm` is usable.
+fn temp_dir(parent: Option<&Path>) -> Result<tempfile::TempDir, String> {
     let builder = {
         let mut builder = tempfile::Builder::new();
         builder.prefix("kcp-etcd-");
         builder
     };
+    if let Some(parent) = parent {
+        return builder
+            .tempdir_in(parent)
+            .map_err(|e| format!("cannot create a directory in {}: {e}", parent.display()));
+    }
     let shm = Path::new("/dev/shm");
     if shm.is_dir()
         && let Ok(dir) = builder.tempdir_in(shm)
