@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use kcp_storage::watch::{EventSource, WatchHub};
 use kcp_storage::{
     Event, GetResponse, KeyRange, RangeRequest, RangeResponse, Result, Revision, Storage,
-    StorageError, Txn, TxnResponse, WatchRequest, WatchStream,
+    StorageError, Txn, TxnResponse, WatchRequest, WatchStream, resolve_read_revision,
 };
 use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable};
 use tokio::sync::{mpsc, oneshot};
@@ -120,22 +120,7 @@ impl Shared {
         // Loaded after the snapshot: a compaction that removed history this snapshot lacks had
         // already published its revision.
         let compacted = self.compacted.load(Ordering::Acquire);
-        let revision = match revision {
-            0 => current,
-            r if r > current => {
-                return Err(StorageError::FutureRevision {
-                    requested: r,
-                    current,
-                });
-            }
-            r if r < compacted => {
-                return Err(StorageError::Compacted {
-                    requested: r,
-                    compacted,
-                });
-            }
-            r => r,
-        };
+        let revision = resolve_read_revision(revision, current, compacted)?;
         Ok((tx, revision))
     }
 }
@@ -198,12 +183,7 @@ impl Storage for RedbStorage {
         let (tx, revision) = self.shared.read_at(request.revision)?;
         let history = tx.open_table(HISTORY).map_err(internal)?;
         let (kvs, count) = read::range_at(&history, &request.range, revision, request.limit)?;
-        Ok(RangeResponse {
-            more: (kvs.len() as u64) < count,
-            kvs,
-            count,
-            revision,
-        })
+        Ok(RangeResponse::new(kvs, count, revision))
     }
 
     async fn txn(&self, txn: Txn) -> Result<TxnResponse> {

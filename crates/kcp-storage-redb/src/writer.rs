@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
-use kcp_storage::{Event, Op, OpResult, Result, Revision, StorageError, Txn, TxnResponse};
+use kcp_storage::{Event, Op, OpResult, Result, Revision, Txn, TxnResponse, check_compaction};
 use redb::{ReadableTable, Table, WriteTransaction};
 use tokio::sync::{mpsc, oneshot};
 
@@ -213,18 +213,7 @@ fn put(
 fn compact(shared: &Shared, revision: Revision) -> Result<()> {
     let current = shared.current.load(Ordering::Acquire);
     let compacted = shared.compacted.load(Ordering::Acquire);
-    if revision <= compacted {
-        return Err(StorageError::Compacted {
-            requested: revision,
-            compacted,
-        });
-    }
-    if revision > current {
-        return Err(StorageError::FutureRevision {
-            requested: revision,
-            current,
-        });
-    }
+    check_compaction(revision, current, compacted)?;
     let tx = shared.db.begin_write().map_err(internal)?;
     {
         let mut meta = tx.open_table(META).map_err(internal)?;

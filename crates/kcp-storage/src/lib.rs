@@ -12,6 +12,7 @@
 mod error;
 pub mod keys;
 pub mod memory;
+mod revision;
 mod storage;
 mod types;
 pub mod watch;
@@ -21,5 +22,6 @@ pub mod conformance;
 
 pub use error::{Result, StorageError};
 pub use memory::MemoryStorage;
+pub use revision::{check_compaction, resolve_read_revision};
 pub use storage::{Storage, WatchStream};
 pub use types::*;

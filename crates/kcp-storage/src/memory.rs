@@ -13,6 +13,7 @@ use crate::{
     Event, GetResponse, KeyRange, KeyValue, Op, OpResult, RangeRequest, RangeResponse, Result,
     Revision, Storage, StorageError, Txn, TxnResponse, WatchRequest, WatchStream,
 };
+use crate::{check_compaction, resolve_read_revision};
 
 /// An in-memory [`Storage`]. Cloning shares the store.
 #[derive(Clone)]
@@ -96,20 +97,8 @@ fn range_bounds(range: &KeyRange) -> (Bound<&[u8]>, Bound<&[u8]>) {
 }
 
 impl State {
-    /// Resolves 0 to the current revision and rejects compacted or future revisions.
     fn read_revision(&self, revision: Revision) -> Result<Revision> {
-        match revision {
-            0 => Ok(self.current),
-            r if r > self.current => Err(StorageError::FutureRevision {
-                requested: r,
-                current: self.current,
-            }),
-            r if r < self.compacted => Err(StorageError::Compacted {
-                requested: r,
-                compacted: self.compacted,
-            }),
-            r => Ok(r),
-        }
+        resolve_read_revision(revision, self.current, self.compacted)
     }
 
     fn version_at(versions: &[Version], revision: Revision) -> Option<&Version> {
@@ -269,12 +258,7 @@ impl Storage for MemoryStorage {
                 kvs.push(kv);
             }
         }
-        Ok(RangeResponse {
-            more: (kvs.len() as u64) < count,
-            kvs,
-            count,
-            revision,
-        })
+        Ok(RangeResponse::new(kvs, count, revision))
     }
 
     async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
@@ -306,18 +290,7 @@ impl Storage for MemoryStorage {
 
     async fn compact(&self, revision: Revision) -> Result<()> {
         let mut state = self.inner.write();
-        if revision <= state.compacted {
-            return Err(StorageError::Compacted {
-                requested: revision,
-                compacted: state.compacted,
-            });
-        }
-        if revision > state.current {
-            return Err(StorageError::FutureRevision {
-                requested: revision,
-                current: state.current,
-            });
-        }
+        check_compaction(revision, state.current, state.compacted)?;
         state.compact(revision);
         Ok(())
     }

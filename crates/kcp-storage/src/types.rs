@@ -146,6 +146,18 @@ pub struct RangeResponse {
     pub revision: Revision,
 }
 
+impl RangeResponse {
+    /// A response whose `more` flag says whether `kvs` holds fewer keys than `count`.
+    pub fn new(kvs: Vec<KeyValue>, count: u64, revision: Revision) -> Self {
+        RangeResponse {
+            more: (kvs.len() as u64) < count,
+            kvs,
+            count,
+            revision,
+        }
+    }
+}
+
 /// Which per-key number a [`Compare`] looks at. A missing key has all revisions and its version 0.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CompareTarget {

@@ -253,22 +253,6 @@ pub async fn txn_compares_every_target(store: Arc<dyn Storage>) {
         (CompareTarget::Value(bytes("a")), CompareOp::Greater, true),
         (CompareTarget::Value(bytes("z")), CompareOp::Less, true),
     ];
-    for (target, op, expected) in cases {
-        let compare = Compare {
-            key: b"/t/c".to_vec(),
-            target: target.clone(),
-            op,
-        };
-        let response = store
-            .txn(Txn {
-                compares: vec![compare],
-                success: vec![],
-                failure: vec![],
-            })
-            .await
-            .unwrap();
-        assert_eq!(response.succeeded, expected, "{target:?} {op:?}");
-    }
     // A missing key has zero revisions and version, and no value to compare.
     let missing = [
         (CompareTarget::ModRevision(0), CompareOp::Equal, true),
@@ -276,9 +260,11 @@ pub async fn txn_compares_every_target(store: Arc<dyn Storage>) {
         (CompareTarget::Value(bytes("")), CompareOp::Equal, false),
         (CompareTarget::Value(bytes("")), CompareOp::NotEqual, false),
     ];
-    for (target, op, expected) in missing {
+    let cases = cases.into_iter().map(|c| (&b"/t/c"[..], c));
+    let missing = missing.into_iter().map(|c| (&b"/t/none"[..], c));
+    for (key, (target, op, expected)) in cases.chain(missing) {
         let compare = Compare {
-            key: b"/t/none".to_vec(),
+            key: key.to_vec(),
             target: target.clone(),
             op,
         };
@@ -290,10 +276,8 @@ pub async fn txn_compares_every_target(store: Arc<dyn Storage>) {
             })
             .await
             .unwrap();
-        assert_eq!(
-            response.succeeded, expected,
-            "missing key: {target:?} {op:?}"
-        );
+        let key = String::from_utf8_lossy(key);
+        assert_eq!(response.succeeded, expected, "{key}: {target:?} {op:?}");
     }
 }
 
