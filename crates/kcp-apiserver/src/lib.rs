@@ -1,0 +1,18 @@
+//! The HTTP side of kcp: the only crate that knows HTTP.
+//!
+//! It owns the TLS accept loop ([`serve`]), bearer-token authentication ([`authn`]), the request
+//! router ([`router`]) and the responses every Kubernetes client expects from any server
+//! (`/version`, the health checks, `Status` errors).
+//!
+//! It must not know which storage backend runs underneath, where certificates and tokens are kept
+//! on disk, or how the process is configured: the composition root (`kcp-server`) hands it a
+//! rustls configuration, the accepted tokens and a bound listener.
+
+pub mod authn;
+pub mod request_info;
+pub mod router;
+mod serve;
+pub mod status;
+pub mod version;
+
+pub use serve::{ServeHandle, serve};

@@ -1,0 +1,65 @@
+//! `meta.k8s.io/v1 Status` responses: the one place errors become HTTP.
+
+use bytes::Bytes;
+use http::{Response, StatusCode, header};
+use http_body_util::Full;
+use serde_json::json;
+
+/// The response body type of every handler.
+pub type Body = Full<Bytes>;
+
+/// A failure Status with `reason` and `message`, as kube-apiserver writes it.
+pub fn failure(code: StatusCode, reason: &str, message: &str) -> Response<Body> {
+    let status = json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code.as_u16(),
+    });
+    json_response(code, &status)
+}
+
+/// A JSON response.
+pub fn json_response(code: StatusCode, value: &serde_json::Value) -> Response<Body> {
+    let mut body = serde_json::to_vec(value).unwrap_or_default();
+    body.push(b'\n');
+    Response::builder()
+        .status(code)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(body)))
+        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
+}
+
+/// A plain-text response, as the health endpoints answer.
+pub fn text_response(code: StatusCode, text: &'static str) -> Response<Body> {
+    Response::builder()
+        .status(code)
+        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .header("X-Content-Type-Options", "nosniff")
+        .body(Full::new(Bytes::from_static(text.as_bytes())))
+        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    #[tokio::test]
+    async fn failure_is_a_kubernetes_status() {
+        let response = failure(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            "the server could not find the requested resource",
+        );
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let value: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(value["kind"], "Status");
+        assert_eq!(value["reason"], "NotFound");
+        assert_eq!(value["code"], 404);
+    }
+}

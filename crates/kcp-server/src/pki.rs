@@ -1,0 +1,121 @@
+//! The serving certificates in the root directory: a self-signed CA (`ca.crt`, `ca.key`) and a
+//! serving certificate it signed (`apiserver.crt`, `apiserver.key`) for localhost, 127.0.0.1, ::1
+//! and the bind address. Made on the first start, reused afterwards.
+
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+const CA_CERT: &str = "ca.crt";
+const CA_KEY: &str = "ca.key";
+const SERVING_CERT: &str = "apiserver.crt";
+const SERVING_KEY: &str = "apiserver.key";
+
+/// The PEM material the server needs.
+pub struct Pki {
+    pub ca_pem: String,
+    pub serving_cert_pem: String,
+    pub serving_key_pem: String,
+}
+
+/// Reads the certificates from `root`, or makes and stores new ones if any file is missing.
+pub fn load_or_create(root: &Path, bind_address: &IpAddr) -> anyhow::Result<Pki> {
+    let read = |name: &str| std::fs::read_to_string(root.join(name));
+    if let (Ok(ca_pem), Ok(serving_cert_pem), Ok(serving_key_pem)) =
+        (read(CA_CERT), read(SERVING_CERT), read(SERVING_KEY))
+    {
+        return Ok(Pki {
+            ca_pem,
+            serving_cert_pem,
+            serving_key_pem,
+        });
+    }
+    let (pki, ca_key_pem) = create(bind_address).context("generate the serving certificates")?;
+    crate::write_private(&root.join(CA_KEY), ca_key_pem.as_bytes())?;
+    crate::write_private(&root.join(SERVING_KEY), pki.serving_key_pem.as_bytes())?;
+    crate::write_private(&root.join(SERVING_CERT), pki.serving_cert_pem.as_bytes())?;
+    crate::write_private(&root.join(CA_CERT), pki.ca_pem.as_bytes())?;
+    Ok(pki)
+}
+
+/// A new CA and serving certificate; also returns the CA key, kept for signing later.
+fn create(bind_address: &IpAddr) -> anyhow::Result<(Pki, String)> {
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "kcp-ca");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_key = KeyPair::generate()?;
+    let ca_cert = ca_params.self_signed(&ca_key)?;
+    let ca_key_pem = ca_key.serialize_pem();
+    let issuer = Issuer::new(ca_params, ca_key);
+
+    let mut names = vec![
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        "::1".to_string(),
+    ];
+    if !bind_address.is_unspecified() && !names.contains(&bind_address.to_string()) {
+        names.push(bind_address.to_string());
+    }
+    let mut params = CertificateParams::new(names)?;
+    params.distinguished_name.push(DnType::CommonName, "kcp");
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    let key = KeyPair::generate()?;
+    let cert = params.signed_by(&key, &issuer)?;
+    let pki = Pki {
+        ca_pem: ca_cert.pem(),
+        serving_cert_pem: cert.pem(),
+        serving_key_pem: key.serialize_pem(),
+    };
+    Ok((pki, ca_key_pem))
+}
+
+impl Pki {
+    /// A rustls server configuration with this certificate, offering h2 and http/1.1.
+    pub fn server_config(&self) -> anyhow::Result<rustls::ServerConfig> {
+        let certs = CertificateDer::pem_slice_iter(self.serving_cert_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .context("parse the serving certificate")?;
+        let key = PrivateKeyDer::from_pem_slice(self.serving_key_pem.as_bytes())
+            .context("parse the serving key")?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_no_client_auth()
+            .with_single_cert(certs, key)?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn certificates_are_made_once_and_load_into_rustls() {
+        let dir = tempfile::tempdir().unwrap();
+        let address = "10.1.2.3".parse().unwrap();
+        let first = super::load_or_create(dir.path(), &address).unwrap();
+        first.server_config().unwrap();
+        let again = super::load_or_create(dir.path(), &address).unwrap();
+        assert_eq!(first.ca_pem, again.ca_pem);
+        assert_eq!(first.serving_cert_pem, again.serving_cert_pem);
+    }
+}

@@ -1,0 +1,8 @@
+//! End-to-end tests: the real `kcp` binary on a free port with a temporary root directory, driven
+//! by real clients (kubectl from PATH). One test binary; every test starts its own server.
+
+mod e2e {
+    pub mod kubectl;
+    pub mod start;
+    pub mod support;
+}

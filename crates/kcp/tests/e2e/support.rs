@@ -1,0 +1,102 @@
+//! Running `kcp start` and kubectl from tests.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A running `kcp start`, killed on drop unless stopped.
+pub struct Kcp {
+    child: Option<Child>,
+    pub root: PathBuf,
+}
+
+impl Kcp {
+    /// Starts kcp on a free loopback port with `root` as its root directory and `args` added,
+    /// and waits until it says it is ready to serve.
+    pub fn start(root: &Path, args: &[&str]) -> Kcp {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kcp"))
+            .arg("start")
+            .arg("--root-directory")
+            .arg(root)
+            .args(["--secure-port", "0", "--bind-address", "127.0.0.1"])
+            .args(args)
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run kcp");
+        let (lines, receiver) = mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = lines.send(line);
+            }
+        });
+        loop {
+            match receiver.recv_timeout(Duration::from_secs(20)) {
+                Ok(line) if line.contains("ready to serve") => {
+                    assert!(
+                        line.contains("admin.kubeconfig"),
+                        "the ready line names the kubeconfig: {line}"
+                    );
+                    return Kcp {
+                        child: Some(child),
+                        root: root.to_path_buf(),
+                    };
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("kcp did not become ready: {error}");
+                }
+            }
+        }
+    }
+
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.root.join("admin.kubeconfig")
+    }
+
+    /// Runs kubectl against this server with the admin kubeconfig.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new("kubectl")
+            .env("KUBECONFIG", self.kubeconfig())
+            .env_remove("KUBERNETES_MASTER")
+            .args(args)
+            .output()
+            .expect("run kubectl (it must be on PATH)")
+    }
+
+    /// Runs kubectl and requires success; returns stdout.
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        let output = self.kubectl(args);
+        assert!(
+            output.status.success(),
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// Sends SIGTERM and requires a clean exit.
+    pub fn stop(mut self) {
+        let mut child = self.child.take().unwrap();
+        // SAFETY: plain kill(2) on the pid of a child we own.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let status = child.wait().unwrap();
+        assert!(status.success(), "kcp exited with {status}");
+    }
+}
+
+impl Drop for Kcp {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
