@@ -9,6 +9,7 @@
 //! rustls configuration, the accepted tokens and a bound listener.
 
 pub mod authn;
+pub mod discovery;
 pub mod request_info;
 pub mod router;
 mod serve;

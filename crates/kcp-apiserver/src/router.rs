@@ -7,6 +7,7 @@
 use http::{Method, Request, Response, StatusCode, header};
 
 use crate::authn::TokenAuthenticator;
+use crate::discovery;
 use crate::status::{Body, failure, json_response, text_response};
 
 /// Answers requests; shared by every connection.
@@ -40,11 +41,27 @@ impl Router {
         if self.authn.authenticate(authorization).is_none() {
             return failure(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized");
         }
+        if read_only && let Some(document) = discovery_document(path) {
+            return json_response(StatusCode::OK, &document);
+        }
         failure(
             StatusCode::NOT_FOUND,
             "NotFound",
             "the server could not find the requested resource",
         )
+    }
+}
+
+/// The discovery document at `path`, if there is one.
+fn discovery_document(path: &str) -> Option<serde_json::Value> {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match parts.as_slice() {
+        ["api"] => Some(discovery::api_versions()),
+        ["api", version] => discovery::resource_list("", version),
+        ["apis"] => Some(discovery::api_group_list()),
+        ["apis", group] => discovery::api_group(group),
+        ["apis", group, version] => discovery::resource_list(group, version),
+        _ => None,
     }
 }
 
@@ -115,7 +132,23 @@ mod tests {
             get("/api", Some("wrong")).status(),
             StatusCode::UNAUTHORIZED
         );
-        assert_eq!(get("/api", Some("t")).status(), StatusCode::NOT_FOUND);
+        assert_eq!(get("/api", Some("t")).status(), StatusCode::OK);
+        assert_eq!(
+            get(
+                "/clusters/root/apis/rbac.authorization.k8s.io/v1",
+                Some("t")
+            )
+            .status(),
+            StatusCode::OK
+        );
+        assert_eq!(
+            get("/apis/apps/v1", Some("t")).status(),
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            get("/api/v1/namespaces", Some("t")).status(),
+            StatusCode::NOT_FOUND
+        );
         let post = Request::post("/healthz").body(()).unwrap();
         assert_eq!(router().handle(&post).status(), StatusCode::UNAUTHORIZED);
     }

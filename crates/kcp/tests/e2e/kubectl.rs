@@ -46,10 +46,62 @@ fn a_wrong_token_is_unauthorized() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("Unauthorized"), "{stderr}");
-    // The admin token gets past authentication (the API itself comes later: 404).
-    let output = kcp.kubectl(&["get", "--raw", "/api"]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("NotFound"), "{stderr}");
+    // The admin token gets past authentication.
+    assert!(
+        kcp.kubectl_ok(&["get", "--raw", "/api"])
+            .contains("APIVersions")
+    );
+    kcp.stop();
+}
+
+#[test]
+fn kubectl_discovers_the_built_in_apis() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(dir.path(), &[]);
+    let versions = kcp.kubectl_ok(&["api-versions"]);
+    for expected in [
+        "v1",
+        "rbac.authorization.k8s.io/v1",
+        "coordination.k8s.io/v1",
+        "apiextensions.k8s.io/v1",
+    ] {
+        assert!(
+            versions.lines().any(|l| l == expected),
+            "{expected} missing from:\n{versions}"
+        );
+    }
+    assert!(
+        !versions.contains("apps/"),
+        "kcp serves no workload APIs:\n{versions}"
+    );
+
+    let resources = kcp.kubectl_ok(&["api-resources", "--no-headers"]);
+    let row = |name: &str| {
+        resources
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|cols| cols[0] == name)
+            .unwrap_or_else(|| panic!("{name} missing from:\n{resources}"))
+    };
+    assert_eq!(
+        row("configmaps"),
+        ["configmaps", "cm", "v1", "true", "ConfigMap"]
+    );
+    assert_eq!(
+        row("namespaces"),
+        ["namespaces", "ns", "v1", "false", "Namespace"]
+    );
+    assert_eq!(
+        row("roles"),
+        ["roles", "rbac.authorization.k8s.io/v1", "true", "Role"]
+    );
+    let namespaced = kcp.kubectl_ok(&["api-resources", "--namespaced=false", "-o", "name"]);
+    assert!(
+        namespaced
+            .lines()
+            .any(|l| l == "customresourcedefinitions.apiextensions.k8s.io")
+    );
+    assert!(!namespaced.lines().any(|l| l == "configmaps"));
     kcp.stop();
 }
 

@@ -1,0 +1,345 @@
+//! The built-in resources of every logical cluster, as kcp serves them: upstream's generic
+//! control plane minus flowcontrol and autoscaling (no pods, nodes, deployments or services).
+
+/// The verbs of a resource with full CRUD, list and watch.
+pub const CRUD: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+/// Namespaces cannot be deleted as a collection.
+const CRUD_NO_COLLECTION: &[&str] = &[
+    "create", "delete", "get", "list", "patch", "update", "watch",
+];
+/// Review resources only take a create and answer in the response.
+const CREATE_ONLY: &[&str] = &["create"];
+/// Status-like subresources.
+const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
+
+/// One built-in resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resource {
+    pub group: &'static str,
+    pub version: &'static str,
+    /// The plural, lower-case name used in URLs.
+    pub name: &'static str,
+    pub singular: &'static str,
+    pub kind: &'static str,
+    pub namespaced: bool,
+    pub verbs: &'static [&'static str],
+    pub short_names: &'static [&'static str],
+    pub categories: &'static [&'static str],
+    /// `(name, verbs)` of each subresource.
+    pub subresources: &'static [(&'static str, &'static [&'static str])],
+}
+
+impl Resource {
+    /// `group/version`, or `version` for the core group.
+    pub fn group_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+}
+
+const fn resource(
+    group: &'static str,
+    version: &'static str,
+    name: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+) -> Resource {
+    Resource {
+        group,
+        version,
+        name,
+        singular,
+        kind,
+        namespaced,
+        verbs: CRUD,
+        short_names: &[],
+        categories: &[],
+        subresources: &[],
+    }
+}
+
+const RBAC: &str = "rbac.authorization.k8s.io";
+const ADMISSION: &str = "admissionregistration.k8s.io";
+const API_EXTENSIONS: &[&str] = &["api-extensions"];
+
+/// Every built-in resource, grouped by API group in discovery order.
+pub static RESOURCES: &[Resource] = &[
+    Resource {
+        verbs: CRUD_NO_COLLECTION,
+        short_names: &["ns"],
+        subresources: &[("status", STATUS_VERBS), ("finalize", &["update"])],
+        ..resource("", "v1", "namespaces", "namespace", "Namespace", false)
+    },
+    Resource {
+        short_names: &["cm"],
+        ..resource("", "v1", "configmaps", "configmap", "ConfigMap", true)
+    },
+    resource("", "v1", "secrets", "secret", "Secret", true),
+    Resource {
+        short_names: &["sa"],
+        subresources: &[("token", CREATE_ONLY)],
+        ..resource(
+            "",
+            "v1",
+            "serviceaccounts",
+            "serviceaccount",
+            "ServiceAccount",
+            true,
+        )
+    },
+    Resource {
+        short_names: &["ev"],
+        ..resource("", "v1", "events", "event", "Event", true)
+    },
+    Resource {
+        short_names: &["quota"],
+        subresources: &[("status", STATUS_VERBS)],
+        ..resource(
+            "",
+            "v1",
+            "resourcequotas",
+            "resourcequota",
+            "ResourceQuota",
+            true,
+        )
+    },
+    Resource {
+        verbs: CREATE_ONLY,
+        ..resource(
+            "authentication.k8s.io",
+            "v1",
+            "tokenreviews",
+            "tokenreview",
+            "TokenReview",
+            false,
+        )
+    },
+    Resource {
+        verbs: CREATE_ONLY,
+        ..resource(
+            "authentication.k8s.io",
+            "v1",
+            "selfsubjectreviews",
+            "selfsubjectreview",
+            "SelfSubjectReview",
+            false,
+        )
+    },
+    Resource {
+        verbs: CREATE_ONLY,
+        ..resource(
+            "authorization.k8s.io",
+            "v1",
+            "localsubjectaccessreviews",
+            "localsubjectaccessreview",
+            "LocalSubjectAccessReview",
+            true,
+        )
+    },
+    Resource {
+        verbs: CREATE_ONLY,
+        ..resource(
+            "authorization.k8s.io",
+            "v1",
+            "selfsubjectaccessreviews",
+            "selfsubjectaccessreview",
+            "SelfSubjectAccessReview",
+            false,
+        )
+    },
+    Resource {
+        verbs: CREATE_ONLY,
+        ..resource(
+            "authorization.k8s.io",
+            "v1",
+            "selfsubjectrulesreviews",
+            "selfsubjectrulesreview",
+            "SelfSubjectRulesReview",
+            false,
+        )
+    },
+    Resource {
+        verbs: CREATE_ONLY,
+        ..resource(
+            "authorization.k8s.io",
+            "v1",
+            "subjectaccessreviews",
+            "subjectaccessreview",
+            "SubjectAccessReview",
+            false,
+        )
+    },
+    Resource {
+        short_names: &["csr"],
+        subresources: &[("approval", STATUS_VERBS), ("status", STATUS_VERBS)],
+        ..resource(
+            "certificates.k8s.io",
+            "v1",
+            "certificatesigningrequests",
+            "certificatesigningrequest",
+            "CertificateSigningRequest",
+            false,
+        )
+    },
+    resource(
+        "coordination.k8s.io",
+        "v1",
+        "leases",
+        "lease",
+        "Lease",
+        true,
+    ),
+    resource(
+        RBAC,
+        "v1",
+        "clusterrolebindings",
+        "clusterrolebinding",
+        "ClusterRoleBinding",
+        false,
+    ),
+    resource(
+        RBAC,
+        "v1",
+        "clusterroles",
+        "clusterrole",
+        "ClusterRole",
+        false,
+    ),
+    resource(
+        RBAC,
+        "v1",
+        "rolebindings",
+        "rolebinding",
+        "RoleBinding",
+        true,
+    ),
+    resource(RBAC, "v1", "roles", "role", "Role", true),
+    Resource {
+        categories: API_EXTENSIONS,
+        ..resource(
+            ADMISSION,
+            "v1",
+            "mutatingwebhookconfigurations",
+            "mutatingwebhookconfiguration",
+            "MutatingWebhookConfiguration",
+            false,
+        )
+    },
+    Resource {
+        categories: API_EXTENSIONS,
+        subresources: &[("status", STATUS_VERBS)],
+        ..resource(
+            ADMISSION,
+            "v1",
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicy",
+            "ValidatingAdmissionPolicy",
+            false,
+        )
+    },
+    Resource {
+        categories: API_EXTENSIONS,
+        ..resource(
+            ADMISSION,
+            "v1",
+            "validatingadmissionpolicybindings",
+            "validatingadmissionpolicybinding",
+            "ValidatingAdmissionPolicyBinding",
+            false,
+        )
+    },
+    Resource {
+        categories: API_EXTENSIONS,
+        ..resource(
+            ADMISSION,
+            "v1",
+            "validatingwebhookconfigurations",
+            "validatingwebhookconfiguration",
+            "ValidatingWebhookConfiguration",
+            false,
+        )
+    },
+    Resource {
+        short_names: &["ev"],
+        ..resource("events.k8s.io", "v1", "events", "event", "Event", true)
+    },
+    Resource {
+        short_names: &["crd", "crds"],
+        categories: API_EXTENSIONS,
+        subresources: &[("status", STATUS_VERBS)],
+        ..resource(
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            "customresourcedefinition",
+            "CustomResourceDefinition",
+            false,
+        )
+    },
+];
+
+/// The built-in API groups (excluding the core group) in discovery order, each with its versions.
+pub fn groups() -> Vec<(&'static str, Vec<&'static str>)> {
+    let mut groups: Vec<(&'static str, Vec<&'static str>)> = Vec::new();
+    for r in RESOURCES.iter().filter(|r| !r.group.is_empty()) {
+        match groups.iter_mut().find(|(g, _)| *g == r.group) {
+            Some((_, versions)) if !versions.contains(&r.version) => versions.push(r.version),
+            Some(_) => {}
+            None => groups.push((r.group, vec![r.version])),
+        }
+    }
+    groups
+}
+
+/// The built-in resources of one group version.
+pub fn in_group_version<'a>(
+    group: &'a str,
+    version: &'a str,
+) -> impl Iterator<Item = &'static Resource> + 'a {
+    RESOURCES
+        .iter()
+        .filter(move |r| r.group == group && r.version == version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_per_group_and_lower_case() {
+        let mut seen = std::collections::HashSet::new();
+        for r in RESOURCES {
+            assert!(
+                seen.insert((r.group, r.name)),
+                "{} twice in {}",
+                r.name,
+                r.group
+            );
+            assert_eq!(r.name, r.name.to_lowercase());
+            assert_eq!(r.singular, r.kind.to_lowercase(), "{}", r.name);
+        }
+    }
+
+    #[test]
+    fn groups_are_listed_once_in_order() {
+        let groups = groups();
+        assert_eq!(groups.first().unwrap().0, "authentication.k8s.io");
+        assert_eq!(groups.last().unwrap().0, "apiextensions.k8s.io");
+        assert!(groups.iter().all(|(_, versions)| versions == &vec!["v1"]));
+        assert_eq!(in_group_version("", "v1").count(), 6);
+        assert_eq!(in_group_version(RBAC, "v1").count(), 4);
+    }
+}

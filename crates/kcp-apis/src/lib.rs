@@ -1,0 +1,6 @@
+//! What kcp serves, as data: the catalogue of built-in resources every logical cluster has
+//! ([`builtin`]). Later also kcp's own kinds (Workspace, LogicalCluster, APIExport, ...).
+//!
+//! Pure: no IO, no HTTP, no storage. Consumers (discovery, the registry) read the tables.
+
+pub mod builtin;

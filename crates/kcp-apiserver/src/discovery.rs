@@ -1,0 +1,149 @@
+//! Legacy discovery documents (`/api`, `/apis`, `/api/v1`, `/apis/<group>[/<version>]`), built
+//! from the catalogue of served resources. kubectl asks for aggregated discovery first and falls
+//! back to these when the answer is plain `application/json`.
+
+use kcp_apis::builtin::{self, Resource};
+use serde_json::{Value, json};
+
+/// `/api`.
+pub fn api_versions() -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [],
+    })
+}
+
+fn group_document(name: &str, versions: &[&str]) -> Value {
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .collect();
+    json!({
+        "name": name,
+        "versions": versions,
+        "preferredVersion": versions.first().cloned().unwrap_or(Value::Null),
+    })
+}
+
+/// `/apis`.
+pub fn api_group_list() -> Value {
+    let groups: Vec<Value> = builtin::groups()
+        .iter()
+        .map(|(name, versions)| group_document(name, versions))
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+/// `/apis/<group>`, if the group is served.
+pub fn api_group(name: &str) -> Option<Value> {
+    let groups = builtin::groups();
+    let (name, versions) = groups.iter().find(|(g, _)| *g == name)?;
+    let mut document = group_document(name, versions);
+    document["kind"] = json!("APIGroup");
+    document["apiVersion"] = json!("v1");
+    Some(document)
+}
+
+/// `/api/v1` (group "") or `/apis/<group>/<version>`, if served.
+pub fn resource_list(group: &str, version: &str) -> Option<Value> {
+    let mut resources = Vec::new();
+    for r in builtin::in_group_version(group, version) {
+        resources.push(resource_document(r));
+        for (sub, verbs) in r.subresources {
+            resources.push(json!({
+                "name": format!("{}/{sub}", r.name),
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": verbs,
+            }));
+        }
+    }
+    if resources.is_empty() {
+        return None;
+    }
+    let group_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": resources,
+    }))
+}
+
+fn resource_document(r: &Resource) -> Value {
+    let mut document = json!({
+        "name": r.name,
+        "singularName": r.singular,
+        "namespaced": r.namespaced,
+        "kind": r.kind,
+        "verbs": r.verbs,
+    });
+    if !r.short_names.is_empty() {
+        document["shortNames"] = json!(r.short_names);
+    }
+    if !r.categories.is_empty() {
+        document["categories"] = json!(r.categories);
+    }
+    document
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_resources_and_their_subresources_are_listed() {
+        let list = resource_list("", "v1").unwrap();
+        assert_eq!(list["groupVersion"], "v1");
+        let names: Vec<&str> = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        for name in [
+            "namespaces",
+            "namespaces/status",
+            "namespaces/finalize",
+            "configmaps",
+            "serviceaccounts/token",
+        ] {
+            assert!(names.contains(&name), "{name} missing from {names:?}");
+        }
+        let cm = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "configmaps")
+            .unwrap();
+        assert_eq!(cm["shortNames"], json!(["cm"]));
+        assert_eq!(cm["namespaced"], true);
+    }
+
+    #[test]
+    fn groups_name_their_preferred_version() {
+        let list = api_group_list();
+        let rbac = list["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == "rbac.authorization.k8s.io")
+            .unwrap();
+        assert_eq!(
+            rbac["preferredVersion"]["groupVersion"],
+            "rbac.authorization.k8s.io/v1"
+        );
+        assert_eq!(
+            api_group("coordination.k8s.io").unwrap()["kind"],
+            "APIGroup"
+        );
+        assert!(api_group("apps").is_none());
+        assert!(resource_list("apps", "v1").is_none());
+    }
+}
