@@ -10,10 +10,12 @@
 
 pub mod authn;
 pub mod discovery;
+mod handlers;
 pub mod request_info;
 pub mod router;
 mod serve;
 pub mod status;
+mod table;
 pub mod version;
 
 pub use serve::{ServeHandle, serve};

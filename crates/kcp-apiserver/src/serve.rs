@@ -62,7 +62,7 @@ pub fn serve(
                     hyper::service::service_fn(move |request: http::Request<Incoming>| {
                         let router = Arc::clone(&router);
                         async move {
-                            let answered = AssertUnwindSafe(async { router.handle(&request) })
+                            let answered = AssertUnwindSafe(router.handle(request))
                                 .catch_unwind()
                                 .await;
                             Ok::<_, Infallible>(answered.unwrap_or_else(|_| {

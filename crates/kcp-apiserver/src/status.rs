@@ -43,6 +43,67 @@ pub fn text_response(code: StatusCode, text: &'static str) -> Response<Body> {
         .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
 }
 
+/// The one mapping from registry errors to `Status` responses.
+pub fn from_registry_error(error: &kcp_registry::RegistryError) -> Response<Body> {
+    use kcp_registry::RegistryError as E;
+    let message = error.to_string();
+    let (code, reason) = match error {
+        E::NotFound { .. } => (StatusCode::NOT_FOUND, "NotFound"),
+        E::AlreadyExists { .. } => (StatusCode::CONFLICT, "AlreadyExists"),
+        E::Conflict { .. } => (StatusCode::CONFLICT, "Conflict"),
+        E::Invalid { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "Invalid"),
+        E::BadRequest(_) => (StatusCode::BAD_REQUEST, "BadRequest"),
+        E::UnsupportedMediaType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType"),
+        E::Expired(_) => (StatusCode::GONE, "Expired"),
+        E::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable"),
+        E::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "InternalError"),
+    };
+    let mut status = json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code.as_u16(),
+    });
+    match error {
+        E::NotFound {
+            qualified_resource,
+            name,
+        }
+        | E::AlreadyExists {
+            qualified_resource,
+            name,
+        }
+        | E::Conflict {
+            qualified_resource,
+            name,
+            ..
+        } => {
+            let (kind, group) = qualified_resource
+                .split_once('.')
+                .unwrap_or((qualified_resource, ""));
+            status["details"] = json!({"name": name, "group": group, "kind": kind});
+        }
+        E::Invalid {
+            kind,
+            group,
+            name,
+            causes,
+        } => {
+            let causes: Vec<_> = causes
+                .iter()
+                .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                .collect();
+            status["details"] =
+                json!({"name": name, "group": group, "kind": kind, "causes": causes});
+        }
+        _ => {}
+    }
+    json_response(code, &status)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,6 +19,10 @@ use anyhow::Context;
 use kcp_apiserver::authn::{TokenAuthenticator, User};
 use kcp_apiserver::router::Router;
 use kcp_apiserver::{ServeHandle, serve};
+use kcp_registry::Registry;
+
+/// The logical cluster that exists from the first start.
+const ROOT_CLUSTER: &str = "root";
 
 pub use options::Options;
 pub use store::Store;
@@ -41,6 +45,11 @@ impl Server {
         let store = Store::open(&options).await?;
         let revision = store.storage().current_revision().await?;
         tracing::info!(revision, "storage ready");
+        let registry = Registry::new(store.storage());
+        registry
+            .ensure_namespace(ROOT_CLUSTER, "default")
+            .await
+            .context("create the default namespace")?;
 
         let pki = pki::load_or_create(root, &options.bind_address)?;
         let token = token::load_or_create(root)?;
@@ -69,7 +78,7 @@ impl Server {
         let serving = serve(
             listener,
             Arc::new(pki.server_config()?),
-            Arc::new(Router::new(authn)),
+            Arc::new(Router::new(authn, registry)),
         );
         tracing::info!(
             "ready to serve on https://{address}; use it with KUBECONFIG={}",

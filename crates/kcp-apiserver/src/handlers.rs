@@ -1,0 +1,253 @@
+//! Resource requests: from a parsed [`ResourceRequest`] and a body to a registry call and back
+//! to a response. Content negotiation lives here: JSON in, JSON or Table out.
+
+use bytes::Bytes;
+use http::{HeaderMap, StatusCode, header};
+use kcp_apimachinery::{fields, labels};
+use kcp_apis::builtin::{self, Resource};
+use kcp_registry::{DeleteOutcome, ListOptions, Registry, RegistryError, Target};
+use serde_json::{Value, json};
+
+use crate::request_info::ResourceRequest;
+use crate::status::{Body, failure, from_registry_error, json_response};
+
+/// Answers a resource request for an authenticated user.
+pub async fn serve(
+    registry: &Registry,
+    info: &ResourceRequest,
+    query: Option<&str>,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> http::Response<Body> {
+    match serve_inner(registry, info, query, headers, body).await {
+        Ok(response) => response,
+        Err(error) => from_registry_error(&error),
+    }
+}
+
+fn not_found() -> http::Response<Body> {
+    failure(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
+}
+
+async fn serve_inner(
+    registry: &Registry,
+    info: &ResourceRequest,
+    query: Option<&str>,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<http::Response<Body>, RegistryError> {
+    let Some(cluster) = info.cluster.as_deref() else {
+        return Ok(not_found());
+    };
+    let Some(resource) =
+        builtin::in_group_version(&info.group, &info.version).find(|r| r.name == info.resource)
+    else {
+        return Ok(not_found());
+    };
+    if info.subresource.is_some() {
+        return Ok(not_found());
+    }
+    let namespace = if resource.namespaced {
+        info.namespace.as_deref()
+    } else {
+        None
+    };
+    let target = Target {
+        cluster,
+        resource,
+        namespace,
+    };
+    let params = Params::parse(query);
+    let as_table = wants_table(headers);
+    let name = info.name.as_deref();
+    match (info.verb.as_str(), name) {
+        ("get", Some(name)) => {
+            let object = registry.get(target, name).await?;
+            Ok(respond(StatusCode::OK, object, as_table))
+        }
+        ("list", None) => list(registry, target, &params, as_table).await,
+        ("create", None) => {
+            if resource.namespaced && namespace.is_none() {
+                return Ok(not_found());
+            }
+            let object = registry.create(target, parse_body(headers, &body)?).await?;
+            Ok(respond(StatusCode::CREATED, object, false))
+        }
+        ("update", Some(name)) => {
+            let object = registry
+                .update(target, name, parse_body(headers, &body)?)
+                .await?;
+            Ok(respond(StatusCode::OK, object, false))
+        }
+        ("delete", Some(name)) => match registry.delete(target, name).await? {
+            DeleteOutcome::Pending(object) => Ok(respond(StatusCode::OK, object, false)),
+            DeleteOutcome::Deleted(object) => Ok(json_response(
+                StatusCode::OK,
+                &deleted_status(resource, &object),
+            )),
+        },
+        (verb, _) => Ok(failure(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            &format!(
+                "the server does not allow this method on the requested resource ({verb} is not served yet)"
+            ),
+        )),
+    }
+}
+
+async fn list(
+    registry: &Registry,
+    target: Target<'_>,
+    params: &Params,
+    as_table: bool,
+) -> Result<http::Response<Body>, RegistryError> {
+    let label_selector =
+        match params.get("labelSelector") {
+            Some(s) => Some(labels::Selector::parse(s).map_err(|e| {
+                RegistryError::BadRequest(format!("unable to parse requirement: {e}"))
+            })?),
+            None => None,
+        };
+    let field_selector = match params.get("fieldSelector") {
+        Some(s) => {
+            Some(fields::Selector::parse(s).map_err(|e| RegistryError::BadRequest(e.to_string()))?)
+        }
+        None => None,
+    };
+    if let Some(selector) = &field_selector {
+        for requirement in selector.requirements() {
+            if !matches!(requirement.field(), "metadata.name" | "metadata.namespace") {
+                return Err(RegistryError::BadRequest(format!(
+                    "field label not supported: {}",
+                    requirement.field()
+                )));
+            }
+        }
+    }
+    let filter: Option<kcp_registry::Filter> =
+        if label_selector.is_none() && field_selector.is_none() {
+            None
+        } else {
+            Some(Box::new(move |object: &Value| {
+                label_selector
+                    .as_ref()
+                    .is_none_or(|s| s.matches(&object["metadata"]["labels"]))
+                    && field_selector.as_ref().is_none_or(|s| {
+                        s.matches(|field| match field {
+                            "metadata.name" => object["metadata"]["name"].as_str(),
+                            "metadata.namespace" => object["metadata"]["namespace"].as_str(),
+                            _ => None,
+                        })
+                    })
+            }))
+        };
+    let limit = match params.get("limit") {
+        Some(limit) => limit
+            .parse::<usize>()
+            .map_err(|_| RegistryError::BadRequest(format!("invalid limit: {limit}")))?,
+        None => 0,
+    };
+    let options = ListOptions {
+        limit,
+        continue_token: params.get("continue").map(str::to_string),
+        filter,
+    };
+    let result = registry.list(target, options).await?;
+    let rv = result.resource_version.to_string();
+    if as_table {
+        let table =
+            crate::table::render(&result.items, Some(&rv), result.continue_token.as_deref());
+        return Ok(json_response(StatusCode::OK, &table));
+    }
+    let mut metadata = json!({"resourceVersion": rv});
+    if let Some(token) = &result.continue_token {
+        metadata["continue"] = json!(token);
+    }
+    if let Some(remaining) = result.remaining_item_count {
+        metadata["remainingItemCount"] = json!(remaining);
+    }
+    let list = json!({
+        "kind": format!("{}List", target.resource.kind),
+        "apiVersion": target.resource.group_version(),
+        "metadata": metadata,
+        "items": result.items,
+    });
+    Ok(json_response(StatusCode::OK, &list))
+}
+
+fn respond(code: StatusCode, object: Value, as_table: bool) -> http::Response<Body> {
+    if as_table {
+        let rv = object["metadata"]["resourceVersion"]
+            .as_str()
+            .map(str::to_string);
+        return json_response(code, &crate::table::render(&[object], rv.as_deref(), None));
+    }
+    json_response(code, &object)
+}
+
+fn deleted_status(resource: &Resource, object: &Value) -> Value {
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {
+            "name": object["metadata"]["name"],
+            "group": resource.group,
+            "kind": resource.name,
+            "uid": object["metadata"]["uid"],
+        },
+    })
+}
+
+/// Whether the client asked for a Table (`Accept: application/json;as=Table;...`).
+fn wants_table(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|media| media.split(';').any(|p| p.trim() == "as=Table"))
+}
+
+/// The JSON object in a request body; other media types are refused for now.
+fn parse_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, RegistryError> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    let media = content_type.split(';').next().unwrap_or_default().trim();
+    if media != "application/json" {
+        return Err(RegistryError::UnsupportedMediaType(format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json (got {media})"
+        )));
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| RegistryError::BadRequest(format!("the object provided is unrecognized: {e}")))
+}
+
+/// Decoded query parameters.
+struct Params(Vec<(String, String)>);
+
+impl Params {
+    fn parse(query: Option<&str>) -> Self {
+        Params(
+            form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+                .into_owned()
+                .collect(),
+        )
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    }
+}

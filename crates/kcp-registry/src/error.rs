@@ -1,0 +1,68 @@
+//! Registry errors: each knows its Kubernetes reason; the API server maps them to `Status`.
+
+/// One field-level problem of an invalid object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// e.g. `FieldValueRequired`, `FieldValueInvalid`.
+    pub reason: &'static str,
+    pub field: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RegistryError {
+    /// `<resource> "<name>" not found`.
+    #[error("{qualified_resource} \"{name}\" not found")]
+    NotFound {
+        qualified_resource: String,
+        name: String,
+    },
+    #[error("{qualified_resource} \"{name}\" already exists")]
+    AlreadyExists {
+        qualified_resource: String,
+        name: String,
+    },
+    #[error("Operation cannot be fulfilled on {qualified_resource} \"{name}\": {reason}")]
+    Conflict {
+        qualified_resource: String,
+        name: String,
+        reason: String,
+    },
+    /// 422 with field causes; `kind` and `name` name the object.
+    #[error("{kind} \"{name}\" is invalid: {}", causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect::<Vec<_>>().join(", "))]
+    Invalid {
+        kind: String,
+        group: String,
+        name: String,
+        causes: Vec<Cause>,
+    },
+    #[error("{0}")]
+    BadRequest(String),
+    /// 415: a body in a media type the server does not read.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// 410: a continue token or resource version that storage has compacted away.
+    #[error("{0}")]
+    Expired(String),
+    /// 504/503: storage could not answer.
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<kcp_storage::StorageError> for RegistryError {
+    fn from(error: kcp_storage::StorageError) -> Self {
+        use kcp_storage::StorageError as S;
+        match error {
+            S::Compacted { .. } => RegistryError::Expired(
+                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.".into(),
+            ),
+            S::FutureRevision { requested, .. } => {
+                RegistryError::Unavailable(format!("Too large resource version: {requested}"))
+            }
+            S::Unavailable(message) => RegistryError::Unavailable(message),
+            other => RegistryError::Internal(other.to_string()),
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! Accessors and server-managed fields of `metadata`.
+
+use kcp_storage::Revision;
+use serde_json::{Map, Value, json};
+
+/// The `metadata` object, created if missing or not an object.
+pub fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
+    if !object["metadata"].is_object() {
+        object["metadata"] = json!({});
+    }
+    object["metadata"]
+        .as_object_mut()
+        .expect("metadata was just made an object")
+}
+
+/// A string field of `metadata`.
+pub fn string<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
+    object.get("metadata")?.get(field)?.as_str()
+}
+
+/// The current time as Kubernetes writes `creationTimestamp` and `deletionTimestamp`.
+pub fn now() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+pub fn new_uid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// Sets `metadata.resourceVersion` (it is never stored, only served).
+pub fn set_resource_version(object: &mut Value, revision: Revision) {
+    metadata_mut(object).insert(
+        "resourceVersion".into(),
+        Value::String(revision.to_string()),
+    );
+}
+
+/// Removes `metadata.resourceVersion` before storing.
+pub fn take_resource_version(object: &mut Value) -> Option<String> {
+    match metadata_mut(object).remove("resourceVersion")? {
+        Value::String(rv) if !rv.is_empty() => Some(rv),
+        _ => None,
+    }
+}
+
+/// Whether the object still has finalizers.
+pub fn has_finalizers(object: &Value) -> bool {
+    object["metadata"]["finalizers"]
+        .as_array()
+        .is_some_and(|f| !f.is_empty())
+}

@@ -1,0 +1,78 @@
+//! Object name rules and `generateName`, with Kubernetes' messages.
+
+const SUBDOMAIN_MESSAGE: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const LABEL_MESSAGE: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+fn is_label(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    !bytes.is_empty()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes[0] != b'-'
+        && bytes[bytes.len() - 1] != b'-'
+}
+
+/// Problems with `name` as an RFC 1123 subdomain (most kinds' object names).
+pub fn subdomain_errors(name: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if name.len() > 253 {
+        errors.push("must be no more than 253 characters".to_string());
+    }
+    if !name.split('.').all(is_label) {
+        errors.push(SUBDOMAIN_MESSAGE.to_string());
+    }
+    errors
+}
+
+/// Problems with `name` as an RFC 1123 label (namespace names).
+pub fn label_errors(name: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if name.len() > 63 {
+        errors.push("must be no more than 63 characters".to_string());
+    }
+    if !is_label(name) {
+        errors.push(LABEL_MESSAGE.to_string());
+    }
+    errors
+}
+
+/// `prefix` plus five random characters from the alphabet Kubernetes uses (no vowels, no
+/// look-alikes), the prefix cut so the result stays within 63 characters.
+pub fn generate(prefix: &str) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    const MAX_PREFIX: usize = 63 - 5;
+    let prefix = if prefix.len() > MAX_PREFIX {
+        &prefix[..MAX_PREFIX]
+    } else {
+        prefix
+    };
+    let suffix: String = (0..5)
+        .map(|_| ALPHABET[fastrand::usize(..ALPHABET.len())] as char)
+        .collect();
+    format!("{prefix}{suffix}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subdomains_and_labels() {
+        assert!(subdomain_errors("a.b-c.d1").is_empty());
+        assert!(!subdomain_errors("Bad_Name").is_empty());
+        assert!(!subdomain_errors("-a").is_empty());
+        assert!(!subdomain_errors("a..b").is_empty());
+        assert!(!subdomain_errors(&"a".repeat(254)).is_empty());
+        assert!(label_errors("team-1").is_empty());
+        assert!(!label_errors("a.b").is_empty());
+        assert!(!label_errors(&"a".repeat(64)).is_empty());
+    }
+
+    #[test]
+    fn generated_names_keep_the_prefix_and_fit() {
+        let name = generate("web-");
+        assert!(name.starts_with("web-") && name.len() == 9);
+        assert_eq!(generate(&"x".repeat(100)).len(), 63);
+    }
+}

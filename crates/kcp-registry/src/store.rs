@@ -1,0 +1,418 @@
+//! The registry: create, get, update and delete of any kind, with Kubernetes semantics.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kcp_apis::builtin::Resource;
+use kcp_storage::keys::ResourceKeys;
+use kcp_storage::{KeyValue, Storage, StorageError};
+use serde_json::{Value, json};
+
+use crate::error::{Cause, RegistryError};
+use crate::meta;
+use crate::names;
+
+/// How many times a server-side read-modify-write retries after losing a race.
+const CONFLICT_RETRIES: usize = 5;
+const MODIFIED: &str =
+    "the object has been modified; please apply your changes to the latest version and try again";
+
+/// Where a request points: a resource in a logical cluster, and a namespace for namespaced ones.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    pub cluster: &'a str,
+    pub resource: &'static Resource,
+    pub namespace: Option<&'a str>,
+}
+
+impl Target<'_> {
+    /// `configmaps` or `roles.rbac.authorization.k8s.io`, as error messages name resources.
+    pub fn qualified_resource(&self) -> String {
+        if self.resource.group.is_empty() {
+            self.resource.name.to_string()
+        } else {
+            format!("{}.{}", self.resource.name, self.resource.group)
+        }
+    }
+
+    fn keys(&self) -> ResourceKeys {
+        ResourceKeys::new(self.resource.group, self.resource.name)
+    }
+
+    pub(crate) fn key(&self, name: &str) -> Vec<u8> {
+        self.keys().object(
+            self.cluster,
+            self.namespace.filter(|_| self.resource.namespaced),
+            name,
+        )
+    }
+
+    /// The storage prefix of the collection the target names.
+    pub(crate) fn collection_prefix(&self) -> Vec<u8> {
+        match self.namespace.filter(|_| self.resource.namespaced) {
+            Some(namespace) => self.keys().namespace(self.cluster, namespace),
+            None => self.keys().cluster(self.cluster),
+        }
+    }
+
+    fn not_found(&self, name: &str) -> RegistryError {
+        RegistryError::NotFound {
+            qualified_resource: self.qualified_resource(),
+            name: name.to_string(),
+        }
+    }
+
+    fn conflict(&self, name: &str) -> RegistryError {
+        RegistryError::Conflict {
+            qualified_resource: self.qualified_resource(),
+            name: name.to_string(),
+            reason: MODIFIED.to_string(),
+        }
+    }
+
+    fn invalid(&self, name: &str, causes: Vec<Cause>) -> RegistryError {
+        RegistryError::Invalid {
+            kind: self.resource.kind.to_string(),
+            group: self.resource.group.to_string(),
+            name: name.to_string(),
+            causes,
+        }
+    }
+}
+
+/// What a delete did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeleteOutcome {
+    /// The object is gone; this was its last state.
+    Deleted(Value),
+    /// Finalizers hold the object; it now carries a deletionTimestamp.
+    Pending(Value),
+}
+
+/// Resource semantics over one store, shared by every logical cluster.
+#[derive(Clone)]
+pub struct Registry {
+    storage: Arc<dyn Storage>,
+}
+
+impl Registry {
+    pub fn new(storage: Arc<dyn Storage>) -> Self {
+        Registry { storage }
+    }
+
+    pub(crate) fn storage(&self) -> &dyn Storage {
+        &*self.storage
+    }
+
+    /// Creates an object from a request body.
+    pub async fn create(&self, target: Target<'_>, body: Value) -> Result<Value, RegistryError> {
+        let mut object = normalize(&target, body)?;
+        if meta::take_resource_version(&mut object).is_some() {
+            return Err(RegistryError::BadRequest(
+                "resourceVersion should not be set on objects to be created".into(),
+            ));
+        }
+        let name = match meta::string(&object, "name").filter(|n| !n.is_empty()) {
+            Some(name) => name.to_string(),
+            None => match meta::string(&object, "generateName").filter(|n| !n.is_empty()) {
+                Some(prefix) => names::generate(prefix),
+                None => {
+                    return Err(target.invalid(
+                        "",
+                        vec![Cause {
+                            reason: "FieldValueRequired",
+                            field: "metadata.name".into(),
+                            message: "Required value: name or generateName is required".into(),
+                        }],
+                    ));
+                }
+            },
+        };
+        validate_name(&target, &name)?;
+        if let Some(namespace) = target.namespace.filter(|_| target.resource.namespaced) {
+            self.require_namespace(target.cluster, namespace).await?;
+        }
+        let metadata = meta::metadata_mut(&mut object);
+        metadata.insert("name".into(), json!(name));
+        metadata.insert("uid".into(), json!(meta::new_uid()));
+        metadata.insert("creationTimestamp".into(), json!(meta::now()));
+        metadata.remove("deletionTimestamp");
+        metadata.remove("deletionGracePeriodSeconds");
+        let kv = match self
+            .storage
+            .create(&target.key(&name), encode(&object)?)
+            .await
+        {
+            Err(StorageError::AlreadyExists { .. }) => {
+                return Err(RegistryError::AlreadyExists {
+                    qualified_resource: target.qualified_resource(),
+                    name,
+                });
+            }
+            other => other?,
+        };
+        meta::set_resource_version(&mut object, kv.mod_revision);
+        Ok(object)
+    }
+
+    /// Reads one object.
+    pub async fn get(&self, target: Target<'_>, name: &str) -> Result<Value, RegistryError> {
+        let kv = self.read(&target, name).await?;
+        decode(&kv)
+    }
+
+    async fn read(&self, target: &Target<'_>, name: &str) -> Result<KeyValue, RegistryError> {
+        self.storage
+            .get(&target.key(name), 0)
+            .await?
+            .kv
+            .ok_or_else(|| target.not_found(name))
+    }
+
+    /// Replaces an object (PUT). A `resourceVersion` in the body must match the stored one.
+    pub async fn update(
+        &self,
+        target: Target<'_>,
+        name: &str,
+        body: Value,
+    ) -> Result<Value, RegistryError> {
+        let mut object = normalize(&target, body)?;
+        match meta::string(&object, "name") {
+            Some(body_name) if body_name != name => {
+                return Err(RegistryError::BadRequest(format!(
+                    "the name of the object ({body_name}) does not match the name on the URL ({name})"
+                )));
+            }
+            _ => {}
+        }
+        meta::metadata_mut(&mut object).insert("name".into(), json!(name));
+        let precondition = match meta::take_resource_version(&mut object) {
+            Some(rv) => Some(rv.parse::<u64>().map_err(|_| {
+                target.invalid(
+                    name,
+                    vec![Cause {
+                        reason: "FieldValueInvalid",
+                        field: "metadata.resourceVersion".into(),
+                        message: format!("Invalid value: \"{rv}\": must be a non-negative integer"),
+                    }],
+                )
+            })?),
+            None => None,
+        };
+        for _ in 0..CONFLICT_RETRIES {
+            let current = self.read(&target, name).await?;
+            if precondition.is_some_and(|rv| rv != current.mod_revision) {
+                return Err(target.conflict(name));
+            }
+            let stored = decode(&current)?;
+            let mut next = object.clone();
+            carry_server_fields(&stored, &mut next);
+            match self
+                .write_back(&target, name, next, current.mod_revision)
+                .await
+            {
+                Err(RegistryError::Conflict { .. }) if precondition.is_none() => continue,
+                other => return other,
+            }
+        }
+        Err(target.conflict(name))
+    }
+
+    /// Stores `object` over revision `expected`, or deletes it if it is being deleted and no
+    /// finalizer is left.
+    async fn write_back(
+        &self,
+        target: &Target<'_>,
+        name: &str,
+        mut object: Value,
+        expected: u64,
+    ) -> Result<Value, RegistryError> {
+        let key = target.key(name);
+        let finished =
+            meta::string(&object, "deletionTimestamp").is_some() && !meta::has_finalizers(&object);
+        let result = if finished {
+            self.storage.delete(&key, Some(expected)).await
+        } else {
+            self.storage.update(&key, encode(&object)?, expected).await
+        };
+        match result {
+            Ok(kv) => {
+                meta::set_resource_version(&mut object, kv.mod_revision);
+                Ok(object)
+            }
+            Err(StorageError::Conflict { .. }) => Err(target.conflict(name)),
+            Err(StorageError::NotFound { .. }) => Err(target.not_found(name)),
+            Err(other) => Err(other.into()),
+        }
+    }
+
+    /// Deletes an object, or marks it for deletion while finalizers remain.
+    pub async fn delete(
+        &self,
+        target: Target<'_>,
+        name: &str,
+    ) -> Result<DeleteOutcome, RegistryError> {
+        for _ in 0..CONFLICT_RETRIES {
+            let current = self.read(&target, name).await?;
+            let mut object = decode(&current)?;
+            if meta::has_finalizers(&object) {
+                if meta::string(&object, "deletionTimestamp").is_some() {
+                    return Ok(DeleteOutcome::Pending(object));
+                }
+                let metadata = meta::metadata_mut(&mut object);
+                metadata.insert("deletionTimestamp".into(), json!(meta::now()));
+                metadata.insert("deletionGracePeriodSeconds".into(), json!(0));
+                metadata.remove("resourceVersion");
+                match self
+                    .write_back(&target, name, object, current.mod_revision)
+                    .await
+                {
+                    Ok(object) => return Ok(DeleteOutcome::Pending(object)),
+                    Err(RegistryError::Conflict { .. }) => continue,
+                    Err(other) => return Err(other),
+                }
+            }
+            match self
+                .storage
+                .delete(&target.key(name), Some(current.mod_revision))
+                .await
+            {
+                Ok(kv) => {
+                    meta::set_resource_version(&mut object, kv.mod_revision);
+                    return Ok(DeleteOutcome::Deleted(object));
+                }
+                Err(StorageError::Conflict { .. }) => continue,
+                Err(StorageError::NotFound { .. }) => return Err(target.not_found(name)),
+                Err(other) => return Err(other.into()),
+            }
+        }
+        Err(target.conflict(name))
+    }
+
+    /// Fails with `namespaces "<ns>" not found` unless the namespace exists in the cluster.
+    async fn require_namespace(&self, cluster: &str, namespace: &str) -> Result<(), RegistryError> {
+        let namespaces = Target {
+            cluster,
+            resource: namespaces(),
+            namespace: None,
+        };
+        self.read(&namespaces, namespace).await.map(|_| ())
+    }
+
+    /// Creates the namespace `name` in `cluster` unless it exists (bootstrap of `default`).
+    pub async fn ensure_namespace(&self, cluster: &str, name: &str) -> Result<(), RegistryError> {
+        let target = Target {
+            cluster,
+            resource: namespaces(),
+            namespace: None,
+        };
+        match self
+            .create(target, json!({"metadata": {"name": name}}))
+            .await
+        {
+            Ok(_) | Err(RegistryError::AlreadyExists { .. }) => Ok(()),
+            Err(other) => Err(other),
+        }
+    }
+}
+
+fn namespaces() -> &'static Resource {
+    kcp_apis::builtin::in_group_version("", "v1")
+        .find(|r| r.name == "namespaces")
+        .expect("the catalogue has namespaces")
+}
+
+/// Checks a request body against the target and fills in apiVersion, kind and namespace.
+fn normalize(target: &Target<'_>, body: Value) -> Result<Value, RegistryError> {
+    let Value::Object(_) = body else {
+        return Err(RegistryError::BadRequest(
+            "the body of the request must be a JSON object".into(),
+        ));
+    };
+    let mut object = body;
+    let expected_version = target.resource.group_version();
+    match object.get("apiVersion").and_then(Value::as_str) {
+        Some(version) if version != expected_version => {
+            return Err(RegistryError::BadRequest(format!(
+                "the API version in the data ({version}) does not match the expected API version ({expected_version})"
+            )));
+        }
+        _ => {}
+    }
+    match object.get("kind").and_then(Value::as_str) {
+        Some(kind) if kind != target.resource.kind => {
+            return Err(RegistryError::BadRequest(format!(
+                "the kind in the data ({kind}) does not match the expected kind ({})",
+                target.resource.kind
+            )));
+        }
+        _ => {}
+    }
+    object["apiVersion"] = json!(expected_version);
+    object["kind"] = json!(target.resource.kind);
+    let body_namespace = meta::string(&object, "namespace")
+        .filter(|n| !n.is_empty())
+        .map(str::to_string);
+    let metadata = meta::metadata_mut(&mut object);
+    if target.resource.namespaced {
+        let namespace = target.namespace.unwrap_or_default();
+        if body_namespace.as_deref().is_some_and(|n| n != namespace) {
+            return Err(RegistryError::BadRequest(
+                "the namespace of the provided object does not match the namespace sent on the request".into(),
+            ));
+        }
+        metadata.insert("namespace".into(), json!(namespace));
+    } else {
+        metadata.remove("namespace");
+    }
+    Ok(object)
+}
+
+fn validate_name(target: &Target<'_>, name: &str) -> Result<(), RegistryError> {
+    let errors = if target.resource.name == "namespaces" {
+        names::label_errors(name)
+    } else {
+        names::subdomain_errors(name)
+    };
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let causes = errors
+        .into_iter()
+        .map(|message| Cause {
+            reason: "FieldValueInvalid",
+            field: "metadata.name".into(),
+            message: format!("Invalid value: \"{name}\": {message}"),
+        })
+        .collect();
+    Err(target.invalid(name, causes))
+}
+
+/// Keeps the fields only the server sets (uid, creationTimestamp, deletion state) on an update.
+fn carry_server_fields(stored: &Value, next: &mut Value) {
+    let metadata = meta::metadata_mut(next);
+    for field in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+    ] {
+        match stored["metadata"].get(field) {
+            Some(value) => metadata.insert(field.into(), value.clone()),
+            None => metadata.remove(field),
+        };
+    }
+}
+
+pub(crate) fn encode(object: &Value) -> Result<Bytes, RegistryError> {
+    serde_json::to_vec(object)
+        .map(Bytes::from)
+        .map_err(|e| RegistryError::Internal(e.to_string()))
+}
+
+pub(crate) fn decode(kv: &KeyValue) -> Result<Value, RegistryError> {
+    let mut object: Value = serde_json::from_slice(&kv.value)
+        .map_err(|e| RegistryError::Internal(format!("stored object is not JSON: {e}")))?;
+    meta::set_resource_version(&mut object, kv.mod_revision);
+    Ok(object)
+}

@@ -1,0 +1,269 @@
+//! Registry semantics on the in-memory store.
+
+use std::sync::Arc;
+
+use kcp_apis::builtin::{RESOURCES, Resource};
+use kcp_registry::{DeleteOutcome, ListOptions, Registry, RegistryError, Target};
+use kcp_storage::MemoryStorage;
+use serde_json::json;
+
+fn resource(name: &str) -> &'static Resource {
+    RESOURCES
+        .iter()
+        .find(|r| r.name == name && r.group.is_empty())
+        .unwrap()
+}
+
+fn configmaps(cluster: &str) -> Target<'_> {
+    Target {
+        cluster,
+        resource: resource("configmaps"),
+        namespace: Some("default"),
+    }
+}
+
+async fn registry() -> Registry {
+    let registry = Registry::new(Arc::new(MemoryStorage::new()));
+    for cluster in ["root", "root:other"] {
+        registry.ensure_namespace(cluster, "default").await.unwrap();
+    }
+    registry
+}
+
+#[tokio::test]
+async fn create_sets_server_fields_and_rejects_duplicates_and_bad_names() {
+    let registry = registry().await;
+    let created = registry
+        .create(
+            configmaps("root"),
+            json!({"metadata": {"name": "a"}, "data": {"k": "v"}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created["kind"], "ConfigMap");
+    assert_eq!(created["apiVersion"], "v1");
+    assert_eq!(created["metadata"]["namespace"], "default");
+    assert_eq!(created["metadata"]["uid"].as_str().unwrap().len(), 36);
+    assert!(
+        created["metadata"]["creationTimestamp"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
+    assert!(
+        created["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            > 0
+    );
+
+    let again = registry
+        .create(configmaps("root"), json!({"metadata": {"name": "a"}}))
+        .await;
+    assert_eq!(
+        again.unwrap_err().to_string(),
+        "configmaps \"a\" already exists"
+    );
+    let bad = registry
+        .create(
+            configmaps("root"),
+            json!({"metadata": {"name": "Bad_Name"}}),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(bad, RegistryError::Invalid { .. }));
+    assert!(
+        bad.to_string()
+            .starts_with("ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value"),
+        "{bad}"
+    );
+    let generated = registry
+        .create(
+            configmaps("root"),
+            json!({"metadata": {"generateName": "gen-"}}),
+        )
+        .await
+        .unwrap();
+    assert!(
+        generated["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("gen-")
+    );
+    let wrong_kind = registry
+        .create(
+            configmaps("root"),
+            json!({"kind": "Secret", "metadata": {"name": "s"}}),
+        )
+        .await;
+    assert!(matches!(wrong_kind, Err(RegistryError::BadRequest(_))));
+    let missing_ns = Target {
+        namespace: Some("nope"),
+        ..configmaps("root")
+    };
+    let error = registry
+        .create(missing_ns, json!({"metadata": {"name": "x"}}))
+        .await
+        .unwrap_err();
+    assert_eq!(error.to_string(), "namespaces \"nope\" not found");
+    // The same name in another logical cluster is another object.
+    registry
+        .create(configmaps("root:other"), json!({"metadata": {"name": "a"}}))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn update_checks_resource_version_and_keeps_server_fields() {
+    let registry = registry().await;
+    let created = registry
+        .create(
+            configmaps("root"),
+            json!({"metadata": {"name": "a"}, "data": {"k": "1"}}),
+        )
+        .await
+        .unwrap();
+    let mut changed = created.clone();
+    changed["data"]["k"] = json!("2");
+    changed["metadata"]["uid"] = json!("forged");
+    let updated = registry
+        .update(configmaps("root"), "a", changed.clone())
+        .await
+        .unwrap();
+    assert_eq!(updated["data"]["k"], "2");
+    assert_eq!(updated["metadata"]["uid"], created["metadata"]["uid"]);
+    let stale = registry
+        .update(configmaps("root"), "a", changed)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        stale.to_string(),
+        "Operation cannot be fulfilled on configmaps \"a\": the object has been modified; please apply your changes to the latest version and try again"
+    );
+    let missing = registry
+        .update(configmaps("root"), "b", json!({"metadata": {"name": "b"}}))
+        .await
+        .unwrap_err();
+    assert!(matches!(missing, RegistryError::NotFound { .. }));
+    let renamed = registry
+        .update(configmaps("root"), "a", json!({"metadata": {"name": "c"}}))
+        .await
+        .unwrap_err();
+    assert!(matches!(renamed, RegistryError::BadRequest(_)));
+}
+
+#[tokio::test]
+async fn finalizers_hold_a_delete_until_they_are_removed() {
+    let registry = registry().await;
+    registry
+        .create(
+            configmaps("root"),
+            json!({"metadata": {"name": "f", "finalizers": ["example.com/hold"]}}),
+        )
+        .await
+        .unwrap();
+    let pending = match registry.delete(configmaps("root"), "f").await.unwrap() {
+        DeleteOutcome::Pending(object) => object,
+        other => panic!("expected pending, got {other:?}"),
+    };
+    assert!(pending["metadata"]["deletionTimestamp"].is_string());
+    let mut released = registry.get(configmaps("root"), "f").await.unwrap();
+    released["metadata"]["finalizers"] = json!([]);
+    registry
+        .update(configmaps("root"), "f", released)
+        .await
+        .unwrap();
+    assert!(matches!(
+        registry.get(configmaps("root"), "f").await,
+        Err(RegistryError::NotFound { .. })
+    ));
+    assert!(matches!(
+        registry.delete(configmaps("root"), "f").await,
+        Err(RegistryError::NotFound { .. })
+    ));
+}
+
+#[tokio::test]
+async fn lists_page_one_snapshot_with_continue_tokens() {
+    let registry = registry().await;
+    for i in 0..7 {
+        registry
+            .create(
+                configmaps("root"),
+                json!({"metadata": {"name": format!("cm{i}")}}),
+            )
+            .await
+            .unwrap();
+    }
+    registry
+        .create(
+            configmaps("root:other"),
+            json!({"metadata": {"name": "elsewhere"}}),
+        )
+        .await
+        .unwrap();
+    let first = registry
+        .list(
+            configmaps("root"),
+            ListOptions {
+                limit: 3,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(first.items.len(), 3);
+    assert_eq!(first.remaining_item_count, Some(4));
+    registry
+        .create(configmaps("root"), json!({"metadata": {"name": "cm9"}}))
+        .await
+        .unwrap();
+    let mut names: Vec<String> = first
+        .items
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    let mut token = first.continue_token;
+    while let Some(t) = token {
+        let page = registry
+            .list(
+                configmaps("root"),
+                ListOptions {
+                    limit: 3,
+                    continue_token: Some(t),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(page.resource_version, first.resource_version);
+        names.extend(
+            page.items
+                .iter()
+                .map(|o| o["metadata"]["name"].as_str().unwrap().to_string()),
+        );
+        token = page.continue_token;
+    }
+    assert_eq!(
+        names,
+        (0..7).map(|i| format!("cm{i}")).collect::<Vec<_>>(),
+        "the snapshot excludes cm9"
+    );
+    let filtered = registry
+        .list(
+            configmaps("root"),
+            ListOptions {
+                limit: 2,
+                filter: Some(Box::new(|o| {
+                    o["metadata"]["name"].as_str().unwrap().ends_with('9')
+                })),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(filtered.items.len(), 1);
+    assert!(filtered.continue_token.is_none());
+}

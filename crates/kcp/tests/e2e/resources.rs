@@ -1,0 +1,158 @@
+//! Built-in resources through kubectl: create, get in its output formats, label selectors,
+//! replace with a stale object, delete, and the Status errors kubectl prints.
+
+use super::support::Kcp;
+
+/// Writes `text` to a file in `dir` and returns its path as a string.
+fn manifest(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+const CONFIGMAP: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: demo
+  labels: {app: web}
+data:
+  greeting: hello
+";
+
+#[test]
+fn configmaps_round_trip_through_kubectl() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let file = manifest(dir.path(), "cm.yaml", CONFIGMAP);
+    // OpenAPI is not served yet, so kubectl's client-side validation is off.
+    assert_eq!(
+        kcp.kubectl_ok(&["create", "-f", &file, "--validate=false"])
+            .trim(),
+        "configmap/demo created"
+    );
+
+    let object: serde_json::Value =
+        serde_json::from_str(&kcp.kubectl_ok(&["get", "configmap", "demo", "-o", "json"])).unwrap();
+    assert_eq!(object["data"]["greeting"], "hello");
+    assert_eq!(object["metadata"]["namespace"], "default");
+    assert!(object["metadata"]["uid"].is_string());
+    assert!(object["metadata"]["resourceVersion"].is_string());
+
+    let table = kcp.kubectl_ok(&["get", "cm"]);
+    let mut lines = table.lines();
+    assert_eq!(
+        lines.next().unwrap().split_whitespace().collect::<Vec<_>>(),
+        ["NAME", "AGE"]
+    );
+    assert_eq!(
+        lines.next().unwrap().split_whitespace().next(),
+        Some("demo")
+    );
+    assert_eq!(
+        kcp.kubectl_ok(&["get", "cm", "-l", "app=web", "-o", "name"])
+            .trim(),
+        "configmap/demo"
+    );
+    assert_eq!(
+        kcp.kubectl_ok(&["get", "cm", "-l", "app!=web", "-o", "name"])
+            .trim(),
+        ""
+    );
+    assert_eq!(
+        kcp.kubectl_ok(&[
+            "get",
+            "cm",
+            "--field-selector",
+            "metadata.name=demo",
+            "-o",
+            "name"
+        ])
+        .trim(),
+        "configmap/demo"
+    );
+    let jsonpath = kcp.kubectl_ok(&["get", "cm", "demo", "-o", "jsonpath={.data.greeting}"]);
+    assert_eq!(jsonpath, "hello");
+
+    // A replace carrying an old resourceVersion loses against a newer write.
+    let stale = manifest(
+        dir.path(),
+        "stale.json",
+        &kcp.kubectl_ok(&["get", "cm", "demo", "-o", "json"]),
+    );
+    kcp.kubectl_ok(&["replace", "-f", &stale, "--validate=false"]);
+    let conflict = kcp.kubectl(&["replace", "-f", &stale, "--validate=false"]);
+    assert!(!conflict.status.success());
+    let stderr = String::from_utf8_lossy(&conflict.stderr);
+    assert!(
+        stderr.contains("Error from server (Conflict)")
+            && stderr.contains("the object has been modified"),
+        "{stderr}"
+    );
+
+    let duplicate = kcp.kubectl(&["create", "-f", &file, "--validate=false"]);
+    assert!(
+        String::from_utf8_lossy(&duplicate.stderr)
+            .contains("Error from server (AlreadyExists): error when creating")
+    );
+
+    assert_eq!(
+        kcp.kubectl_ok(&["delete", "cm", "demo"]).trim(),
+        "configmap \"demo\" deleted"
+    );
+    let missing = kcp.kubectl(&["get", "cm", "demo"]);
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stderr).trim(),
+        "Error from server (NotFound): configmaps \"demo\" not found"
+    );
+    kcp.stop();
+}
+
+#[test]
+fn invalid_names_and_missing_namespaces_are_refused_with_kubernetes_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let bad = manifest(
+        dir.path(),
+        "bad.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\n",
+    );
+    let output = kcp.kubectl(&["create", "-f", &bad, "--validate=false"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // kubectl words a 422 with causes itself: `The ConfigMap "Bad_Name" is invalid: ...`.
+    assert!(
+        stderr.contains("The ConfigMap \"Bad_Name\" is invalid"),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .contains("metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"),
+        "{stderr}"
+    );
+
+    let elsewhere = manifest(
+        dir.path(),
+        "ns.yaml",
+        &CONFIGMAP.replace("name: demo", "name: demo\n  namespace: nowhere"),
+    );
+    let output = kcp.kubectl(&["create", "-f", &elsewhere, "--validate=false"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("namespaces \"nowhere\" not found"),
+        "{stderr}"
+    );
+    kcp.stop();
+}
+
+#[test]
+fn objects_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let kcp = Kcp::start(&root, &[]);
+    let file = manifest(dir.path(), "cm.yaml", CONFIGMAP);
+    kcp.kubectl_ok(&["create", "-f", &file, "--validate=false"]);
+    let before = kcp.kubectl_ok(&["get", "cm", "demo", "-o", "json"]);
+    kcp.stop();
+    let kcp = Kcp::start(&root, &[]);
+    assert_eq!(kcp.kubectl_ok(&["get", "cm", "demo", "-o", "json"]), before);
+    kcp.stop();
+}
