@@ -10,7 +10,11 @@ pub type Body = Full<Bytes>;
 
 /// A failure Status with `reason` and `message`, as kube-apiserver writes it.
 pub fn failure(code: StatusCode, reason: &str, message: &str) -> Response<Body> {
-    let status = json!({
+    json_response(code, &failure_status(code, reason, message))
+}
+
+fn failure_status(code: StatusCode, reason: &str, message: &str) -> serde_json::Value {
+    json!({
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
@@ -18,8 +22,7 @@ pub fn failure(code: StatusCode, reason: &str, message: &str) -> Response<Body> 
         "message": message,
         "reason": reason,
         "code": code.as_u16(),
-    });
-    json_response(code, &status)
+    })
 }
 
 /// A JSON response.
@@ -58,15 +61,7 @@ pub fn from_registry_error(error: &kcp_registry::RegistryError) -> Response<Body
         E::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable"),
         E::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "InternalError"),
     };
-    let mut status = json!({
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code.as_u16(),
-    });
+    let mut status = failure_status(code, reason, &message);
     match error {
         E::NotFound {
             qualified_resource,

@@ -1,6 +1,5 @@
 //! Object name rules and `generateName`, with Kubernetes' messages.
 
-const SUBDOMAIN_MESSAGE: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const LABEL_MESSAGE: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 
 fn is_label(s: &str) -> bool {
@@ -15,14 +14,7 @@ fn is_label(s: &str) -> bool {
 
 /// Problems with `name` as an RFC 1123 subdomain (most kinds' object names).
 pub fn subdomain_errors(name: &str) -> Vec<String> {
-    let mut errors = Vec::new();
-    if name.len() > 253 {
-        errors.push("must be no more than 253 characters".to_string());
-    }
-    if !name.split('.').all(is_label) {
-        errors.push(SUBDOMAIN_MESSAGE.to_string());
-    }
-    errors
+    kcp_apimachinery::labels::validation::dns1123_subdomain_errors(name)
 }
 
 /// Problems with `name` as an RFC 1123 label (namespace names).
