@@ -70,6 +70,7 @@ async fn serve_inner(
             Ok(respond(StatusCode::OK, object, as_table))
         }
         ("list", None) => list(registry, target, &params, as_table).await,
+        ("watch", None) => crate::watch::serve(registry, target, &params, as_table).await,
         ("create", None) => {
             if resource.namespaced && namespace.is_none() {
                 return Ok(not_found());
@@ -100,12 +101,10 @@ async fn serve_inner(
     }
 }
 
-async fn list(
-    registry: &Registry,
-    target: Target<'_>,
+/// The label and field selectors of a list or watch as one filter, if any was given.
+pub(crate) fn selector_filter(
     params: &Params,
-    as_table: bool,
-) -> Result<http::Response<Body>, RegistryError> {
+) -> Result<Option<kcp_registry::Filter>, RegistryError> {
     let label_selector =
         match params.get("labelSelector") {
             Some(s) => Some(labels::Selector::parse(s).map_err(|e| {
@@ -129,23 +128,30 @@ async fn list(
             }
         }
     }
-    let filter: Option<kcp_registry::Filter> =
-        if label_selector.is_none() && field_selector.is_none() {
-            None
-        } else {
-            Some(Box::new(move |object: &Value| {
-                label_selector
-                    .as_ref()
-                    .is_none_or(|s| s.matches(&object["metadata"]["labels"]))
-                    && field_selector.as_ref().is_none_or(|s| {
-                        s.matches(|field| match field {
-                            "metadata.name" => object["metadata"]["name"].as_str(),
-                            "metadata.namespace" => object["metadata"]["namespace"].as_str(),
-                            _ => None,
-                        })
-                    })
-            }))
-        };
+    if label_selector.is_none() && field_selector.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(Box::new(move |object: &Value| {
+        label_selector
+            .as_ref()
+            .is_none_or(|s| s.matches(&object["metadata"]["labels"]))
+            && field_selector.as_ref().is_none_or(|s| {
+                s.matches(|field| match field {
+                    "metadata.name" => object["metadata"]["name"].as_str(),
+                    "metadata.namespace" => object["metadata"]["namespace"].as_str(),
+                    _ => None,
+                })
+            })
+    })))
+}
+
+async fn list(
+    registry: &Registry,
+    target: Target<'_>,
+    params: &Params,
+    as_table: bool,
+) -> Result<http::Response<Body>, RegistryError> {
+    let filter = selector_filter(params)?;
     let limit = match params.get("limit") {
         Some(limit) => limit
             .parse::<usize>()
@@ -232,7 +238,7 @@ fn parse_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, RegistryError>
 }
 
 /// Decoded query parameters.
-struct Params(Vec<(String, String)>);
+pub(crate) struct Params(Vec<(String, String)>);
 
 impl Params {
     fn parse(query: Option<&str>) -> Self {
@@ -243,7 +249,7 @@ impl Params {
         )
     }
 
-    fn get(&self, name: &str) -> Option<&str> {
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()
             .find(|(k, _)| k == name)

@@ -17,5 +17,6 @@ mod serve;
 pub mod status;
 mod table;
 pub mod version;
+mod watch;
 
 pub use serve::{ServeHandle, serve};

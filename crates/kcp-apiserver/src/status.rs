@@ -2,11 +2,17 @@
 
 use bytes::Bytes;
 use http::{Response, StatusCode, header};
-use http_body_util::Full;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full};
 use serde_json::json;
 
-/// The response body type of every handler.
-pub type Body = Full<Bytes>;
+/// The response body type of every handler: whole bodies, or streams for watches.
+pub type Body = UnsyncBoxBody<Bytes, std::convert::Infallible>;
+
+/// A body of these bytes.
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed_unsync()
+}
 
 /// A failure Status with `reason` and `message`, as kube-apiserver writes it.
 pub fn failure(code: StatusCode, reason: &str, message: &str) -> Response<Body> {
@@ -32,8 +38,8 @@ pub fn json_response(code: StatusCode, value: &serde_json::Value) -> Response<Bo
     Response::builder()
         .status(code)
         .header(header::CONTENT_TYPE, "application/json")
-        .body(Full::new(Bytes::from(body)))
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
+        .body(full(body))
+        .unwrap_or_else(|_| Response::new(full(Bytes::new())))
 }
 
 /// A plain-text response, as the health endpoints answer.
@@ -42,8 +48,8 @@ pub fn text_response(code: StatusCode, text: &'static str) -> Response<Body> {
         .status(code)
         .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
         .header("X-Content-Type-Options", "nosniff")
-        .body(Full::new(Bytes::from_static(text.as_bytes())))
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
+        .body(full(Bytes::from_static(text.as_bytes())))
+        .unwrap_or_else(|_| Response::new(full(Bytes::new())))
 }
 
 /// The one mapping from registry errors to `Status` responses.
@@ -102,7 +108,6 @@ pub fn from_registry_error(error: &kcp_registry::RegistryError) -> Response<Body
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http_body_util::BodyExt;
 
     #[tokio::test]
     async fn failure_is_a_kubernetes_status() {

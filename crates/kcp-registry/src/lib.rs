@@ -13,7 +13,9 @@ mod list;
 mod meta;
 mod names;
 mod store;
+mod watch;
 
 pub use error::{Cause, RegistryError};
 pub use list::{Filter, ListOptions, ListResult};
 pub use store::{DeleteOutcome, Registry, Target};
+pub use watch::WatchEvent;

@@ -267,3 +267,59 @@ async fn lists_page_one_snapshot_with_continue_tokens() {
     assert_eq!(filtered.items.len(), 1);
     assert!(filtered.continue_token.is_none());
 }
+
+#[tokio::test]
+async fn watches_translate_storage_events_and_follow_selectors() {
+    use futures::StreamExt;
+    let registry = registry().await;
+    let start = registry
+        .list(configmaps("root"), ListOptions::default())
+        .await
+        .unwrap()
+        .resource_version;
+    let only_web: kcp_registry::Filter = Box::new(|o| o["metadata"]["labels"]["app"] == "web");
+    let events = registry
+        .watch(configmaps("root"), start, Some(only_web))
+        .await
+        .unwrap();
+    let all = registry
+        .watch(configmaps("root"), start, None)
+        .await
+        .unwrap();
+
+    let created = registry
+        .create(
+            configmaps("root"),
+            json!({"metadata": {"name": "w", "labels": {"app": "web"}}}),
+        )
+        .await
+        .unwrap();
+    let mut relabelled = created.clone();
+    relabelled["metadata"]["labels"]["app"] = json!("db");
+    registry
+        .update(configmaps("root"), "w", relabelled)
+        .await
+        .unwrap();
+    registry.delete(configmaps("root"), "w").await.unwrap();
+    registry
+        .create(configmaps("root:other"), json!({"metadata": {"name": "w"}}))
+        .await
+        .unwrap();
+
+    let kinds = |events: Vec<kcp_registry::WatchEvent>| {
+        events.into_iter().map(|e| e.kind).collect::<Vec<_>>()
+    };
+    let filtered: Vec<_> = events.take(2).map(Result::unwrap).collect().await;
+    assert_eq!(
+        kinds(filtered),
+        ["ADDED", "DELETED"],
+        "leaving the selector is a DELETED"
+    );
+    let everything: Vec<_> = all.take(3).map(Result::unwrap).collect().await;
+    let deleted = everything[2].object.clone();
+    assert_eq!(kinds(everything), ["ADDED", "MODIFIED", "DELETED"]);
+    assert_eq!(
+        deleted["metadata"]["labels"]["app"], "db",
+        "a delete carries the last state"
+    );
+}

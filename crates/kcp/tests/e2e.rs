@@ -6,4 +6,5 @@ mod e2e {
     pub mod resources;
     pub mod start;
     pub mod support;
+    pub mod watch;
 }

@@ -1,0 +1,112 @@
+//! Watch through kubectl: `get -w` sees ADDED, MODIFIED and DELETED, and `delete` waits for
+//! finalizers (kubectl waits with a watch).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::support::Kcp;
+
+fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn kubectl_get_watch_sees_added_modified_and_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let file = write(
+        dir.path(),
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: watched\n",
+    );
+    kcp.kubectl_ok(&["create", "-f", &file, "--validate=false"]);
+
+    let mut watcher = Command::new("kubectl")
+        .env("KUBECONFIG", kcp.kubeconfig())
+        .args([
+            "get",
+            "configmaps",
+            "--watch",
+            "--output-watch-events",
+            "--no-headers",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (lines, received) = mpsc::channel();
+    let stdout = watcher.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let next = || {
+        let line = received
+            .recv_timeout(Duration::from_secs(20))
+            .expect("a watch event within 20 s");
+        line.split_whitespace()
+            .take(2)
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(next(), ["ADDED", "watched"], "the list part arrives first");
+
+    let current = write(
+        dir.path(),
+        "current.json",
+        &kcp.kubectl_ok(&["get", "cm", "watched", "-o", "json"]),
+    );
+    kcp.kubectl_ok(&["replace", "-f", &current, "--validate=false"]);
+    assert_eq!(next(), ["MODIFIED", "watched"]);
+    kcp.kubectl_ok(&["delete", "cm", "watched"]);
+    assert_eq!(next(), ["DELETED", "watched"]);
+    let _ = watcher.kill();
+    let _ = watcher.wait();
+    kcp.stop();
+}
+
+#[test]
+fn kubectl_delete_waits_for_finalizers() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let file = write(
+        dir.path(),
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  finalizers: [example.com/hold]\n",
+    );
+    kcp.kubectl_ok(&["create", "-f", &file, "--validate=false"]);
+    let mut delete = Command::new("kubectl")
+        .env("KUBECONFIG", kcp.kubeconfig())
+        .args(["delete", "cm", "held", "--timeout=60s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        delete.try_wait().unwrap().is_none(),
+        "delete returned while a finalizer holds the object"
+    );
+    let terminating: serde_json::Value =
+        serde_json::from_str(&kcp.kubectl_ok(&["get", "cm", "held", "-o", "json"])).unwrap();
+    assert!(terminating["metadata"]["deletionTimestamp"].is_string());
+
+    let mut released = terminating.clone();
+    released["metadata"]["finalizers"] = serde_json::json!([]);
+    let released = write(dir.path(), "released.json", &released.to_string());
+    kcp.kubectl_ok(&["replace", "-f", &released, "--validate=false"]);
+    let output = delete.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("configmap \"held\" deleted"));
+    assert!(!kcp.kubectl(&["get", "cm", "held"]).status.success());
+    kcp.stop();
+}
