@@ -291,6 +291,65 @@ pub static RESOURCES: &[Resource] = &[
     },
 ];
 
+/// How a list field of a built-in kind merges in a strategic merge patch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListMerge {
+    /// Elements are objects merged by this key.
+    ByKey(&'static str),
+    /// Elements are strings merged as a set.
+    Primitives,
+}
+
+/// The list fields that merge rather than replace, as the Kubernetes types declare them
+/// (`patchStrategy: merge`): `(kind or "*" for every kind, field path, rule)`.
+static MERGE_LISTS: &[(&str, &[&str], ListMerge)] = &[
+    ("*", &["metadata", "finalizers"], ListMerge::Primitives),
+    (
+        "*",
+        &["metadata", "ownerReferences"],
+        ListMerge::ByKey("uid"),
+    ),
+    ("ServiceAccount", &["secrets"], ListMerge::ByKey("name")),
+    (
+        "ServiceAccount",
+        &["imagePullSecrets"],
+        ListMerge::ByKey("name"),
+    ),
+    (
+        "MutatingWebhookConfiguration",
+        &["webhooks"],
+        ListMerge::ByKey("name"),
+    ),
+    (
+        "ValidatingWebhookConfiguration",
+        &["webhooks"],
+        ListMerge::ByKey("name"),
+    ),
+    (
+        "Namespace",
+        &["status", "conditions"],
+        ListMerge::ByKey("type"),
+    ),
+    (
+        "CertificateSigningRequest",
+        &["status", "conditions"],
+        ListMerge::ByKey("type"),
+    ),
+    (
+        "CustomResourceDefinition",
+        &["status", "conditions"],
+        ListMerge::ByKey("type"),
+    ),
+];
+
+/// How the list at `path` of a `kind` object merges; `None`: it is replaced.
+pub fn list_merge(kind: &str, path: &[&str]) -> Option<ListMerge> {
+    MERGE_LISTS
+        .iter()
+        .find(|(k, p, _)| (*k == "*" || *k == kind) && *p == path)
+        .map(|(_, _, rule)| *rule)
+}
+
 /// The built-in API groups (excluding the core group) in discovery order, each with its versions.
 pub fn groups() -> Vec<(&'static str, Vec<&'static str>)> {
     let mut groups: Vec<(&'static str, Vec<&'static str>)> = Vec::new();
@@ -331,6 +390,19 @@ mod tests {
             assert_eq!(r.name, r.name.to_lowercase());
             assert_eq!(r.singular, r.kind.to_lowercase(), "{}", r.name);
         }
+    }
+
+    #[test]
+    fn metadata_lists_merge_for_every_kind() {
+        assert_eq!(
+            list_merge("ConfigMap", &["metadata", "finalizers"]),
+            Some(ListMerge::Primitives)
+        );
+        assert_eq!(
+            list_merge("ServiceAccount", &["secrets"]),
+            Some(ListMerge::ByKey("name"))
+        );
+        assert_eq!(list_merge("Role", &["rules"]), None);
     }
 
     #[test]

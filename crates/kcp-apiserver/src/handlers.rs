@@ -3,8 +3,10 @@
 
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode, header};
+use kcp_apimachinery::patch::strategic::ListStrategy;
+use kcp_apimachinery::patch::{self, PatchError, PatchType};
 use kcp_apimachinery::{fields, labels};
-use kcp_apis::builtin::{self, Resource};
+use kcp_apis::builtin::{self, ListMerge, Resource};
 use kcp_registry::{DeleteOutcome, ListOptions, Registry, RegistryError, Target};
 use serde_json::{Value, json};
 
@@ -82,6 +84,10 @@ async fn serve_inner(
             let object = registry
                 .update(target, name, parse_body(headers, &body)?)
                 .await?;
+            Ok(respond(StatusCode::OK, object, false))
+        }
+        ("patch", Some(name)) => {
+            let object = patch(registry, target, name, headers, &body).await?;
             Ok(respond(StatusCode::OK, object, false))
         }
         ("delete", Some(name)) => match registry.delete(target, name).await? {
@@ -209,6 +215,56 @@ fn deleted_status(resource: &Resource, object: &Value) -> Value {
             "uid": object["metadata"]["uid"],
         },
     })
+}
+
+/// Applies a PATCH by its content type: JSON patch, merge patch, or strategic merge patch with
+/// the list rules of the built-in kind.
+async fn patch(
+    registry: &Registry,
+    target: Target<'_>,
+    name: &str,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<Value, RegistryError> {
+    let media = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let patch_type = PatchType::from_media_type(&media).ok_or_else(|| {
+        RegistryError::UnsupportedMediaType(format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {media})"
+        ))
+    })?;
+    if patch_type == PatchType::Apply {
+        return Err(RegistryError::UnsupportedMediaType(
+            "server-side apply is not served yet".into(),
+        ));
+    }
+    let document: Value = serde_json::from_slice(body)
+        .map_err(|e| RegistryError::BadRequest(format!("error decoding patch: {e}")))?;
+    let kind = target.resource.kind;
+    let apply = move |current: &Value| -> Result<Value, RegistryError> {
+        let patched = match patch_type {
+            PatchType::Json => patch::json_patch(current, &document),
+            PatchType::Merge => patch::merge_patch(current, &document),
+            _ => {
+                let strategies = |path: &[&str]| match builtin::list_merge(kind, path) {
+                    Some(ListMerge::ByKey(key)) => ListStrategy::MergeByKey(key),
+                    Some(ListMerge::Primitives) => ListStrategy::MergePrimitives,
+                    None => ListStrategy::Replace,
+                };
+                patch::strategic::apply(current, &document, &strategies)
+            }
+        };
+        patched.map_err(|error| match error {
+            PatchError::Malformed(message) => RegistryError::BadRequest(message),
+            PatchError::NotApplicable(message) => RegistryError::Unprocessable(message),
+        })
+    };
+    registry.patch(target, name, &apply).await
 }
 
 /// Whether the client asked for a Table (`Accept: application/json;as=Table;...`).

@@ -60,7 +60,7 @@ pub fn from_registry_error(error: &kcp_registry::RegistryError) -> Response<Body
         E::NotFound { .. } => (StatusCode::NOT_FOUND, "NotFound"),
         E::AlreadyExists { .. } => (StatusCode::CONFLICT, "AlreadyExists"),
         E::Conflict { .. } => (StatusCode::CONFLICT, "Conflict"),
-        E::Invalid { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "Invalid"),
+        E::Invalid { .. } | E::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "Invalid"),
         E::BadRequest(_) => (StatusCode::BAD_REQUEST, "BadRequest"),
         E::UnsupportedMediaType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType"),
         E::Expired(_) => (StatusCode::GONE, "Expired"),

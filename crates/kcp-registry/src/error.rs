@@ -38,6 +38,9 @@ pub enum RegistryError {
     },
     #[error("{0}")]
     BadRequest(String),
+    /// 422: a well-formed request that cannot apply (a JSON patch whose test fails).
+    #[error("{0}")]
+    Unprocessable(String),
     /// 415: a body in a media type the server does not read.
     #[error("{0}")]
     UnsupportedMediaType(String),

@@ -218,6 +218,43 @@ impl Registry {
         Err(target.conflict(name))
     }
 
+    /// Applies `patch` to the current object and stores the result, retrying on lost races unless
+    /// the patch itself pins a `resourceVersion`.
+    pub async fn patch(
+        &self,
+        target: Target<'_>,
+        name: &str,
+        patch: &(dyn Fn(&Value) -> Result<Value, RegistryError> + Send + Sync),
+    ) -> Result<Value, RegistryError> {
+        for _ in 0..CONFLICT_RETRIES {
+            let current = self.read(&target, name).await?;
+            let stored = decode(&current)?;
+            let mut patched = normalize(&target, patch(&stored)?)?;
+            match meta::string(&patched, "name") {
+                Some(patched_name) if patched_name != name => {
+                    return Err(RegistryError::BadRequest(format!(
+                        "the name of the object ({patched_name}) does not match the name on the URL ({name})"
+                    )));
+                }
+                _ => {}
+            }
+            let pinned = meta::take_resource_version(&mut patched);
+            let pinned = pinned.filter(|rv| *rv != current.mod_revision.to_string());
+            if pinned.is_some() {
+                return Err(target.conflict(name));
+            }
+            carry_server_fields(&stored, &mut patched);
+            match self
+                .write_back(&target, name, patched, current.mod_revision)
+                .await
+            {
+                Err(RegistryError::Conflict { .. }) => continue,
+                other => return other,
+            }
+        }
+        Err(target.conflict(name))
+    }
+
     /// Stores `object` over revision `expected`, or deletes it if it is being deleted and no
     /// finalizer is left.
     async fn write_back(

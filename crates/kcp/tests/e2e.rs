@@ -3,6 +3,7 @@
 
 mod e2e {
     pub mod kubectl;
+    pub mod patch;
     pub mod resources;
     pub mod start;
     pub mod support;
