@@ -107,9 +107,47 @@ async fn serve_inner(
     }
 }
 
+/// Field selectors each kind supports besides `metadata.name` and `metadata.namespace`, as
+/// kube-apiserver's field label conversions list them.
+fn supports_field(resource: &Resource, field: &str) -> bool {
+    const EVENT: &[&str] = &[
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "involvedObject.apiVersion",
+        "involvedObject.resourceVersion",
+        "involvedObject.fieldPath",
+        "reason",
+        "reportingComponent",
+        "source",
+        "type",
+    ];
+    let extra: &[&str] = match (resource.group, resource.kind) {
+        ("", "Event") => EVENT,
+        ("", "Secret") => &["type"],
+        ("", "Namespace") => &["status.phase"],
+        ("certificates.k8s.io", "CertificateSigningRequest") => &["spec.signerName"],
+        _ => &[],
+    };
+    matches!(field, "metadata.name" | "metadata.namespace") || extra.contains(&field)
+}
+
+/// The value of a supported selector field (absent fields compare as empty).
+fn field_value<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
+    if field == "source" {
+        return object["source"]["component"].as_str();
+    }
+    field
+        .split('.')
+        .try_fold(object, |value, part| value.get(part))?
+        .as_str()
+}
+
 /// The label and field selectors of a list or watch as one filter, if any was given.
 pub(crate) fn selector_filter(
     params: &Params,
+    resource: &Resource,
 ) -> Result<Option<kcp_registry::Filter>, RegistryError> {
     let label_selector =
         match params.get("labelSelector") {
@@ -126,7 +164,7 @@ pub(crate) fn selector_filter(
     };
     if let Some(selector) = &field_selector {
         for requirement in selector.requirements() {
-            if !matches!(requirement.field(), "metadata.name" | "metadata.namespace") {
+            if !supports_field(resource, requirement.field()) {
                 return Err(RegistryError::BadRequest(format!(
                     "field label not supported: {}",
                     requirement.field()
@@ -141,13 +179,9 @@ pub(crate) fn selector_filter(
         label_selector
             .as_ref()
             .is_none_or(|s| s.matches(&object["metadata"]["labels"]))
-            && field_selector.as_ref().is_none_or(|s| {
-                s.matches(|field| match field {
-                    "metadata.name" => object["metadata"]["name"].as_str(),
-                    "metadata.namespace" => object["metadata"]["namespace"].as_str(),
-                    _ => None,
-                })
-            })
+            && field_selector
+                .as_ref()
+                .is_none_or(|s| s.matches(|field| field_value(object, field)))
     })))
 }
 
@@ -157,7 +191,7 @@ async fn list(
     params: &Params,
     as_table: bool,
 ) -> Result<http::Response<Body>, RegistryError> {
-    let filter = selector_filter(params)?;
+    let filter = selector_filter(params, target.resource)?;
     let limit = match params.get("limit") {
         Some(limit) => limit
             .parse::<usize>()
@@ -277,20 +311,31 @@ fn wants_table(headers: &HeaderMap) -> bool {
         .any(|media| media.split(';').any(|p| p.trim() == "as=Table"))
 }
 
-/// The JSON object in a request body; other media types are refused for now.
+/// The object in a request body: JSON, or protobuf for the kinds kubectl's typed commands send.
 fn parse_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, RegistryError> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json");
     let media = content_type.split(';').next().unwrap_or_default().trim();
-    if media != "application/json" {
-        return Err(RegistryError::UnsupportedMediaType(format!(
-            "the body of the request was in an unknown format - accepted media types include: application/json (got {media})"
-        )));
+    match media {
+        "application/json" => serde_json::from_slice(body).map_err(|e| {
+            RegistryError::BadRequest(format!("the object provided is unrecognized: {e}"))
+        }),
+        "application/vnd.kubernetes.protobuf" => {
+            crate::protobuf::decode(body).map_err(|error| match error {
+                crate::protobuf::ProtobufError::Malformed(message) => {
+                    RegistryError::BadRequest(message)
+                }
+                crate::protobuf::ProtobufError::Unsupported(message) => {
+                    RegistryError::UnsupportedMediaType(message)
+                }
+            })
+        }
+        _ => Err(RegistryError::UnsupportedMediaType(format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/vnd.kubernetes.protobuf (got {media})"
+        ))),
     }
-    serde_json::from_slice(body)
-        .map_err(|e| RegistryError::BadRequest(format!("the object provided is unrecognized: {e}")))
 }
 
 /// Decoded query parameters.

@@ -46,7 +46,7 @@ pub async fn serve(
             .list(
                 target,
                 ListOptions {
-                    filter: selector_filter(params)?,
+                    filter: selector_filter(params, target.resource)?,
                     ..Default::default()
                 },
             )
@@ -55,7 +55,7 @@ pub async fn serve(
         initial = listed.items;
     }
     let events = match registry
-        .watch(target, start, selector_filter(params)?)
+        .watch(target, start, selector_filter(params, target.resource)?)
         .await
     {
         Ok(events) => Some(events),

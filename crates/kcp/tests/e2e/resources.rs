@@ -156,3 +156,147 @@ fn objects_survive_a_restart() {
     assert_eq!(kcp.kubectl_ok(&["get", "cm", "demo", "-o", "json"]), before);
     kcp.stop();
 }
+
+#[test]
+fn typed_create_commands_send_protobuf_and_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    assert_eq!(
+        kcp.kubectl_ok(&["create", "namespace", "team"]).trim(),
+        "namespace/team created"
+    );
+    kcp.kubectl_ok(&[
+        "create",
+        "configmap",
+        "literal",
+        "--from-literal=a=b",
+        "-n",
+        "team",
+    ]);
+    let file = manifest(dir.path(), "greeting.txt", "hello\n");
+    kcp.kubectl_ok(&[
+        "create",
+        "configmap",
+        "fromfile",
+        &format!("--from-file={file}"),
+        "-n",
+        "team",
+    ]);
+    let binary: Vec<u8> = (0..=255u8).collect();
+    let binary_path = dir.path().join("blob");
+    std::fs::write(&binary_path, &binary).unwrap();
+    kcp.kubectl_ok(&[
+        "create",
+        "secret",
+        "generic",
+        "blob",
+        &format!("--from-file={}", binary_path.display()),
+        "-n",
+        "team",
+    ]);
+    kcp.kubectl_ok(&["create", "serviceaccount", "robot", "-n", "team"]);
+    kcp.kubectl_ok(&[
+        "create",
+        "role",
+        "reader",
+        "--verb=get,list",
+        "--resource=configmaps",
+        "-n",
+        "team",
+    ]);
+    kcp.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "reader",
+        "--role=reader",
+        "--user=alice",
+        "-n",
+        "team",
+    ]);
+    kcp.kubectl_ok(&[
+        "create",
+        "clusterrole",
+        "lister",
+        "--verb=list",
+        "--resource=secrets",
+    ]);
+
+    assert_eq!(
+        kcp.kubectl_ok(&[
+            "get",
+            "cm",
+            "literal",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.data.a}"
+        ]),
+        "b"
+    );
+    assert_eq!(
+        kcp.kubectl_ok(&[
+            "get",
+            "cm",
+            "fromfile",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.data.greeting\\.txt}"
+        ]),
+        "hello\n"
+    );
+    let encoded = kcp.kubectl_ok(&[
+        "get",
+        "secret",
+        "blob",
+        "-n",
+        "team",
+        "-o",
+        "jsonpath={.data.blob}",
+    ]);
+    use base64::Engine;
+    assert_eq!(
+        base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .unwrap(),
+        binary,
+        "binary data survives"
+    );
+    let rules = kcp.kubectl_ok(&[
+        "get",
+        "role",
+        "reader",
+        "-n",
+        "team",
+        "-o",
+        "jsonpath={.rules[0].verbs}",
+    ]);
+    assert_eq!(rules, r#"["get","list"]"#);
+    let subject = kcp.kubectl_ok(&[
+        "get",
+        "rolebinding",
+        "reader",
+        "-n",
+        "team",
+        "-o",
+        "jsonpath={.subjects[0].name}/{.roleRef.name}",
+    ]);
+    assert_eq!(subject, "alice/reader");
+    assert_eq!(
+        kcp.kubectl_ok(&["get", "sa", "-n", "team", "-o", "name"])
+            .trim(),
+        "serviceaccount/robot"
+    );
+    assert!(
+        kcp.kubectl_ok(&["get", "clusterroles", "-o", "name"])
+            .contains("clusterrole.rbac.authorization.k8s.io/lister")
+    );
+
+    // describe looks up events with involvedObject field selectors.
+    let described = kcp.kubectl_ok(&["describe", "configmap", "literal", "-n", "team"]);
+    assert!(
+        described.contains("Name:") && described.contains("literal"),
+        "{described}"
+    );
+    kcp.stop();
+}
