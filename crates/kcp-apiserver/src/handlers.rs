@@ -64,6 +64,25 @@ async fn serve_inner(
         namespace,
     };
     let params = Params::parse(query);
+    // dryRun comes in the query, or for deletes in the DeleteOptions body.
+    let body_dry_run = if info.verb == "delete" && !body.is_empty() {
+        delete_options_dry_run(&body)?
+    } else {
+        None
+    };
+    let dry_run_registry;
+    let registry = match body_dry_run.as_deref().or(params.get("dryRun")) {
+        None => registry,
+        Some("All") => {
+            dry_run_registry = registry.dry_run();
+            &dry_run_registry
+        }
+        Some(other) => {
+            return Err(RegistryError::BadRequest(format!(
+                "Invalid dry run value: {other}: supported values: \"All\""
+            )));
+        }
+    };
     let as_table = wants_table(headers);
     let name = info.name.as_deref();
     match (info.verb.as_str(), name) {
@@ -336,6 +355,23 @@ fn parse_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, RegistryError>
             "the body of the request was in an unknown format - accepted media types include: application/json, application/vnd.kubernetes.protobuf (got {media})"
         ))),
     }
+}
+
+/// The `dryRun` value of a DeleteOptions body, if it names one.
+fn delete_options_dry_run(body: &Bytes) -> Result<Option<String>, RegistryError> {
+    let options: Value = serde_json::from_slice(body).map_err(|e| {
+        RegistryError::BadRequest(format!("the DeleteOptions body could not be decoded: {e}"))
+    })?;
+    Ok(match options.get("dryRun").and_then(Value::as_array) {
+        Some(values) if !values.is_empty() => Some(
+            values
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        _ => None,
+    })
 }
 
 /// Decoded query parameters.

@@ -29,8 +29,12 @@ pub fn new_uid() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-/// Sets `metadata.resourceVersion` (it is never stored, only served).
+/// Sets `metadata.resourceVersion` (it is never stored, only served). Revision 0 (a dry-run
+/// create) leaves it unset.
 pub fn set_resource_version(object: &mut Value, revision: Revision) {
+    if revision == 0 {
+        return;
+    }
     metadata_mut(object).insert(
         "resourceVersion".into(),
         Value::String(revision.to_string()),

@@ -93,11 +93,75 @@ pub enum DeleteOutcome {
 #[derive(Clone)]
 pub struct Registry {
     storage: Arc<dyn Storage>,
+    /// Check and answer every write as usual, but store nothing (`dryRun=All`).
+    dry_run: bool,
 }
 
 impl Registry {
     pub fn new(storage: Arc<dyn Storage>) -> Self {
-        Registry { storage }
+        Registry {
+            storage,
+            dry_run: false,
+        }
+    }
+
+    /// The same registry in dry-run mode: writes are checked and answered but never stored.
+    pub fn dry_run(&self) -> Registry {
+        Registry {
+            storage: Arc::clone(&self.storage),
+            dry_run: true,
+        }
+    }
+
+    /// Creates `key`, or in dry-run mode only checks that it could.
+    async fn put_new(&self, key: &[u8], value: Bytes) -> Result<KeyValue, StorageError> {
+        if !self.dry_run {
+            return self.storage.create(key, value).await;
+        }
+        match self.storage.get(key, 0).await?.kv {
+            Some(_) => Err(StorageError::AlreadyExists { key: key.to_vec() }),
+            None => Ok(KeyValue {
+                key: Bytes::copy_from_slice(key),
+                value,
+                create_revision: 0,
+                mod_revision: 0,
+                version: 0,
+            }),
+        }
+    }
+
+    /// The current value of `key` if its modification revision is `expected` (dry-run checks).
+    async fn check_revision(&self, key: &[u8], expected: u64) -> Result<KeyValue, StorageError> {
+        match self.storage.get(key, 0).await?.kv {
+            None => Err(StorageError::NotFound { key: key.to_vec() }),
+            Some(kv) if kv.mod_revision != expected => Err(StorageError::Conflict {
+                key: key.to_vec(),
+                expected,
+                current: Some(Box::new(kv)),
+            }),
+            Some(kv) => Ok(kv),
+        }
+    }
+
+    /// Replaces `key` at revision `expected`, or in dry-run mode only checks that it could.
+    async fn put_over(
+        &self,
+        key: &[u8],
+        value: Bytes,
+        expected: u64,
+    ) -> Result<KeyValue, StorageError> {
+        if !self.dry_run {
+            return self.storage.update(key, value, expected).await;
+        }
+        self.check_revision(key, expected).await
+    }
+
+    /// Deletes `key` at revision `expected`, or in dry-run mode only checks that it could.
+    async fn remove(&self, key: &[u8], expected: u64) -> Result<KeyValue, StorageError> {
+        if !self.dry_run {
+            return self.storage.delete(key, Some(expected)).await;
+        }
+        self.check_revision(key, expected).await
     }
 
     pub(crate) fn storage(&self) -> &dyn Storage {
@@ -138,11 +202,7 @@ impl Registry {
         metadata.insert("creationTimestamp".into(), json!(meta::now()));
         metadata.remove("deletionTimestamp");
         metadata.remove("deletionGracePeriodSeconds");
-        let kv = match self
-            .storage
-            .create(&target.key(&name), encode(&object)?)
-            .await
-        {
+        let kv = match self.put_new(&target.key(&name), encode(&object)?).await {
             Err(StorageError::AlreadyExists { .. }) => {
                 return Err(RegistryError::AlreadyExists {
                     qualified_resource: target.qualified_resource(),
@@ -268,9 +328,9 @@ impl Registry {
         let finished =
             meta::string(&object, "deletionTimestamp").is_some() && !meta::has_finalizers(&object);
         let result = if finished {
-            self.storage.delete(&key, Some(expected)).await
+            self.remove(&key, expected).await
         } else {
-            self.storage.update(&key, encode(&object)?, expected).await
+            self.put_over(&key, encode(&object)?, expected).await
         };
         match result {
             Ok(kv) => {
@@ -309,11 +369,7 @@ impl Registry {
                     Err(other) => return Err(other),
                 }
             }
-            match self
-                .storage
-                .delete(&target.key(name), Some(current.mod_revision))
-                .await
-            {
+            match self.remove(&target.key(name), current.mod_revision).await {
                 Ok(kv) => {
                     meta::set_resource_version(&mut object, kv.mod_revision);
                     return Ok(DeleteOutcome::Deleted(object));

@@ -323,3 +323,47 @@ async fn watches_translate_storage_events_and_follow_selectors() {
         "a delete carries the last state"
     );
 }
+
+#[tokio::test]
+async fn dry_runs_check_everything_and_store_nothing() {
+    let registry = registry().await;
+    let dry = registry.dry_run();
+    let created = dry
+        .create(configmaps("root"), json!({"metadata": {"name": "d"}}))
+        .await
+        .unwrap();
+    assert!(created["metadata"]["uid"].is_string());
+    assert!(created["metadata"].get("resourceVersion").is_none());
+    assert!(matches!(
+        registry.get(configmaps("root"), "d").await,
+        Err(RegistryError::NotFound { .. })
+    ));
+
+    let stored = registry
+        .create(
+            configmaps("root"),
+            json!({"metadata": {"name": "d"}, "data": {"k": "1"}}),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        dry.create(configmaps("root"), json!({"metadata": {"name": "d"}}))
+            .await,
+        Err(RegistryError::AlreadyExists { .. })
+    ));
+    let mut changed = stored.clone();
+    changed["data"]["k"] = json!("2");
+    assert_eq!(
+        dry.update(configmaps("root"), "d", changed).await.unwrap()["data"]["k"],
+        "2"
+    );
+    assert!(matches!(
+        dry.delete(configmaps("root"), "d").await.unwrap(),
+        DeleteOutcome::Deleted(_)
+    ));
+    assert_eq!(
+        registry.get(configmaps("root"), "d").await.unwrap(),
+        stored,
+        "nothing changed"
+    );
+}

@@ -135,3 +135,56 @@ fn kubectl_patch_label_annotate_edit_and_apply() {
     );
     kcp.stop();
 }
+
+#[test]
+fn server_dry_run_and_diff_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let file = dir.path().join("cm.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  a: \"1\"\n",
+    )
+    .unwrap();
+    let file = file.to_string_lossy().into_owned();
+    let dry = kcp.kubectl_ok(&["apply", "-f", &file, "--dry-run=server", "--validate=false"]);
+    assert_eq!(dry.trim(), "configmap/demo created (server dry run)");
+    assert!(
+        !kcp.kubectl(&["get", "cm", "demo"]).status.success(),
+        "a dry run stores nothing"
+    );
+    kcp.kubectl_ok(&[
+        "create",
+        "configmap",
+        "typed",
+        "--from-literal=a=b",
+        "--dry-run=server",
+    ]);
+    assert!(!kcp.kubectl(&["get", "cm", "typed"]).status.success());
+
+    kcp.kubectl_ok(&["apply", "-f", &file, "--validate=false"]);
+    std::fs::write(
+        &file,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  a: \"2\"\n",
+    )
+    .unwrap();
+    let diff = kcp.kubectl(&["diff", "-f", &file]);
+    assert_eq!(
+        diff.status.code(),
+        Some(1),
+        "diff exits 1 when there are differences"
+    );
+    let shown = String::from_utf8_lossy(&diff.stdout);
+    assert!(
+        shown.contains("-  a: \"1\"") && shown.contains("+  a: \"2\""),
+        "{shown}"
+    );
+    assert_eq!(get(&kcp, "{.data.a}"), "1", "diff changes nothing");
+    kcp.kubectl_ok(&["delete", "cm", "demo", "--dry-run=server"]);
+    assert_eq!(
+        get(&kcp, "{.data.a}"),
+        "1",
+        "a dry-run delete keeps the object"
+    );
+    kcp.stop();
+}
