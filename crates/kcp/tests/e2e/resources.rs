@@ -1,14 +1,7 @@
 //! Built-in resources through kubectl: create, get in its output formats, label selectors,
 //! replace with a stale object, delete, and the Status errors kubectl prints.
 
-use super::support::Kcp;
-
-/// Writes `text` to a file in `dir` and returns its path as a string.
-fn manifest(dir: &std::path::Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path.to_string_lossy().into_owned()
-}
+use super::support::{Kcp, write_file};
 
 const CONFIGMAP: &str = "apiVersion: v1
 kind: ConfigMap
@@ -23,7 +16,7 @@ data:
 fn configmaps_round_trip_through_kubectl() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let file = manifest(dir.path(), "cm.yaml", CONFIGMAP);
+    let file = write_file(dir.path(), "cm.yaml", CONFIGMAP);
     // OpenAPI is not served yet, so kubectl's client-side validation is off.
     assert_eq!(
         kcp.kubectl_ok(&["create", "-f", &file, "--validate=false"])
@@ -74,7 +67,7 @@ fn configmaps_round_trip_through_kubectl() {
     assert_eq!(jsonpath, "hello");
 
     // A replace carrying an old resourceVersion loses against a newer write.
-    let stale = manifest(
+    let stale = write_file(
         dir.path(),
         "stale.json",
         &kcp.kubectl_ok(&["get", "cm", "demo", "-o", "json"]),
@@ -111,7 +104,7 @@ fn configmaps_round_trip_through_kubectl() {
 fn invalid_names_and_missing_namespaces_are_refused_with_kubernetes_messages() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let bad = manifest(
+    let bad = write_file(
         dir.path(),
         "bad.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\n",
@@ -129,7 +122,7 @@ fn invalid_names_and_missing_namespaces_are_refused_with_kubernetes_messages() {
         "{stderr}"
     );
 
-    let elsewhere = manifest(
+    let elsewhere = write_file(
         dir.path(),
         "ns.yaml",
         &CONFIGMAP.replace("name: demo", "name: demo\n  namespace: nowhere"),
@@ -148,7 +141,7 @@ fn objects_survive_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     let kcp = Kcp::start(&root, &[]);
-    let file = manifest(dir.path(), "cm.yaml", CONFIGMAP);
+    let file = write_file(dir.path(), "cm.yaml", CONFIGMAP);
     kcp.kubectl_ok(&["create", "-f", &file, "--validate=false"]);
     let before = kcp.kubectl_ok(&["get", "cm", "demo", "-o", "json"]);
     kcp.stop();
@@ -173,7 +166,7 @@ fn typed_create_commands_send_protobuf_and_work() {
         "-n",
         "team",
     ]);
-    let file = manifest(dir.path(), "greeting.txt", "hello\n");
+    let file = write_file(dir.path(), "greeting.txt", "hello\n");
     kcp.kubectl_ok(&[
         "create",
         "configmap",

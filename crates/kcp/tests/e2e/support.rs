@@ -6,6 +6,13 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+/// Writes `text` to the file `name` in `dir` and returns its path.
+pub fn write_file(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
 /// A running `kcp start`, killed on drop unless stopped.
 pub struct Kcp {
     child: Option<Child>,

@@ -6,19 +6,13 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use super::support::Kcp;
-
-fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path.to_string_lossy().into_owned()
-}
+use super::support::{Kcp, write_file};
 
 #[test]
 fn kubectl_get_watch_sees_added_modified_and_deleted() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let file = write(
+    let file = write_file(
         dir.path(),
         "cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: watched\n",
@@ -56,7 +50,7 @@ fn kubectl_get_watch_sees_added_modified_and_deleted() {
     };
     assert_eq!(next(), ["ADDED", "watched"], "the list part arrives first");
 
-    let current = write(
+    let current = write_file(
         dir.path(),
         "current.json",
         &kcp.kubectl_ok(&["get", "cm", "watched", "-o", "json"]),
@@ -74,7 +68,7 @@ fn kubectl_get_watch_sees_added_modified_and_deleted() {
 fn kubectl_delete_waits_for_finalizers() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let file = write(
+    let file = write_file(
         dir.path(),
         "cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  finalizers: [example.com/hold]\n",
@@ -98,7 +92,7 @@ fn kubectl_delete_waits_for_finalizers() {
 
     let mut released = terminating.clone();
     released["metadata"]["finalizers"] = serde_json::json!([]);
-    let released = write(dir.path(), "released.json", &released.to_string());
+    let released = write_file(dir.path(), "released.json", &released.to_string());
     kcp.kubectl_ok(&["replace", "-f", &released, "--validate=false"]);
     let output = delete.wait_with_output().unwrap();
     assert!(
