@@ -11,6 +11,7 @@
 pub mod authn;
 pub mod discovery;
 mod handlers;
+pub mod metrics;
 pub mod protobuf;
 pub mod request_info;
 pub mod router;

@@ -9,8 +9,12 @@ use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use kcp_registry::Registry;
 
+use std::sync::Arc;
+use std::time::Instant;
+
 use crate::authn::TokenAuthenticator;
 use crate::discovery;
+use crate::metrics::Metrics;
 use crate::request_info::{self, RequestInfo};
 use crate::status::{Body, failure, json_response, text_response};
 
@@ -22,21 +26,52 @@ pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 pub struct Router {
     authn: TokenAuthenticator,
     registry: Registry,
+    metrics: Arc<Metrics>,
 }
 
 impl Router {
     pub fn new(authn: TokenAuthenticator, registry: Registry) -> Self {
-        Router { authn, registry }
+        Router {
+            authn,
+            registry,
+            metrics: Arc::new(Metrics::new()),
+        }
     }
 
-    /// Answers one request. Never fails: every error is a `Status` response.
+    /// Answers one request and records it in the metrics. Never fails: every error is a
+    /// `Status` response.
     pub async fn handle<B>(&self, request: Request<B>) -> Response<Body>
     where
         B: http_body::Body<Data = Bytes>,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
+        let started = Instant::now();
+        let info = request_info::parse(
+            request.method(),
+            request.uri().path(),
+            request.uri().query(),
+        );
+        let (verb, group, resource) = match &info {
+            RequestInfo::Resource(r) => (r.verb.clone(), r.group.clone(), r.resource.clone()),
+            RequestInfo::NonResource { verb, .. } => (verb.clone(), String::new(), String::new()),
+        };
+        let response = self.answer(request, info).await;
+        self.metrics.observe(
+            &verb,
+            &group,
+            &resource,
+            response.status().as_u16(),
+            started.elapsed(),
+        );
+        response
+    }
+
+    async fn answer<B>(&self, request: Request<B>, info: RequestInfo) -> Response<Body>
+    where
+        B: http_body::Body<Data = Bytes>,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         let (parts, body) = request.into_parts();
-        let info = request_info::parse(&parts.method, parts.uri.path(), parts.uri.query());
         let read_only = matches!(parts.method, Method::GET | Method::HEAD);
         if let RequestInfo::NonResource { path, .. } = &info {
             match path.as_str() {
@@ -57,6 +92,17 @@ impl Router {
             return failure(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized");
         }
         match info {
+            RequestInfo::NonResource { path, .. } if path == "/metrics" && read_only => {
+                let text = self.metrics.render(&self.registry).await;
+                Response::builder()
+                    .status(StatusCode::OK)
+                    .header(
+                        header::CONTENT_TYPE,
+                        "text/plain; version=0.0.4; charset=utf-8",
+                    )
+                    .body(crate::status::full(text))
+                    .unwrap_or_else(|_| Response::new(crate::status::full(Bytes::new())))
+            }
             RequestInfo::NonResource { path, .. } => {
                 match discovery_document(&path).filter(|_| read_only) {
                     Some(document) => json_response(StatusCode::OK, &document),
@@ -168,6 +214,58 @@ mod tests {
 
     async fn get(path: &str, token: Option<&str>) -> Response<Body> {
         send(Method::GET, path, token, Vec::new()).await
+    }
+
+    #[tokio::test]
+    async fn metrics_count_requests_and_stored_objects() {
+        let router = router();
+        let get = |path: &str| {
+            Request::get(path)
+                .header(header::AUTHORIZATION, "Bearer t")
+                .body(Full::new(Bytes::new()))
+                .unwrap()
+        };
+        let create = Request::post("/clusters/root/api/v1/namespaces")
+            .header(header::AUTHORIZATION, "Bearer t")
+            .body(Full::new(Bytes::from_static(
+                br#"{"metadata":{"name":"m"}}"#,
+            )))
+            .unwrap();
+        assert_eq!(router.handle(create).await.status(), StatusCode::CREATED);
+        assert_eq!(
+            router
+                .handle(get("/clusters/root/api/v1/namespaces/nope"))
+                .await
+                .status(),
+            StatusCode::NOT_FOUND
+        );
+        let response = router.handle(get("/metrics")).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let text = String::from_utf8(
+            response
+                .into_body()
+                .collect()
+                .await
+                .unwrap()
+                .to_bytes()
+                .to_vec(),
+        )
+        .unwrap();
+        assert!(text.contains(r#"apiserver_request_total{verb="CREATE",group="",resource="namespaces",code="201"} 1"#), "{text}");
+        assert!(
+            text.contains(
+                r#"apiserver_request_total{verb="GET",group="",resource="namespaces",code="404"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("apiserver_request_duration_seconds_bucket"),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"apiserver_storage_objects{resource="namespaces"} 1"#),
+            "{text}"
+        );
     }
 
     #[test]

@@ -61,6 +61,20 @@ fn decode_token(token: &str) -> Result<(u64, Vec<u8>), RegistryError> {
 }
 
 impl Registry {
+    /// How many objects of `resource` are stored, in every logical cluster.
+    pub async fn count_all(
+        &self,
+        resource: &kcp_apis::builtin::Resource,
+    ) -> Result<u64, RegistryError> {
+        let prefix =
+            kcp_storage::keys::ResourceKeys::new(resource.group, resource.name).all_clusters();
+        let page = self
+            .storage()
+            .range(RangeRequest::prefix(prefix).with_limit(1))
+            .await?;
+        Ok(page.count)
+    }
+
     /// One page of the collection `target` names.
     pub async fn list(
         &self,
