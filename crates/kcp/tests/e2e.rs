@@ -1,7 +1,8 @@
 //! End-to-end tests: the real `kcp` binary on a free port with a temporary root directory, driven
-//! by real clients (kubectl from PATH). One test binary; every test starts its own server.
+//! by real clients (kubectl from PATH, and kube-rs). One test binary; every test starts its own server.
 
 mod e2e {
+    pub mod kube_rs;
     pub mod kubectl;
     pub mod patch;
     pub mod resources;
