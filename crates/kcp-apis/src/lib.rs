@@ -4,3 +4,4 @@
 //! Pure: no IO, no HTTP, no storage. Consumers (discovery, the registry) read the tables.
 
 pub mod builtin;
+pub mod schema;

@@ -10,6 +10,9 @@ use kcp_apis::builtin::{self, ListMerge, Resource};
 use kcp_registry::{DeleteOutcome, ListOptions, Registry, RegistryError, Target};
 use serde_json::{Value, json};
 
+use std::sync::Mutex;
+
+use crate::field_validation::{FieldValidation, with_warnings};
 use crate::request_info::ResourceRequest;
 use crate::status::{Body, failure, from_registry_error, json_response};
 
@@ -83,6 +86,7 @@ async fn serve_inner(
             )));
         }
     };
+    let validation = FieldValidation::parse(params.get("fieldValidation"))?;
     let as_table = wants_table(headers);
     let name = info.name.as_deref();
     match (info.verb.as_str(), name) {
@@ -96,18 +100,36 @@ async fn serve_inner(
             if resource.namespaced && namespace.is_none() {
                 return Ok(not_found());
             }
-            let object = registry.create(target, parse_body(headers, &body)?).await?;
-            Ok(respond(StatusCode::CREATED, object, false))
+            let mut object = parse_body(headers, &body)?;
+            let warnings = validation.apply(resource, &mut object)?;
+            let object = registry.create(target, object).await?;
+            Ok(with_warnings(
+                respond(StatusCode::CREATED, object, false),
+                &warnings,
+            ))
         }
         ("update", Some(name)) => {
-            let object = registry
-                .update(target, name, parse_body(headers, &body)?)
-                .await?;
-            Ok(respond(StatusCode::OK, object, false))
+            let mut object = parse_body(headers, &body)?;
+            let warnings = validation.apply(resource, &mut object)?;
+            let object = registry.update(target, name, object).await?;
+            Ok(with_warnings(
+                respond(StatusCode::OK, object, false),
+                &warnings,
+            ))
         }
         ("patch", Some(name)) => {
-            let object = patch(registry, target, name, headers, &body).await?;
-            Ok(respond(StatusCode::OK, object, false))
+            let warnings = Mutex::new(Vec::new());
+            let object = patch(registry, target, name, headers, &body, |patched| {
+                let found = validation.apply(resource, patched)?;
+                *warnings.lock().unwrap_or_else(|e| e.into_inner()) = found;
+                Ok(())
+            })
+            .await?;
+            let warnings = warnings.into_inner().unwrap_or_else(|e| e.into_inner());
+            Ok(with_warnings(
+                respond(StatusCode::OK, object, false),
+                &warnings,
+            ))
         }
         ("delete", Some(name)) => match registry.delete(target, name).await? {
             DeleteOutcome::Pending(object) => Ok(respond(StatusCode::OK, object, false)),
@@ -278,6 +300,7 @@ async fn patch(
     name: &str,
     headers: &HeaderMap,
     body: &Bytes,
+    check: impl Fn(&mut Value) -> Result<(), RegistryError> + Send + Sync,
 ) -> Result<Value, RegistryError> {
     let media = headers
         .get(header::CONTENT_TYPE)
@@ -312,10 +335,12 @@ async fn patch(
                 patch::strategic::apply(current, &document, &strategies)
             }
         };
-        patched.map_err(|error| match error {
+        let mut patched = patched.map_err(|error| match error {
             PatchError::Malformed(message) => RegistryError::BadRequest(message),
             PatchError::NotApplicable(message) => RegistryError::Unprocessable(message),
-        })
+        })?;
+        check(&mut patched)?;
+        Ok(patched)
     };
     registry.patch(target, name, &apply).await
 }

@@ -10,8 +10,10 @@
 
 pub mod authn;
 pub mod discovery;
+mod field_validation;
 mod handlers;
 pub mod metrics;
+pub mod openapi;
 pub mod protobuf;
 pub mod request_info;
 pub mod router;

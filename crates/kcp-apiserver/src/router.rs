@@ -103,6 +103,19 @@ impl Router {
                     .body(crate::status::full(text))
                     .unwrap_or_else(|_| Response::new(crate::status::full(Bytes::new())))
             }
+            RequestInfo::NonResource { path, cluster, .. }
+                if read_only && (path == "/openapi/v3" || path.starts_with("/openapi/v3/")) =>
+            {
+                let prefix = cluster
+                    .map(|name| format!("/clusters/{name}"))
+                    .unwrap_or_default();
+                crate::openapi::serve(
+                    &prefix,
+                    &path["/openapi/v3".len()..],
+                    parts.uri.query(),
+                    &parts.headers,
+                )
+            }
             RequestInfo::NonResource { path, .. } => {
                 match discovery_document(&path).filter(|_| read_only) {
                     Some(document) => json_response(StatusCode::OK, &document),

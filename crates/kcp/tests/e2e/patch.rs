@@ -15,7 +15,7 @@ fn kubectl_patch_label_annotate_edit_and_apply() {
     let file = dir.path().join("cm.yaml");
     std::fs::write(&file, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\n  labels: {app: web}\ndata:\n  a: \"1\"\n  b: \"2\"\n").unwrap();
     let file = file.to_string_lossy().into_owned();
-    kcp.kubectl_ok(&["create", "-f", &file, "--validate=false"]);
+    kcp.kubectl_ok(&["create", "-f", &file]);
 
     assert_eq!(
         kcp.kubectl_ok(&["label", "cm", "demo", "tier=front"])
@@ -101,7 +101,7 @@ fn kubectl_patch_label_annotate_edit_and_apply() {
     let edit = Command::new("kubectl")
         .env("KUBECONFIG", kcp.kubeconfig())
         .env("EDITOR", "sed -i s/app:\\ web/app:\\ edited/")
-        .args(["edit", "cm", "demo", "--validate=false"])
+        .args(["edit", "cm", "demo"])
         .output()
         .unwrap();
     assert!(
@@ -117,15 +117,14 @@ fn kubectl_patch_label_annotate_edit_and_apply() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  a: \"1\"\n  b: \"2\"\n",
     )
     .unwrap();
-    kcp.kubectl_ok(&["apply", "-f", &file, "--validate=false"]);
+    kcp.kubectl_ok(&["apply", "-f", &file]);
     std::fs::write(
         dir.path().join("cm.yaml"),
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  a: \"10\"\n",
     )
     .unwrap();
     assert_eq!(
-        kcp.kubectl_ok(&["apply", "-f", &file, "--validate=false"])
-            .trim(),
+        kcp.kubectl_ok(&["apply", "-f", &file]).trim(),
         "configmap/demo configured"
     );
     let data = get(&kcp, "{.data}");
@@ -147,7 +146,7 @@ fn server_dry_run_and_diff_change_nothing() {
     )
     .unwrap();
     let file = file.to_string_lossy().into_owned();
-    let dry = kcp.kubectl_ok(&["apply", "-f", &file, "--dry-run=server", "--validate=false"]);
+    let dry = kcp.kubectl_ok(&["apply", "-f", &file, "--dry-run=server"]);
     assert_eq!(dry.trim(), "configmap/demo created (server dry run)");
     assert!(
         !kcp.kubectl(&["get", "cm", "demo"]).status.success(),
@@ -162,7 +161,7 @@ fn server_dry_run_and_diff_change_nothing() {
     ]);
     assert!(!kcp.kubectl(&["get", "cm", "typed"]).status.success());
 
-    kcp.kubectl_ok(&["apply", "-f", &file, "--validate=false"]);
+    kcp.kubectl_ok(&["apply", "-f", &file]);
     std::fs::write(
         &file,
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  a: \"2\"\n",

@@ -17,10 +17,8 @@ fn configmaps_round_trip_through_kubectl() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
     let file = write_file(dir.path(), "cm.yaml", CONFIGMAP);
-    // OpenAPI is not served yet, so kubectl's client-side validation is off.
     assert_eq!(
-        kcp.kubectl_ok(&["create", "-f", &file, "--validate=false"])
-            .trim(),
+        kcp.kubectl_ok(&["create", "-f", &file]).trim(),
         "configmap/demo created"
     );
 
@@ -72,8 +70,8 @@ fn configmaps_round_trip_through_kubectl() {
         "stale.json",
         &kcp.kubectl_ok(&["get", "cm", "demo", "-o", "json"]),
     );
-    kcp.kubectl_ok(&["replace", "-f", &stale, "--validate=false"]);
-    let conflict = kcp.kubectl(&["replace", "-f", &stale, "--validate=false"]);
+    kcp.kubectl_ok(&["replace", "-f", &stale]);
+    let conflict = kcp.kubectl(&["replace", "-f", &stale]);
     assert!(!conflict.status.success());
     let stderr = String::from_utf8_lossy(&conflict.stderr);
     assert!(
@@ -82,7 +80,7 @@ fn configmaps_round_trip_through_kubectl() {
         "{stderr}"
     );
 
-    let duplicate = kcp.kubectl(&["create", "-f", &file, "--validate=false"]);
+    let duplicate = kcp.kubectl(&["create", "-f", &file]);
     assert!(
         String::from_utf8_lossy(&duplicate.stderr)
             .contains("Error from server (AlreadyExists): error when creating")
@@ -109,7 +107,7 @@ fn invalid_names_and_missing_namespaces_are_refused_with_kubernetes_messages() {
         "bad.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\n",
     );
-    let output = kcp.kubectl(&["create", "-f", &bad, "--validate=false"]);
+    let output = kcp.kubectl(&["create", "-f", &bad]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     // kubectl words a 422 with causes itself: `The ConfigMap "Bad_Name" is invalid: ...`.
     assert!(
@@ -127,7 +125,7 @@ fn invalid_names_and_missing_namespaces_are_refused_with_kubernetes_messages() {
         "ns.yaml",
         &CONFIGMAP.replace("name: demo", "name: demo\n  namespace: nowhere"),
     );
-    let output = kcp.kubectl(&["create", "-f", &elsewhere, "--validate=false"]);
+    let output = kcp.kubectl(&["create", "-f", &elsewhere]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("namespaces \"nowhere\" not found"),
@@ -142,7 +140,7 @@ fn objects_survive_a_restart() {
     let root = dir.path().join("root");
     let kcp = Kcp::start(&root, &[]);
     let file = write_file(dir.path(), "cm.yaml", CONFIGMAP);
-    kcp.kubectl_ok(&["create", "-f", &file, "--validate=false"]);
+    kcp.kubectl_ok(&["create", "-f", &file]);
     let before = kcp.kubectl_ok(&["get", "cm", "demo", "-o", "json"]);
     kcp.stop();
     let kcp = Kcp::start(&root, &[]);

@@ -17,7 +17,7 @@ fn kubectl_get_watch_sees_added_modified_and_deleted() {
         "cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: watched\n",
     );
-    kcp.kubectl_ok(&["create", "-f", &file, "--validate=false"]);
+    kcp.kubectl_ok(&["create", "-f", &file]);
 
     let mut watcher = Command::new("kubectl")
         .env("KUBECONFIG", kcp.kubeconfig())
@@ -55,7 +55,7 @@ fn kubectl_get_watch_sees_added_modified_and_deleted() {
         "current.json",
         &kcp.kubectl_ok(&["get", "cm", "watched", "-o", "json"]),
     );
-    kcp.kubectl_ok(&["replace", "-f", &current, "--validate=false"]);
+    kcp.kubectl_ok(&["replace", "-f", &current]);
     assert_eq!(next(), ["MODIFIED", "watched"]);
     kcp.kubectl_ok(&["delete", "cm", "watched"]);
     assert_eq!(next(), ["DELETED", "watched"]);
@@ -73,7 +73,7 @@ fn kubectl_delete_waits_for_finalizers() {
         "cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  finalizers: [example.com/hold]\n",
     );
-    kcp.kubectl_ok(&["create", "-f", &file, "--validate=false"]);
+    kcp.kubectl_ok(&["create", "-f", &file]);
     let mut delete = Command::new("kubectl")
         .env("KUBECONFIG", kcp.kubeconfig())
         .args(["delete", "cm", "held", "--timeout=60s"])
@@ -93,7 +93,7 @@ fn kubectl_delete_waits_for_finalizers() {
     let mut released = terminating.clone();
     released["metadata"]["finalizers"] = serde_json::json!([]);
     let released = write_file(dir.path(), "released.json", &released.to_string());
-    kcp.kubectl_ok(&["replace", "-f", &released, "--validate=false"]);
+    kcp.kubectl_ok(&["replace", "-f", &released]);
     let output = delete.wait_with_output().unwrap();
     assert!(
         output.status.success(),

@@ -1,0 +1,371 @@
+//! OpenAPI v3 schemas of the built-in kinds, and pruning of the fields they do not declare.
+//!
+//! The schemas come from `k8s-openapi`'s types (generated from upstream's own OpenAPI, with
+//! upstream's descriptions), turned into `components.schemas` entries named as Kubernetes names
+//! them (`io.k8s.api.core.v1.ConfigMap`). Each top-level kind carries
+//! `x-kubernetes-group-version-kind`, which `kubectl explain` looks for; list kinds are written
+//! here since `k8s-openapi` has no schema for them.
+//!
+//! Everything is generated once, on first use, for all built-in kinds together.
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, SchemaGenerator};
+use serde_json::{Map, Value, json};
+
+use crate::builtin::{RESOURCES, Resource};
+
+/// Where schemas live inside an OpenAPI v3 document.
+pub const REF_PREFIX: &str = "#/components/schemas/";
+
+/// The schema entries every group-version document needs besides its kinds': what the
+/// operations of any resource refer to.
+pub const COMMON: &[&str] = &[DELETE_OPTIONS, PATCH, STATUS, WATCH_EVENT];
+pub const DELETE_OPTIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions";
+pub const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
+pub const STATUS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
+pub const WATCH_EVENT: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent";
+
+/// All schemas of the built-in kinds, keyed by their component name.
+pub struct Catalogue {
+    schemas: Map<String, Value>,
+}
+
+/// The schemas of every built-in kind, generated on first use.
+pub fn catalogue() -> &'static Catalogue {
+    static CATALOGUE: OnceLock<Catalogue> = OnceLock::new();
+    CATALOGUE.get_or_init(Catalogue::generate)
+}
+
+impl Catalogue {
+    fn generate() -> Catalogue {
+        let mut generator = SchemaSettings::openapi3().into_generator();
+        for name in COMMON {
+            common_schema(&mut generator, name);
+        }
+        let mut kinds = Vec::new();
+        for resource in RESOURCES {
+            if kind_schema(&mut generator, resource.group, resource.kind).is_some() {
+                kinds.push(resource);
+            }
+        }
+        let mut schemas = generator.take_definitions(true);
+        for resource in kinds {
+            let name = component_name(resource);
+            if let Some(Value::Object(schema)) = schemas.get_mut(&name) {
+                schema.insert(
+                    "x-kubernetes-group-version-kind".into(),
+                    json!([gvk(resource, resource.kind)]),
+                );
+            }
+            schemas.insert(format!("{name}List"), list_schema(resource, &name));
+        }
+        Catalogue { schemas }
+    }
+
+    /// One schema by component name.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.schemas.get(name)
+    }
+
+    /// The named schemas and everything they refer to, transitively.
+    pub fn closure<'a>(&self, roots: impl IntoIterator<Item = &'a str>) -> Map<String, Value> {
+        let mut seen = BTreeSet::new();
+        let mut pending: Vec<String> = roots.into_iter().map(str::to_string).collect();
+        while let Some(name) = pending.pop() {
+            let Some(schema) = self.schemas.get(&name) else {
+                continue;
+            };
+            if seen.insert(name) {
+                collect_refs(schema, &mut pending);
+            }
+        }
+        seen.into_iter()
+            .filter_map(|name| {
+                let schema = self.schemas.get(&name)?.clone();
+                Some((name, schema))
+            })
+            .collect()
+    }
+
+    /// Follows `$ref` (directly or as the single `allOf` entry) to the schema it names.
+    fn resolve<'a>(&'a self, schema: &'a Value) -> &'a Value {
+        let mut current = schema;
+        for _ in 0..8 {
+            let target = match current.get("$ref").and_then(Value::as_str) {
+                Some(reference) => reference,
+                None => match current.get("allOf").and_then(Value::as_array) {
+                    Some(all) if all.len() == 1 => match all[0].get("$ref").and_then(Value::as_str)
+                    {
+                        Some(reference) => reference,
+                        None => return current,
+                    },
+                    _ => return current,
+                },
+            };
+            match target
+                .strip_prefix(REF_PREFIX)
+                .and_then(|name| self.schemas.get(name))
+            {
+                Some(next) => current = next,
+                None => return current,
+            }
+        }
+        current
+    }
+
+    /// Removes from `object` the fields the schema of `resource`'s kind does not declare, as
+    /// decoding into the typed object does in Kubernetes, and returns their paths
+    /// (`spec.foo`, `rules[0].bar`). Kinds without a schema are left alone.
+    pub fn prune_unknown(&self, resource: &Resource, object: &mut Value) -> Vec<String> {
+        let mut unknown = Vec::new();
+        if let Some(schema) = self.schemas.get(&component_name(resource)) {
+            self.prune(schema, object, "", &mut unknown);
+        }
+        unknown
+    }
+
+    fn prune(&self, schema: &Value, value: &mut Value, path: &str, unknown: &mut Vec<String>) {
+        let schema = self.resolve(schema);
+        match value {
+            Value::Object(fields) => {
+                if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                    fields.retain(|key, _| {
+                        let known = properties.contains_key(key);
+                        if !known {
+                            unknown.push(join(path, key));
+                        }
+                        known
+                    });
+                    for (key, field) in fields.iter_mut() {
+                        self.prune(&properties[key], field, &join(path, key), unknown);
+                    }
+                } else if let Some(values) = schema.get("additionalProperties")
+                    && values.is_object()
+                {
+                    for (key, field) in fields.iter_mut() {
+                        self.prune(values, field, &format!("{path}[{key}]"), unknown);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let Some(item_schema) = schema.get("items") {
+                    for (index, item) in items.iter_mut().enumerate() {
+                        self.prune(item_schema, item, &format!("{path}[{index}]"), unknown);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn collect_refs(schema: &Value, out: &mut Vec<String>) {
+    match schema {
+        Value::Object(fields) => {
+            for (key, value) in fields {
+                if key == "$ref"
+                    && let Some(name) = value.as_str().and_then(|r| r.strip_prefix(REF_PREFIX))
+                {
+                    out.push(name.to_string());
+                } else {
+                    collect_refs(value, out);
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| collect_refs(item, out)),
+        _ => {}
+    }
+}
+
+/// `{group, kind, version}` as the `x-kubernetes-group-version-kind` entries spell it.
+pub fn gvk(resource: &Resource, kind: &str) -> Value {
+    json!({"group": resource.group, "kind": kind, "version": resource.version})
+}
+
+/// The component name of a resource's kind, e.g. `io.k8s.api.rbac.v1.Role`.
+pub fn component_name(resource: &Resource) -> String {
+    let package = match resource.group {
+        "" => "io.k8s.api.core".to_string(),
+        "apiextensions.k8s.io" => "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions".into(),
+        // The first segment: `rbac.authorization.k8s.io` is `rbac`.
+        group => format!("io.k8s.api.{}", group.split('.').next().unwrap_or(group)),
+    };
+    format!("{package}.{}.{}", resource.version, resource.kind)
+}
+
+fn list_schema(resource: &Resource, item: &str) -> Value {
+    json!({
+        "description": format!("{}List is a list of {} objects.", resource.kind, resource.kind),
+        "type": "object",
+        "required": ["items"],
+        "properties": {
+            "apiVersion": {"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."},
+            "kind": {"type": "string", "description": "Kind is a string value representing the REST resource this object represents."},
+            "items": {
+                "type": "array",
+                "description": format!("Items is the list of {} objects.", resource.kind),
+                "items": {"$ref": format!("{REF_PREFIX}{item}")},
+            },
+            "metadata": {
+                "description": "Standard list metadata.",
+                "allOf": [{"$ref": format!("{REF_PREFIX}io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta")}],
+            },
+        },
+        "x-kubernetes-group-version-kind": [gvk(resource, &format!("{}List", resource.kind))],
+    })
+}
+
+fn add<T: JsonSchema>(generator: &mut SchemaGenerator) -> Option<()> {
+    generator.subschema_for::<T>();
+    Some(())
+}
+
+fn common_schema(generator: &mut SchemaGenerator, name: &str) {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+    match name {
+        DELETE_OPTIONS => add::<meta::DeleteOptions>(generator),
+        PATCH => add::<meta::Patch>(generator),
+        STATUS => add::<meta::Status>(generator),
+        WATCH_EVENT => add::<meta::WatchEvent<()>>(generator),
+        _ => None,
+    };
+    add::<meta::ListMeta>(generator);
+}
+
+/// Registers the schema of a built-in kind; `None` if there is no typed schema for it.
+fn kind_schema(generator: &mut SchemaGenerator, group: &str, kind: &str) -> Option<()> {
+    use k8s_openapi::api::{
+        admissionregistration::v1 as admission, authentication::v1 as authn,
+        authorization::v1 as authz, certificates::v1 as certificates, coordination::v1 as coord,
+        core::v1 as core, events::v1 as events, rbac::v1 as rbac,
+    };
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
+    let g = generator;
+    match (group, kind) {
+        ("", "Namespace") => add::<core::Namespace>(g),
+        ("", "ConfigMap") => add::<core::ConfigMap>(g),
+        ("", "Secret") => add::<core::Secret>(g),
+        ("", "ServiceAccount") => add::<core::ServiceAccount>(g),
+        ("", "Event") => add::<core::Event>(g),
+        ("", "ResourceQuota") => add::<core::ResourceQuota>(g),
+        ("authentication.k8s.io", "TokenReview") => add::<authn::TokenReview>(g),
+        ("authentication.k8s.io", "SelfSubjectReview") => add::<authn::SelfSubjectReview>(g),
+        ("authorization.k8s.io", "LocalSubjectAccessReview") => {
+            add::<authz::LocalSubjectAccessReview>(g)
+        }
+        ("authorization.k8s.io", "SelfSubjectAccessReview") => {
+            add::<authz::SelfSubjectAccessReview>(g)
+        }
+        ("authorization.k8s.io", "SelfSubjectRulesReview") => {
+            add::<authz::SelfSubjectRulesReview>(g)
+        }
+        ("authorization.k8s.io", "SubjectAccessReview") => add::<authz::SubjectAccessReview>(g),
+        ("certificates.k8s.io", "CertificateSigningRequest") => {
+            add::<certificates::CertificateSigningRequest>(g)
+        }
+        ("coordination.k8s.io", "Lease") => add::<coord::Lease>(g),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => add::<rbac::ClusterRoleBinding>(g),
+        ("rbac.authorization.k8s.io", "ClusterRole") => add::<rbac::ClusterRole>(g),
+        ("rbac.authorization.k8s.io", "RoleBinding") => add::<rbac::RoleBinding>(g),
+        ("rbac.authorization.k8s.io", "Role") => add::<rbac::Role>(g),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            add::<admission::MutatingWebhookConfiguration>(g)
+        }
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            add::<admission::ValidatingWebhookConfiguration>(g)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            add::<admission::ValidatingAdmissionPolicy>(g)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            add::<admission::ValidatingAdmissionPolicyBinding>(g)
+        }
+        ("events.k8s.io", "Event") => add::<events::Event>(g),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            add::<apiextensions::CustomResourceDefinition>(g)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resource(group: &str, kind: &str) -> &'static Resource {
+        RESOURCES
+            .iter()
+            .find(|r| r.group == group && r.kind == kind)
+            .unwrap()
+    }
+
+    #[test]
+    fn every_built_in_kind_has_a_schema_with_its_group_version_kind() {
+        let catalogue = catalogue();
+        for r in RESOURCES {
+            let name = component_name(r);
+            let schema = catalogue
+                .get(&name)
+                .unwrap_or_else(|| panic!("no schema {name}"));
+            assert_eq!(
+                schema["x-kubernetes-group-version-kind"][0]["kind"], r.kind,
+                "{name}"
+            );
+            assert!(schema["properties"]["metadata"].is_object(), "{name}");
+            assert!(catalogue.get(&format!("{name}List")).is_some());
+        }
+    }
+
+    #[test]
+    fn closure_follows_references() {
+        let schemas = catalogue().closure(["io.k8s.api.core.v1.ConfigMap"]);
+        assert!(schemas.contains_key("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"));
+        assert!(schemas.contains_key("io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry"));
+        assert!(!schemas.contains_key("io.k8s.api.rbac.v1.Role"));
+    }
+
+    #[test]
+    fn pruning_drops_undeclared_fields_and_names_their_paths() {
+        let mut object = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "r", "labels": {"a": "b"}, "colour": "red"},
+            "rules": [{"verbs": ["get"], "resources": ["configmaps"], "size": 3}],
+            "extra": true,
+        });
+        let unknown =
+            catalogue().prune_unknown(resource("rbac.authorization.k8s.io", "Role"), &mut object);
+        assert_eq!(unknown, vec!["extra", "metadata.colour", "rules[0].size"]);
+        assert_eq!(
+            object,
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": {"name": "r", "labels": {"a": "b"}},
+                "rules": [{"verbs": ["get"], "resources": ["configmaps"]}],
+            })
+        );
+    }
+
+    #[test]
+    fn maps_keep_any_key() {
+        let mut object = json!({"metadata": {"name": "c"}, "data": {"any key": "v"}});
+        assert!(
+            catalogue()
+                .prune_unknown(resource("", "ConfigMap"), &mut object)
+                .is_empty()
+        );
+        assert_eq!(object["data"]["any key"], "v");
+    }
+}

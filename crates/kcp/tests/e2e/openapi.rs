@@ -1,0 +1,124 @@
+//! OpenAPI v3 through kubectl: `explain` walks the served schemas, and `--validate` (strict by
+//! default) makes kubectl ask the server to check fields, which it does per `fieldValidation`.
+
+use super::support::{Kcp, write_file};
+
+#[test]
+fn kubectl_explain_reads_the_served_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+
+    let data = kcp.kubectl_ok(&["explain", "configmap.data"]);
+    assert!(data.contains("FIELD: data <map[string]string>"), "{data}");
+    assert!(
+        data.contains("Data contains the configuration data."),
+        "{data}"
+    );
+
+    let rules = kcp.kubectl_ok(&["explain", "roles.rules"]);
+    assert!(
+        rules.contains("GROUP:      rbac.authorization.k8s.io"),
+        "{rules}"
+    );
+    assert!(rules.contains("verbs\t<[]string> -required-"), "{rules}");
+
+    let metadata = kcp.kubectl_ok(&["explain", "leases.metadata.labels"]);
+    assert!(metadata.contains("<map[string]string>"), "{metadata}");
+}
+
+const WITH_UNKNOWN_FIELDS: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: NAME
+  colour: red
+data:
+  a: \"1\"
+bogus: 1
+";
+
+#[test]
+fn unknown_fields_are_refused_warned_or_dropped_as_kubectl_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    kcp.kubectl_ok(&["create", "namespace", "fields"]);
+    let file = |name: &str| {
+        write_file(
+            dir.path(),
+            &format!("{name}.yaml"),
+            &WITH_UNKNOWN_FIELDS.replace("NAME", name),
+        )
+    };
+
+    // The default, --validate=strict: kubectl sends fieldValidation=Strict and the server refuses.
+    let strict = kcp.kubectl(&["create", "-n", "fields", "-f", &file("strict")]);
+    assert!(!strict.status.success());
+    let stderr = String::from_utf8_lossy(&strict.stderr);
+    assert!(
+        stderr.contains(
+            "Error from server (BadRequest): error when creating \"",
+        ) && stderr.contains(
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"bogus\", unknown field \"metadata.colour\""
+        ),
+        "{stderr}"
+    );
+    assert!(
+        !kcp.kubectl(&["get", "cm", "strict", "-n", "fields"])
+            .status
+            .success()
+    );
+
+    // --validate=warn: created without the unknown fields, with a warning per field.
+    let warn = kcp.kubectl(&[
+        "create",
+        "-n",
+        "fields",
+        "--validate=warn",
+        "-f",
+        &file("warn"),
+    ]);
+    assert!(warn.status.success());
+    let stderr = String::from_utf8_lossy(&warn.stderr);
+    assert!(
+        stderr.contains("Warning: unknown field \"bogus\""),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Warning: unknown field \"metadata.colour\""),
+        "{stderr}"
+    );
+    let stored: serde_json::Value =
+        serde_json::from_str(&kcp.kubectl_ok(&["get", "cm", "warn", "-n", "fields", "-o", "json"]))
+            .unwrap();
+    assert!(stored.get("bogus").is_none());
+    assert!(stored["metadata"].get("colour").is_none());
+    assert_eq!(stored["data"]["a"], "1");
+
+    // --validate=false: fieldValidation=Ignore drops them silently.
+    let ignore = kcp.kubectl(&[
+        "create",
+        "-n",
+        "fields",
+        "--validate=false",
+        "-f",
+        &file("ignore"),
+    ]);
+    assert!(ignore.status.success());
+    assert!(!String::from_utf8_lossy(&ignore.stderr).contains("Warning"));
+
+    // Patches are checked on the patched object.
+    let patch = kcp.kubectl(&[
+        "patch",
+        "cm",
+        "warn",
+        "-n",
+        "fields",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"x":1}}"#,
+    ]);
+    assert!(patch.status.success());
+    assert!(
+        String::from_utf8_lossy(&patch.stderr).contains("Warning: unknown field \"spec\""),
+        "{patch:?}"
+    );
+}
