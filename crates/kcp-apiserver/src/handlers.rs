@@ -91,6 +91,9 @@ async fn serve_inner(
     let name = info.name.as_deref();
     match (info.verb.as_str(), name) {
         ("get", Some(name)) => {
+            crate::resource_version::for_get(&params)?
+                .revision(registry)
+                .await?;
             let object = registry.get(target, name).await?;
             Ok(respond(StatusCode::OK, object, as_table))
         }
@@ -232,6 +235,8 @@ async fn list(
     params: &Params,
     as_table: bool,
 ) -> Result<http::Response<Body>, RegistryError> {
+    let read_at = crate::resource_version::for_list(params)?;
+    let revision = read_at.revision(registry).await?;
     let filter = selector_filter(params, target.resource)?;
     let limit = match params.get("limit") {
         Some(limit) => limit
@@ -243,8 +248,16 @@ async fn list(
         limit,
         continue_token: params.get("continue").map(str::to_string),
         filter,
+        revision,
     };
-    let result = registry.list(target, options).await?;
+    let result = match registry.list(target, options).await {
+        Err(RegistryError::Expired(_)) if revision != 0 => {
+            return Err(RegistryError::Expired(
+                "The resourceVersion for the provided list is too old.".into(),
+            ));
+        }
+        other => other?,
+    };
     let rv = result.resource_version.to_string();
     if as_table {
         let table =
@@ -403,7 +416,7 @@ fn delete_options_dry_run(body: &Bytes) -> Result<Option<String>, RegistryError>
 pub(crate) struct Params(Vec<(String, String)>);
 
 impl Params {
-    fn parse(query: Option<&str>) -> Self {
+    pub(crate) fn parse(query: Option<&str>) -> Self {
         Params(
             form_urlencoded::parse(query.unwrap_or_default().as_bytes())
                 .into_owned()

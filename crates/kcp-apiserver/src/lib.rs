@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod protobuf;
 pub mod request_info;
+mod resource_version;
 pub mod router;
 mod serve;
 pub mod status;

@@ -65,6 +65,7 @@ pub fn from_registry_error(error: &kcp_registry::RegistryError) -> Response<Body
         E::UnsupportedMediaType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType"),
         E::Expired(_) => (StatusCode::GONE, "Expired"),
         E::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable"),
+        E::TooLargeResourceVersion { .. } => (StatusCode::GATEWAY_TIMEOUT, "Timeout"),
         E::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "InternalError"),
     };
     let mut status = failure_status(code, reason, &message);
@@ -99,6 +100,12 @@ pub fn from_registry_error(error: &kcp_registry::RegistryError) -> Response<Body
                 .collect();
             status["details"] =
                 json!({"name": name, "group": group, "kind": kind, "causes": causes});
+        }
+        E::TooLargeResourceVersion { .. } => {
+            status["details"] = json!({
+                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                "retryAfterSeconds": 1,
+            });
         }
         _ => {}
     }

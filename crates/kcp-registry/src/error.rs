@@ -47,6 +47,9 @@ pub enum RegistryError {
     /// 410: a continue token or resource version that storage has compacted away.
     #[error("{0}")]
     Expired(String),
+    /// 504: a read asked for a resource version storage has not reached.
+    #[error("Too large resource version: {requested}, current: {current}")]
+    TooLargeResourceVersion { requested: u64, current: u64 },
     /// 504/503: storage could not answer.
     #[error("{0}")]
     Unavailable(String),

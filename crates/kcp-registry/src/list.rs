@@ -24,6 +24,9 @@ pub struct ListOptions {
     pub continue_token: Option<String>,
     /// Only objects it accepts; with a filter, `remainingItemCount` is not reported.
     pub filter: Option<Filter>,
+    /// Read the snapshot at exactly this revision (0: the latest). Ignored with a continue
+    /// token, which carries its own.
+    pub revision: u64,
 }
 
 /// One page of a list.
@@ -75,6 +78,11 @@ impl Registry {
         Ok(page.count)
     }
 
+    /// The latest revision of the store.
+    pub async fn current_revision(&self) -> Result<u64, RegistryError> {
+        Ok(self.storage().current_revision().await?)
+    }
+
     /// One page of the collection `target` names.
     pub async fn list(
         &self,
@@ -90,7 +98,7 @@ impl Registry {
                 start.push(0);
                 (revision, start)
             }
-            None => (0, prefix.clone()),
+            None => (options.revision, prefix.clone()),
         };
         let end = prefix_end(&prefix);
         let mut items = Vec::new();
