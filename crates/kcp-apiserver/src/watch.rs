@@ -4,7 +4,8 @@
 //! `resourceVersion` unset or "0" starts with a synthetic ADDED event per existing object, as
 //! kube-apiserver does; `sendInitialEvents=true` ends those with a BOOKMARK carrying the
 //! `k8s.io/initial-events-end` annotation. A start too old for storage ends with an ERROR event
-//! holding a 410 `Status`. `timeoutSeconds` ends the stream.
+//! holding a 410 `Status`. `timeoutSeconds` ends the stream. `allowWatchBookmarks=true` adds
+//! BOOKMARK events (every minute and 2 s before the timeout) carrying the last revision sent.
 
 use std::time::Duration;
 
@@ -21,6 +22,10 @@ use crate::status::Body;
 
 /// Longest watch when the client gives no timeout (kube-apiserver picks 30-60 minutes).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
+/// How often a watch that allows bookmarks gets one.
+const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
+/// How long before its timeout a watch gets its last bookmark.
+const BOOKMARK_BEFORE_END: Duration = Duration::from_secs(2);
 
 pub async fn serve(
     registry: &Registry,
@@ -34,6 +39,7 @@ pub async fn serve(
         .map_err(|_| RegistryError::BadRequest(format!("invalid resource version: {requested}")))?;
     let send_initial = params.get("sendInitialEvents") == Some("true") || from == 0;
     let bookmark_initial_end = params.get("sendInitialEvents") == Some("true");
+    let bookmarks = params.get("allowWatchBookmarks") == Some("true");
     let timeout = params
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())
@@ -76,8 +82,42 @@ pub async fn serve(
             line.push(b'\n');
             Bytes::from(line)
         };
+        // Events from the watch cache arrive encoded once for all watchers: only the envelope
+        // is written per watcher.
+        let frame = |event: WatchEvent| -> Bytes {
+            if as_table {
+                return encode(event.kind, Value::clone(&event.object));
+            }
+            let mut line = Vec::with_capacity(event.encoded.len() + 32);
+            line.extend_from_slice(b"{\"type\":\"");
+            line.extend_from_slice(event.kind.as_bytes());
+            line.extend_from_slice(b"\",\"object\":");
+            line.extend_from_slice(&event.encoded);
+            line.extend_from_slice(b"}\n");
+            Bytes::from(line)
+        };
+        let bookmark = |revision: u64| {
+            json!({
+                "kind": resource.kind,
+                "apiVersion": resource.group_version(),
+                "metadata": {"resourceVersion": revision.to_string()},
+            })
+        };
+        let started = tokio::time::Instant::now();
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
+        // Bookmarks, when asked for: shortly before the timeout ends the watch, and every
+        // minute, each carrying the revision of the last event sent.
+        let next_bookmark = |now: tokio::time::Instant| {
+            let before_end = (started + timeout).checked_sub(BOOKMARK_BEFORE_END);
+            match before_end {
+                Some(at) if at > now => at.min(now + BOOKMARK_EVERY),
+                _ => now + BOOKMARK_EVERY,
+            }
+        };
+        let bookmark_timer = tokio::time::sleep_until(next_bookmark(started));
+        tokio::pin!(bookmark_timer);
+        let mut last_revision = start;
         for object in initial {
             if sender.send(encode("ADDED", object)).await.is_err() {
                 return;
@@ -102,9 +142,22 @@ pub async fn serve(
             tokio::select! {
                 _ = &mut deadline => return,
                 _ = sender.closed() => return,
+                _ = &mut bookmark_timer, if bookmarks => {
+                    if sender.send(encode("BOOKMARK", bookmark(last_revision))).await.is_err() {
+                        return;
+                    }
+                    let now = tokio::time::Instant::now();
+                    bookmark_timer.as_mut().reset(next_bookmark(now));
+                }
                 next = events.next() => match next {
-                    Some(Ok(WatchEvent { kind, object })) => {
-                        if sender.send(encode(kind, object)).await.is_err() {
+                    Some(Ok(event)) => {
+                        if let Some(revision) = event.object["metadata"]["resourceVersion"]
+                            .as_str()
+                            .and_then(|rv| rv.parse().ok())
+                        {
+                            last_revision = revision;
+                        }
+                        if sender.send(frame(event)).await.is_err() {
                             return;
                         }
                     }
@@ -143,4 +196,70 @@ fn too_old(from: u64) -> Value {
         "reason": "Expired",
         "code": 410,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+    use kcp_registry::Registry;
+
+    use crate::authn::{TokenAuthenticator, User, token_digest};
+    use crate::router::Router;
+
+    async fn call(router: &Router, method: &str, path: &str, body: &str) -> (u16, String) {
+        let request = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header(http::header::AUTHORIZATION, "Bearer t")
+            .body(http_body_util::Full::new(bytes::Bytes::from(
+                body.to_string(),
+            )))
+            .unwrap();
+        let response = router.handle(request).await;
+        let code = response.status().as_u16();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (code, String::from_utf8(bytes.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn bookmarks_come_before_the_timeout_with_the_last_revision() {
+        let mut authn = TokenAuthenticator::default();
+        authn.add(
+            token_digest("t"),
+            User {
+                name: "admin".into(),
+                groups: vec![],
+            },
+        );
+        let storage = std::sync::Arc::new(kcp_storage::MemoryStorage::new());
+        let router = Router::new(authn, Registry::new(storage));
+        let namespaces = "/clusters/root/api/v1/namespaces";
+        let (_, created) = call(&router, "POST", namespaces, r#"{"metadata":{"name":"a"}}"#).await;
+        let created: serde_json::Value = serde_json::from_str(&created).unwrap();
+        let rv = created["metadata"]["resourceVersion"].as_str().unwrap();
+
+        let watch = format!("{namespaces}?watch=1&resourceVersion=0&timeoutSeconds=3");
+        let (code, plain) = call(&router, "GET", &watch, "").await;
+        assert_eq!(code, 200);
+        assert!(!plain.contains("BOOKMARK"), "{plain}");
+
+        let (_, lines) = call(
+            &router,
+            "GET",
+            &format!("{watch}&allowWatchBookmarks=true"),
+            "",
+        )
+        .await;
+        let events: Vec<serde_json::Value> = lines
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(events[0]["type"], "ADDED");
+        let bookmark = events
+            .iter()
+            .find(|e| e["type"] == "BOOKMARK")
+            .expect("a bookmark");
+        assert_eq!(bookmark["object"]["kind"], "Namespace");
+        assert_eq!(bookmark["object"]["metadata"]["resourceVersion"], rv);
+    }
 }

@@ -14,6 +14,7 @@ mod meta;
 mod names;
 mod store;
 mod watch;
+mod watch_cache;
 
 pub use error::{Cause, RegistryError};
 pub use list::{Filter, ListOptions, ListResult};

@@ -48,6 +48,11 @@ impl Target<'_> {
     }
 
     /// The storage prefix of the collection the target names.
+    /// Every object of the resource, in every logical cluster.
+    pub(crate) fn resource_prefix(&self) -> Vec<u8> {
+        self.keys().all_clusters()
+    }
+
     pub(crate) fn collection_prefix(&self) -> Vec<u8> {
         match self.namespace.filter(|_| self.resource.namespaced) {
             Some(namespace) => self.keys().namespace(self.cluster, namespace),
@@ -93,6 +98,7 @@ pub enum DeleteOutcome {
 #[derive(Clone)]
 pub struct Registry {
     storage: Arc<dyn Storage>,
+    watch_cache: Arc<crate::watch_cache::WatchCache>,
     /// Check and answer every write as usual, but store nothing (`dryRun=All`).
     dry_run: bool,
 }
@@ -101,6 +107,7 @@ impl Registry {
     pub fn new(storage: Arc<dyn Storage>) -> Self {
         Registry {
             storage,
+            watch_cache: Arc::default(),
             dry_run: false,
         }
     }
@@ -109,6 +116,7 @@ impl Registry {
     pub fn dry_run(&self) -> Registry {
         Registry {
             storage: Arc::clone(&self.storage),
+            watch_cache: Arc::clone(&self.watch_cache),
             dry_run: true,
         }
     }
@@ -166,6 +174,14 @@ impl Registry {
 
     pub(crate) fn storage(&self) -> &dyn Storage {
         &*self.storage
+    }
+
+    pub(crate) fn shared_storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    pub(crate) fn watch_cache(&self) -> &crate::watch_cache::WatchCache {
+        &self.watch_cache
     }
 
     /// Creates an object from a request body.

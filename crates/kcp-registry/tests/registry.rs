@@ -367,3 +367,108 @@ async fn dry_runs_check_everything_and_store_nothing() {
         "nothing changed"
     );
 }
+
+async fn current(registry: &Registry) -> u64 {
+    registry
+        .list(configmaps("root"), ListOptions::default())
+        .await
+        .unwrap()
+        .resource_version
+}
+
+async fn create_configmaps(registry: &Registry, cluster: &str, names: std::ops::Range<usize>) {
+    for i in names {
+        registry
+            .create(
+                configmaps(cluster),
+                json!({"metadata": {"name": format!("c{i}")}}),
+            )
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn watchers_of_a_resource_share_each_encoded_event() {
+    use futures::StreamExt;
+    let registry = registry().await;
+    let start = current(&registry).await;
+    let mut a = registry
+        .watch(configmaps("root"), start, None)
+        .await
+        .unwrap();
+    let mut b = registry
+        .watch(configmaps("root"), start, None)
+        .await
+        .unwrap();
+    let mut other = registry
+        .watch(configmaps("root:other"), start, None)
+        .await
+        .unwrap();
+    create_configmaps(&registry, "root:other", 0..1).await;
+    create_configmaps(&registry, "root", 0..1).await;
+    let (a, b) = (
+        a.next().await.unwrap().unwrap(),
+        b.next().await.unwrap().unwrap(),
+    );
+    assert_eq!(a.object["metadata"]["name"], "c0");
+    assert_eq!(
+        a.encoded.as_ptr(),
+        b.encoded.as_ptr(),
+        "one encoding for both watchers"
+    );
+    let seen = other.next().await.unwrap().unwrap();
+    assert_eq!(seen.object["metadata"]["namespace"], "default");
+    assert_ne!(
+        seen.encoded.as_ptr(),
+        a.encoded.as_ptr(),
+        "each cluster sees its own"
+    );
+    let parsed: serde_json::Value = serde_json::from_slice(&a.encoded).unwrap();
+    assert_eq!(parsed, *a.object);
+}
+
+#[tokio::test]
+async fn a_watcher_that_falls_behind_catches_up_or_expires() {
+    use futures::StreamExt;
+    let registry = registry().await;
+    let start = current(&registry).await;
+    let mut slow = registry
+        .watch(configmaps("root"), start, None)
+        .await
+        .unwrap();
+    let mut slower = registry
+        .watch(configmaps("root"), start, None)
+        .await
+        .unwrap();
+    // More than a watcher's channel holds, less than the hub's buffer: caught up, in order.
+    create_configmaps(&registry, "root", 0..400).await;
+    for i in 0..400 {
+        let event = slow.next().await.unwrap().unwrap();
+        assert_eq!(event.object["metadata"]["name"], format!("c{i}"));
+    }
+    // More than the buffer: the watcher ends with 410, as kube-apiserver ends slow watchers.
+    create_configmaps(&registry, "root", 400..1700).await;
+    let mut outcome = None;
+    while let Some(event) = slower.next().await {
+        if let Err(error) = event {
+            outcome = Some(error);
+            break;
+        }
+    }
+    assert!(
+        matches!(outcome, Some(RegistryError::Expired(_))),
+        "{outcome:?}"
+    );
+    // A new watcher from an old revision outside the window still gets every event.
+    let late = registry
+        .watch(configmaps("root"), start, None)
+        .await
+        .unwrap();
+    let names: Vec<_> = late
+        .take(1700)
+        .map(|e| e.unwrap().object["metadata"]["name"].clone())
+        .collect()
+        .await;
+    assert_eq!(names[1699], "c1699");
+}
