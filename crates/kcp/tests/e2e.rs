@@ -5,6 +5,7 @@ mod e2e {
     pub mod kube_rs;
     pub mod kubectl;
     pub mod openapi;
+    pub mod outputs;
     pub mod patch;
     pub mod resources;
     pub mod start;

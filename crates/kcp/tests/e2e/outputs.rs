@@ -1,0 +1,188 @@
+//! kubectl's everyday read commands: output formats, chunked lists, `wait`, `events`.
+
+use super::support::{Kcp, write_file};
+
+#[test]
+fn get_prints_yaml_custom_columns_and_reads_in_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    kcp.kubectl_ok(&["create", "namespace", "outputs"]);
+    for i in 0..7 {
+        kcp.kubectl_ok(&[
+            "create",
+            "configmap",
+            &format!("c{i}"),
+            "-n",
+            "outputs",
+            &format!("--from-literal=index={i}"),
+        ]);
+    }
+
+    let yaml = kcp.kubectl_ok(&["get", "cm", "c3", "-n", "outputs", "-o", "yaml"]);
+    assert!(yaml.contains("kind: ConfigMap\n"), "{yaml}");
+    assert!(yaml.contains("  index: \"3\"\n"), "{yaml}");
+    assert!(yaml.contains("  namespace: outputs\n"), "{yaml}");
+
+    let columns = kcp.kubectl_ok(&[
+        "get",
+        "cm",
+        "-n",
+        "outputs",
+        "-o",
+        "custom-columns=NAME:.metadata.name,INDEX:.data.index",
+    ]);
+    let rows: Vec<Vec<&str>> = columns
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows[0], ["NAME", "INDEX"]);
+    assert_eq!(rows[4], ["c3", "3"]);
+    assert_eq!(rows.len(), 8);
+
+    let wide = kcp.kubectl_ok(&["get", "cm", "-n", "outputs", "-o", "wide"]);
+    assert!(wide.starts_with("NAME"), "{wide}");
+    assert_eq!(wide.lines().count(), 8);
+
+    // --chunk-size pages with limit/continue: every item arrives, over several requests.
+    let chunked = kcp.kubectl(&[
+        "get",
+        "cm",
+        "-n",
+        "outputs",
+        "--chunk-size=2",
+        "-o",
+        "name",
+        "-v=6",
+    ]);
+    assert!(chunked.status.success());
+    let names = String::from_utf8_lossy(&chunked.stdout);
+    assert_eq!(names.lines().count(), 7, "{names}");
+    let log = String::from_utf8_lossy(&chunked.stderr);
+    let pages = log
+        .lines()
+        .filter(|l| l.contains("/configmaps?") && l.contains("limit=2"))
+        .count();
+    assert_eq!(pages, 4, "{log}");
+    assert_eq!(log.matches("continue=").count(), 3, "{log}");
+}
+
+#[test]
+fn wait_for_jsonpath_sees_a_later_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    kcp.kubectl_ok(&["create", "namespace", "waiting"]);
+    kcp.kubectl_ok(&[
+        "create",
+        "configmap",
+        "flag",
+        "-n",
+        "waiting",
+        "--from-literal=state=pending",
+    ]);
+
+    let kubeconfig = kcp.kubeconfig();
+    // A first wait times out quickly while the value is still pending.
+    let early = kcp.kubectl(&[
+        "wait",
+        "configmap/flag",
+        "-n",
+        "waiting",
+        "--for=jsonpath={.data.state}=ready",
+        "--timeout=1s",
+    ]);
+    assert!(!early.status.success());
+
+    let handle = {
+        let kubeconfig = kubeconfig.clone();
+        std::thread::spawn(move || {
+            std::process::Command::new("kubectl")
+                .env("KUBECONFIG", &kubeconfig)
+                .args([
+                    "wait",
+                    "configmap/flag",
+                    "-n",
+                    "waiting",
+                    "--for=jsonpath={.data.state}=ready",
+                    "--timeout=30s",
+                ])
+                .output()
+                .unwrap()
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    kcp.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "flag",
+        "-n",
+        "waiting",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"state":"ready"}}"#,
+    ]);
+    let output = handle.join().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "configmap/flag condition met"
+    );
+}
+
+#[test]
+fn kubectl_events_lists_events_for_an_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    kcp.kubectl_ok(&["create", "namespace", "happenings"]);
+    kcp.kubectl_ok(&["create", "configmap", "subject", "-n", "happenings"]);
+    let event = write_file(
+        dir.path(),
+        "event.yaml",
+        "apiVersion: v1
+kind: Event
+metadata:
+  name: subject.1
+  namespace: happenings
+involvedObject:
+  apiVersion: v1
+  kind: ConfigMap
+  name: subject
+  namespace: happenings
+reason: Rotated
+message: the keys were rotated
+type: Normal
+firstTimestamp: \"2026-01-01T00:00:00Z\"
+lastTimestamp: \"2026-01-01T00:00:00Z\"
+count: 1
+source:
+  component: tester
+",
+    );
+    kcp.kubectl_ok(&["create", "-f", &event]);
+    let other = event.replace("event.yaml", "other.yaml");
+    std::fs::write(
+        &other,
+        std::fs::read_to_string(&event)
+            .unwrap()
+            .replace("subject.1", "unrelated.1")
+            .replace("name: subject\n", "name: unrelated\n")
+            .replace("Rotated", "Ignored"),
+    )
+    .unwrap();
+    kcp.kubectl_ok(&["create", "-f", &other]);
+
+    let all = kcp.kubectl_ok(&["events", "-n", "happenings"]);
+    assert!(all.contains("Rotated") && all.contains("Ignored"), "{all}");
+    let header: Vec<&str> = all.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    );
+
+    let for_subject = kcp.kubectl_ok(&["events", "-n", "happenings", "--for", "configmap/subject"]);
+    assert!(for_subject.contains("ConfigMap/subject"), "{for_subject}");
+    assert!(
+        for_subject.contains("the keys were rotated"),
+        "{for_subject}"
+    );
+    assert!(!for_subject.contains("Ignored"), "{for_subject}");
+}
