@@ -127,6 +127,94 @@ impl Catalogue {
         unknown
     }
 
+    /// The values of `object` whose JSON type the schema of `resource`'s kind does not allow
+    /// (a number where a string belongs, invalid base64 in a `byte` field), each described as
+    /// Kubernetes' JSON decoder does: `json: cannot unmarshal number into Go struct field
+    /// ObjectMeta.metadata.name of type string`. `null` is allowed anywhere, as in Go.
+    pub fn type_errors(&self, resource: &Resource, object: &Value) -> Vec<String> {
+        let mut errors = Vec::new();
+        if let Some(schema) = self.schemas.get(&component_name(resource)) {
+            self.check_types(schema, object, "", &mut errors);
+        }
+        errors
+    }
+
+    fn check_types(&self, schema: &Value, value: &Value, path: &str, errors: &mut Vec<String>) {
+        let schema = self.resolve(schema);
+        if value.is_null() {
+            return;
+        }
+        if let Some(expected) = schema.get("type").and_then(Value::as_str) {
+            let fits = match expected {
+                "string" => value.is_string(),
+                "integer" => value.is_i64() || value.is_u64(),
+                "number" => value.is_number(),
+                "boolean" => value.is_boolean(),
+                "object" => value.is_object(),
+                "array" => value.is_array(),
+                _ => true,
+            };
+            if !fits {
+                let found = match value {
+                    Value::Bool(_) => "bool",
+                    Value::Number(_) => "number",
+                    Value::String(_) => "string",
+                    Value::Array(_) => "array",
+                    Value::Object(_) => "object",
+                    Value::Null => "null",
+                };
+                errors.push(format!(
+                    "json: cannot unmarshal {found} into Go struct field {} of type {expected}",
+                    if path.is_empty() { "." } else { path }
+                ));
+                return;
+            }
+            if schema.get("format").and_then(Value::as_str) == Some("byte")
+                && let Some(text) = value.as_str()
+                && let Err(offset) = check_base64(text)
+            {
+                errors.push(format!("illegal base64 data at input byte {offset}"));
+            }
+        } else if schema.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true))
+            && !(value.is_string() || value.is_number())
+        {
+            errors.push(format!(
+                "json: cannot unmarshal {} into Go struct field {path} of type int or string",
+                if value.is_object() {
+                    "object"
+                } else {
+                    "array or bool"
+                }
+            ));
+            return;
+        }
+        match value {
+            Value::Object(fields) => {
+                if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                    for (key, field) in fields {
+                        if let Some(field_schema) = properties.get(key) {
+                            self.check_types(field_schema, field, &join(path, key), errors);
+                        }
+                    }
+                } else if let Some(values) = schema.get("additionalProperties")
+                    && values.is_object()
+                {
+                    for (key, field) in fields {
+                        self.check_types(values, field, &format!("{path}[{key}]"), errors);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let Some(item_schema) = schema.get("items") {
+                    for (index, item) in items.iter().enumerate() {
+                        self.check_types(item_schema, item, &format!("{path}[{index}]"), errors);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn prune(&self, schema: &Value, value: &mut Value, path: &str, unknown: &mut Vec<String>) {
         let schema = self.resolve(schema);
         match value {
@@ -160,6 +248,24 @@ impl Catalogue {
             _ => {}
         }
     }
+}
+
+/// Standard base64 with padding, as Go's `encoding/base64` decodes `[]byte` fields; the error
+/// is the offset of the first bad byte.
+fn check_base64(text: &str) -> Result<(), usize> {
+    let bytes = text.as_bytes();
+    let data_end = bytes.iter().position(|b| *b == b'=').unwrap_or(bytes.len());
+    if let Some(bad) = bytes[..data_end]
+        .iter()
+        .position(|b| !(b.is_ascii_alphanumeric() || *b == b'+' || *b == b'/'))
+    {
+        return Err(bad);
+    }
+    let padding = bytes.len() - data_end;
+    if padding > 2 || bytes[data_end..].iter().any(|b| *b != b'=') || !bytes.len().is_multiple_of(4) {
+        return Err(data_end.min(bytes.len().saturating_sub(1)) / 4 * 4);
+    }
+    Ok(())
 }
 
 fn join(path: &str, key: &str) -> String {
@@ -356,6 +462,54 @@ mod tests {
                 "rules": [{"verbs": ["get"], "resources": ["configmaps"]}],
             })
         );
+    }
+
+    #[test]
+    fn values_of_the_wrong_type_are_named() {
+        let object = json!({
+            "metadata": {"name": 7, "labels": {"a": 1}, "finalizers": "no", "annotations": null},
+            "data": {"ok": "aGk=", "bad": "not base64!"},
+            "immutable": "yes",
+        });
+        let errors = catalogue().type_errors(resource("", "Secret"), &object);
+        assert_eq!(
+            errors,
+            vec![
+                "illegal base64 data at input byte 3",
+                "json: cannot unmarshal string into Go struct field immutable of type boolean",
+                "json: cannot unmarshal string into Go struct field metadata.finalizers of type array",
+                "json: cannot unmarshal number into Go struct field metadata.labels[a] of type string",
+                "json: cannot unmarshal number into Go struct field metadata.name of type string",
+            ]
+        );
+        let fine = json!({"metadata": {"name": "s"}, "data": {"k": "aGVsbG8="}, "type": "Opaque"});
+        assert!(
+            catalogue()
+                .type_errors(resource("", "Secret"), &fine)
+                .is_empty()
+        );
+        let lease = json!({"spec": {"leaseDurationSeconds": 1.5}});
+        assert_eq!(
+            catalogue()
+                .type_errors(resource("coordination.k8s.io", "Lease"), &lease)
+                .len(),
+            1
+        );
+        let quota = json!({"spec": {"hard": {"cpu": 2, "memory": "1Gi"}}});
+        assert!(
+            catalogue()
+                .type_errors(resource("", "ResourceQuota"), &quota)
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn base64_follows_the_standard_alphabet_with_padding() {
+        assert_eq!(check_base64(""), Ok(()));
+        assert_eq!(check_base64("aGVsbG8="), Ok(()));
+        assert_eq!(check_base64("aGk="), Ok(()));
+        assert_eq!(check_base64("a-b_"), Err(1));
+        assert!(check_base64("aGVsbG8").is_err());
     }
 
     #[test]

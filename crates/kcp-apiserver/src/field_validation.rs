@@ -2,6 +2,8 @@
 //!
 //! As in kube-apiserver: `Ignore` drops them silently, `Warn` (the default) drops them and says
 //! so in `Warning` headers, `Strict` refuses the request with 400 naming every one of them.
+//! In every mode a value of the wrong JSON type is refused with 400, as decoding into the typed
+//! object refuses it.
 
 use http::{HeaderValue, Response};
 use kcp_apis::builtin::Resource;
@@ -37,7 +39,15 @@ impl FieldValidation {
         resource: &Resource,
         object: &mut Value,
     ) -> Result<Vec<String>, RegistryError> {
-        let unknown = kcp_apis::schema::catalogue().prune_unknown(resource, object);
+        let catalogue = kcp_apis::schema::catalogue();
+        if let Some(error) = catalogue.type_errors(resource, object).into_iter().next() {
+            let kind = resource.kind;
+            return Err(RegistryError::BadRequest(format!(
+                "{kind} in version {:?} cannot be handled as a {kind}: {error}",
+                resource.version
+            )));
+        }
+        let unknown = catalogue.prune_unknown(resource, object);
         if unknown.is_empty() || self == FieldValidation::Ignore {
             return Ok(Vec::new());
         }
