@@ -350,6 +350,19 @@ pub fn list_merge(kind: &str, path: &[&str]) -> Option<ListMerge> {
         .map(|(_, _, rule)| *rule)
 }
 
+/// The top-level fields whose change bumps `metadata.generation`, for the kinds whose
+/// Kubernetes strategies track a generation (they start at 1); empty for every other kind.
+pub fn generation_fields(group: &str, kind: &str) -> &'static [&'static str] {
+    match (group, kind) {
+        ("apiextensions.k8s.io", "CustomResourceDefinition")
+        | ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy")
+        | ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => &["spec"],
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration")
+        | ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => &["webhooks"],
+        _ => &[],
+    }
+}
+
 /// The built-in API groups (excluding the core group) in discovery order, each with its versions.
 pub fn groups() -> Vec<(&'static str, Vec<&'static str>)> {
     let mut groups: Vec<(&'static str, Vec<&'static str>)> = Vec::new();

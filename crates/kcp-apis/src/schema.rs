@@ -262,7 +262,8 @@ fn check_base64(text: &str) -> Result<(), usize> {
         return Err(bad);
     }
     let padding = bytes.len() - data_end;
-    if padding > 2 || bytes[data_end..].iter().any(|b| *b != b'=') || !bytes.len().is_multiple_of(4) {
+    if padding > 2 || bytes[data_end..].iter().any(|b| *b != b'=') || !bytes.len().is_multiple_of(4)
+    {
         return Err(data_end.min(bytes.len().saturating_sub(1)) / 4 * 4);
     }
     Ok(())

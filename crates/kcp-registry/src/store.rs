@@ -218,6 +218,13 @@ impl Registry {
         metadata.insert("creationTimestamp".into(), json!(meta::now()));
         metadata.remove("deletionTimestamp");
         metadata.remove("deletionGracePeriodSeconds");
+        if kcp_apis::builtin::generation_fields(target.resource.group, target.resource.kind)
+            .is_empty()
+        {
+            metadata.remove("generation");
+        } else {
+            metadata.insert("generation".into(), json!(1));
+        }
         let kv = match self.put_new(&target.key(&name), encode(&object)?).await {
             Err(StorageError::AlreadyExists { .. }) => {
                 return Err(RegistryError::AlreadyExists {
@@ -282,7 +289,7 @@ impl Registry {
             }
             let stored = decode(&current)?;
             let mut next = object.clone();
-            carry_server_fields(&stored, &mut next);
+            carry_server_fields(target.resource, &stored, &mut next);
             match self
                 .write_back(&target, name, next, current.mod_revision)
                 .await
@@ -319,7 +326,7 @@ impl Registry {
             if pinned.is_some() {
                 return Err(target.conflict(name));
             }
-            carry_server_fields(&stored, &mut patched);
+            carry_server_fields(target.resource, &stored, &mut patched);
             match self
                 .write_back(&target, name, patched, current.mod_revision)
                 .await
@@ -498,8 +505,24 @@ fn validate_name(target: &Target<'_>, name: &str) -> Result<(), RegistryError> {
 }
 
 /// Keeps the fields only the server sets (uid, creationTimestamp, deletion state) on an update.
-fn carry_server_fields(stored: &Value, next: &mut Value) {
+/// Keeps the server-managed metadata of the stored object on its next version, and bumps
+/// `generation` when a field the kind tracks changed.
+fn carry_server_fields(resource: &Resource, stored: &Value, next: &mut Value) {
+    let tracked = kcp_apis::builtin::generation_fields(resource.group, resource.kind);
+    let generation = if tracked.is_empty() {
+        stored["metadata"].get("generation").cloned()
+    } else {
+        let current = stored["metadata"]["generation"].as_i64().unwrap_or(1);
+        let changed = tracked
+            .iter()
+            .any(|field| stored.get(field) != next.get(field));
+        Some(json!(if changed { current + 1 } else { current }))
+    };
     let metadata = meta::metadata_mut(next);
+    match generation {
+        Some(generation) => metadata.insert("generation".into(), generation),
+        None => metadata.remove("generation"),
+    };
     for field in [
         "uid",
         "creationTimestamp",

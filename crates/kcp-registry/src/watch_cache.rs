@@ -98,7 +98,10 @@ impl SharedEvent {
 }
 
 /// The buffered events a watcher replays, and its receiver for the ones after them.
-type Joined = (VecDeque<Arc<SharedEvent>>, broadcast::Receiver<Arc<SharedEvent>>);
+type Joined = (
+    VecDeque<Arc<SharedEvent>>,
+    broadcast::Receiver<Arc<SharedEvent>>,
+);
 
 struct HubState {
     buffer: VecDeque<Arc<SharedEvent>>,
@@ -119,10 +122,7 @@ impl Hub {
 
     /// The buffered events after `revision` and a receiver for the ones after them, or `None`
     /// if the buffer no longer reaches back to `revision`.
-    fn join(
-        &self,
-        revision: u64,
-    ) -> Option<Joined> {
+    fn join(&self, revision: u64) -> Option<Joined> {
         let state = self.lock();
         if !state.alive || revision < state.complete_after {
             return None;

@@ -472,3 +472,45 @@ async fn a_watcher_that_falls_behind_catches_up_or_expires() {
         .await;
     assert_eq!(names[1699], "c1699");
 }
+
+#[tokio::test]
+async fn generation_counts_spec_changes_of_the_kinds_that_track_it() {
+    let registry = registry().await;
+    let webhooks = Target {
+        cluster: "root",
+        resource: RESOURCES
+            .iter()
+            .find(|r| r.name == "validatingwebhookconfigurations")
+            .unwrap(),
+        namespace: None,
+    };
+    let created = registry
+        .create(
+            webhooks,
+            json!({"metadata": {"name": "w", "generation": 9}, "webhooks": []}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created["metadata"]["generation"], 1);
+    let mut labelled = created.clone();
+    labelled["metadata"]["labels"] = json!({"a": "b"});
+    let labelled = registry.update(webhooks, "w", labelled).await.unwrap();
+    assert_eq!(
+        labelled["metadata"]["generation"], 1,
+        "metadata changes keep it"
+    );
+    let mut changed = labelled.clone();
+    changed["webhooks"] = json!([{"name": "a.b.c"}]);
+    changed["metadata"]["generation"] = json!(40);
+    let changed = registry.update(webhooks, "w", changed).await.unwrap();
+    assert_eq!(changed["metadata"]["generation"], 2);
+
+    let configmap = registry
+        .create(
+            configmaps("root"),
+            json!({"metadata": {"name": "g", "generation": 5}}),
+        )
+        .await
+        .unwrap();
+    assert!(configmap["metadata"].get("generation").is_none());
+}
