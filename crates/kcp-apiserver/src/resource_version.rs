@@ -119,6 +119,45 @@ pub(crate) fn for_list(params: &Params) -> Result<ReadAt, RegistryError> {
     }
 }
 
+/// Checks a watch's options as kube-apiserver does: `resourceVersionMatch` only as
+/// `NotOlderThan` together with `sendInitialEvents`, which needs it.
+pub(crate) fn check_watch(params: &Params) -> Result<(), RegistryError> {
+    let matching = params.get("resourceVersionMatch");
+    let initial_events = params.get("sendInitialEvents").is_some();
+    let mut causes = Vec::new();
+    if initial_events && matching != Some("NotOlderThan") {
+        causes.push(forbidden(
+            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        ));
+    }
+    if let Some(matching) = matching {
+        if !initial_events {
+            causes.push(forbidden(
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
+        }
+        if matching != "NotOlderThan" {
+            causes.push(Cause {
+                reason: "FieldValueNotSupported",
+                field: "resourceVersionMatch".into(),
+                message: format!(
+                    "Unsupported value: {matching:?}: supported values: \"NotOlderThan\""
+                ),
+            });
+        }
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(RegistryError::Invalid {
+            kind: "ListOptions".into(),
+            group: "meta.k8s.io".into(),
+            name: String::new(),
+            causes,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,6 +179,21 @@ mod tests {
             list("resourceVersion=7&resourceVersionMatch=Exact").unwrap(),
             ReadAt::Exact(7)
         );
+    }
+
+    #[test]
+    fn watches_take_resource_version_match_only_with_initial_events() {
+        let watch = |query: &str| check_watch(&Params::parse(Some(query)));
+        assert!(watch("resourceVersion=5").is_ok());
+        assert!(
+            watch(
+                "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+            )
+            .is_ok()
+        );
+        assert!(watch("sendInitialEvents=true").is_err());
+        assert!(watch("resourceVersionMatch=NotOlderThan").is_err());
+        assert!(watch("sendInitialEvents=true&resourceVersionMatch=Exact").is_err());
     }
 
     #[test]

@@ -37,7 +37,12 @@ pub async fn serve(
     let from: u64 = requested
         .parse()
         .map_err(|_| RegistryError::BadRequest(format!("invalid resource version: {requested}")))?;
-    let send_initial = params.get("sendInitialEvents") == Some("true") || from == 0;
+    crate::resource_version::check_watch(params)?;
+    // Without sendInitialEvents, an unset or "0" resourceVersion starts with the current state.
+    let send_initial = match params.get("sendInitialEvents") {
+        Some(value) => value == "true",
+        None => from == 0,
+    };
     let bookmark_initial_end = params.get("sendInitialEvents") == Some("true");
     let bookmarks = params.get("allowWatchBookmarks") == Some("true");
     let timeout = params
@@ -47,6 +52,9 @@ pub async fn serve(
 
     let mut initial = Vec::new();
     let mut start = from;
+    if from == 0 && !send_initial {
+        start = registry.current_revision().await?;
+    }
     if send_initial {
         let listed = registry
             .list(
@@ -261,5 +269,42 @@ mod tests {
             .expect("a bookmark");
         assert_eq!(bookmark["object"]["kind"], "Namespace");
         assert_eq!(bookmark["object"]["metadata"]["resourceVersion"], rv);
+
+        // A watch-list: the current state, then a bookmark marking the end of it.
+        let (code, lines) = call(
+            &router,
+            "GET",
+            &format!("{namespaces}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1"),
+            "",
+        )
+        .await;
+        assert_eq!(code, 200);
+        let events: Vec<serde_json::Value> = lines
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(events[0]["type"], "ADDED");
+        assert_eq!(events[1]["type"], "BOOKMARK");
+        assert_eq!(
+            events[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+            "true"
+        );
+        let (code, _) = call(
+            &router,
+            "GET",
+            &format!("{namespaces}?watch=1&sendInitialEvents=true"),
+            "",
+        )
+        .await;
+        assert_eq!(code, 422);
+        // sendInitialEvents=false with no resourceVersion: only changes from now on.
+        let (_, lines) = call(
+            &router,
+            "GET",
+            &format!("{namespaces}?watch=1&sendInitialEvents=false&resourceVersionMatch=NotOlderThan&timeoutSeconds=1"),
+            "",
+        )
+        .await;
+        assert_eq!(lines, "");
     }
 }
