@@ -8,10 +8,14 @@
 //! on disk, or how the process is configured: the composition root (`kcp-server`) hands it a
 //! rustls configuration, the accepted tokens and a bound listener.
 
+pub mod aggregated_discovery;
 pub mod authn;
+mod compression;
 pub mod discovery;
 mod handlers;
 pub mod metrics;
+mod negotiation;
+mod printers;
 pub mod protobuf;
 pub mod request_info;
 pub mod router;
@@ -20,5 +24,6 @@ pub mod status;
 mod table;
 pub mod version;
 mod watch;
+mod yaml;
 
 pub use serve::{ServeHandle, serve};

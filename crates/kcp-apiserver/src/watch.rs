@@ -4,7 +4,8 @@
 //! `resourceVersion` unset or "0" starts with a synthetic ADDED event per existing object, as
 //! kube-apiserver does; `sendInitialEvents=true` ends those with a BOOKMARK carrying the
 //! `k8s.io/initial-events-end` annotation. A start too old for storage ends with an ERROR event
-//! holding a 410 `Status`. `timeoutSeconds` ends the stream.
+//! holding a 410 `Status`. `timeoutSeconds` ends the stream. Event objects are converted as
+//! negotiated: one-row Tables, or PartialObjectMetadata (bookmarks too).
 
 use std::time::Duration;
 
@@ -17,6 +18,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::handlers::{Params, selector_filter};
+use crate::negotiation::{Conversion, IncludeObject, partial_object_metadata};
 use crate::status::Body;
 
 /// Longest watch when the client gives no timeout (kube-apiserver picks 30-60 minutes).
@@ -26,8 +28,12 @@ pub async fn serve(
     registry: &Registry,
     target: Target<'_>,
     params: &Params,
-    as_table: bool,
+    conversion: Conversion,
 ) -> Result<http::Response<Body>, RegistryError> {
+    let include = match conversion {
+        Conversion::Table(_) => IncludeObject::from_params(params)?,
+        _ => IncludeObject::Metadata,
+    };
     let requested = params.get("resourceVersion").unwrap_or("0");
     let from: u64 = requested
         .parse()
@@ -66,10 +72,15 @@ pub async fn serve(
     let (sender, receiver) = mpsc::channel::<Bytes>(64);
     tokio::spawn(async move {
         let encode = |kind: &str, object: Value| -> Bytes {
-            let object = if as_table && kind != "ERROR" && kind != "BOOKMARK" {
-                crate::table::render(&[object], None, None)
-            } else {
-                object
+            let object = match conversion {
+                _ if kind == "ERROR" => object,
+                Conversion::Table(version) if kind != "BOOKMARK" => {
+                    crate::table::render(resource, &[object], json!({}), version, include)
+                }
+                Conversion::PartialObjectMetadata(version) => {
+                    partial_object_metadata(&object, version)
+                }
+                _ => object,
             };
             let mut line =
                 serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
