@@ -351,7 +351,16 @@ pub fn cells(resource: &Resource, object: &Value, now: Timestamp) -> Vec<Value> 
         }
     };
     match printer(resource) {
-        Printer::Namespace => vec![name, json!(str_at(object, &["status", "phase"])), age],
+        Printer::Namespace => {
+            // Stored namespaces may lack the phase the API sets (Active, Terminating once
+            // deleting); print what it would be.
+            let phase = match str_at(object, &["status", "phase"]) {
+                "" if object["metadata"]["deletionTimestamp"].is_string() => "Terminating",
+                "" => "Active",
+                phase => phase,
+            };
+            vec![name, json!(phase), age]
+        }
         Printer::ConfigMap => vec![name, json!(count(&["data"]) + count(&["binaryData"])), age],
         Printer::Secret => {
             // The API defaults an empty type to Opaque.
@@ -759,6 +768,17 @@ mod tests {
         );
         let ns = json!({"metadata": {"name": "n"}, "status": {"phase": "Active"}});
         assert_eq!(cells(resource("", "namespaces"), &ns, now())[1], "Active");
+        let deleting =
+            json!({"metadata": {"name": "n", "deletionTimestamp": "2024-01-01T00:00:00Z"}});
+        assert_eq!(
+            cells(resource("", "namespaces"), &deleting, now())[1],
+            "Terminating"
+        );
+        let fresh = json!({"metadata": {"name": "n"}});
+        assert_eq!(
+            cells(resource("", "namespaces"), &fresh, now())[1],
+            "Active"
+        );
     }
 
     #[test]
