@@ -76,7 +76,7 @@ fn kubectl_get_prints_each_kinds_columns() {
         "--serviceaccount=cols:sa1",
     ]);
 
-    let out = kcp.kubectl_ok(&["get", "cm,secrets,sa", "-n", "cols"]);
+    let out = kcp.kubectl_ok(&["get", "cm,secrets,sa,ns", "-n", "cols"]);
     let lines: Vec<Vec<&str>> = out
         .lines()
         .map(|l| l.split_whitespace().collect())
@@ -106,6 +106,38 @@ fn kubectl_get_prints_each_kinds_columns() {
             .any(|l| l.starts_with(&["serviceaccount/sa1", "0"])),
         "{out}"
     );
+
+    assert!(lines.contains(&vec!["NAME", "STATUS", "AGE"]), "{out}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&["namespace/cols", "Active"])),
+        "{out}"
+    );
+
+    let event = write_file(
+        dir.path(),
+        "event.yaml",
+        "apiVersion: v1\nkind: Event\nmetadata:\n  name: ev1\n  namespace: cols\ninvolvedObject:\n  kind: ConfigMap\n  name: cm1\n  namespace: cols\nreason: Tested\nmessage: all good\ntype: Normal\nsource:\n  component: e2e\nfirstTimestamp: \"2024-01-01T00:00:00Z\"\nlastTimestamp: \"2024-01-01T00:00:00Z\"\ncount: 3\n",
+    );
+    kcp.kubectl_ok(&["create", "-f", &event, "--validate=false"]);
+    let out = kcp.kubectl_ok(&["get", "events", "-n", "cols"]);
+    let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+        "{out}"
+    );
+    assert!(
+        out.contains("configmap/cm1") && out.contains("all good"),
+        "{out}"
+    );
+    let wide = kcp.kubectl_ok(&["get", "events", "-n", "cols", "-o", "wide"]);
+    let header = wide.lines().next().unwrap();
+    for column in ["SUBOBJECT", "SOURCE", "FIRST SEEN", "COUNT", "NAME"] {
+        assert!(header.contains(column), "{column} missing: {wide}");
+    }
+    assert!(wide.contains("e2e") && wide.contains("ev1"), "{wide}");
 
     let out = kcp.kubectl_ok(&["get", "ns", "cols"]);
     assert!(out.starts_with("NAME"), "{out}");
@@ -302,6 +334,21 @@ fn yaml_round_trip_and_metadata_and_406_over_raw_http() {
     assert_eq!(list["kind"], "PartialObjectMetadataList");
     assert_eq!(list["items"][0]["kind"], "PartialObjectMetadata");
 
+    // A watch of PartialObjectMetadata.
+    let (_, body) = split_response(&curl(
+        &kcp,
+        "/api/v1/namespaces/yml/configmaps?watch=true&timeoutSeconds=1",
+        &[
+            "-H",
+            "Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+        ],
+    ));
+    let first: serde_json::Value =
+        serde_json::from_slice(body.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(first["type"], "ADDED");
+    assert_eq!(first["object"]["kind"], "PartialObjectMetadata");
+    assert_eq!(first["object"]["metadata"]["name"], "y1");
+
     // Nothing acceptable: 406.
     let (head, body) = split_response(&curl(
         &kcp,
@@ -357,4 +404,43 @@ fn large_lists_are_gzipped_for_clients_that_ask() {
     let names = kcp.kubectl_ok(&["get", "cm", "-n", "big", "-o", "name"]);
     assert_eq!(names.lines().count(), 100);
     kcp.stop();
+}
+
+#[tokio::test]
+async fn kube_rs_aggregated_discovery_resolves_built_in_kinds() {
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+    use kube::discovery::{Discovery, Scope};
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let kcp = tokio::task::spawn_blocking(move || Kcp::start(&root, &[]))
+        .await
+        .unwrap();
+    let kubeconfig = Kubeconfig::read_from(kcp.kubeconfig()).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    let client = kube::Client::try_from(config).unwrap();
+    let discovery = Discovery::new(client).run_aggregated().await.unwrap();
+
+    let namespace = kube::api::GroupVersionKind::gvk("", "v1", "Namespace");
+    let (resource, capabilities) = discovery.resolve_gvk(&namespace).unwrap();
+    assert_eq!(resource.plural, "namespaces");
+    assert_eq!(capabilities.scope, Scope::Cluster);
+    assert!(
+        capabilities
+            .subresources
+            .iter()
+            .any(|(sub, _)| sub.plural == "status"),
+        "{:?}",
+        capabilities.subresources
+    );
+    let binding =
+        kube::api::GroupVersionKind::gvk("rbac.authorization.k8s.io", "v1", "RoleBinding");
+    let (_, capabilities) = discovery.resolve_gvk(&binding).unwrap();
+    assert_eq!(capabilities.scope, Scope::Namespaced);
+    assert!(capabilities.supports_operation("watch"));
+    tokio::task::spawn_blocking(move || kcp.stop())
+        .await
+        .unwrap();
 }
