@@ -60,7 +60,9 @@ impl Router {
         };
         let api_response = match &info {
             RequestInfo::Resource(_) => true,
-            RequestInfo::NonResource { path, .. } => discovery_document(path).is_some(),
+            RequestInfo::NonResource { path, .. } => {
+                path == "/api" || path.starts_with("/api/") || path.starts_with("/apis")
+            }
         };
         let answer = if verb == "watch" {
             negotiation::Answer::Watch
