@@ -1,5 +1,6 @@
 //! Resource requests: from a parsed [`ResourceRequest`] and a body to a registry call and back
-//! to a response. Content negotiation lives here: JSON in, JSON or Table out.
+//! to a response. Bodies come in as JSON, YAML or protobuf; what goes out is negotiated in
+//! [`crate::negotiation`] (JSON or YAML, the object, a Table or PartialObjectMetadata).
 
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode, header};
@@ -13,6 +14,7 @@ use serde_json::{Value, json};
 use std::sync::Mutex;
 
 use crate::field_validation::{FieldValidation, with_warnings};
+use crate::negotiation::{self, Answer, Negotiated};
 use crate::request_info::ResourceRequest;
 use crate::status::{Body, failure, from_registry_error, json_response};
 
@@ -87,18 +89,36 @@ async fn serve_inner(
         }
     };
     let validation = FieldValidation::parse(params.get("fieldValidation"))?;
-    let as_table = wants_table(headers);
     let name = info.name.as_deref();
+    let answer = match (info.verb.as_str(), name) {
+        ("list", None) => Answer::List,
+        ("watch", None) => Answer::Watch,
+        _ => Answer::Object,
+    };
+    let negotiated = match negotiation::negotiate(headers, answer)
+        .and_then(|n| negotiation::check_fits(&n, resource, answer).map(|()| n))
+    {
+        Ok(negotiated) => negotiated,
+        Err(not_acceptable) => return Ok(not_acceptable.into_response()),
+    };
+    let respond =
+        |code: StatusCode, object: Value| -> Result<http::Response<Body>, RegistryError> {
+            let rendered =
+                negotiation::render_object(negotiated.conversion, resource, &params, object)?;
+            Ok(json_response(code, &rendered))
+        };
     match (info.verb.as_str(), name) {
         ("get", Some(name)) => {
             crate::resource_version::for_get(&params)?
                 .revision(registry)
                 .await?;
             let object = registry.get(target, name).await?;
-            Ok(respond(StatusCode::OK, object, as_table))
+            respond(StatusCode::OK, object)
         }
-        ("list", None) => list(registry, target, &params, as_table).await,
-        ("watch", None) => crate::watch::serve(registry, target, &params, as_table).await,
+        ("list", None) => list(registry, target, &params, &negotiated).await,
+        ("watch", None) => {
+            crate::watch::serve(registry, target, &params, negotiated.conversion).await
+        }
         ("create", None) => {
             if resource.namespaced && namespace.is_none() {
                 return Ok(not_found());
@@ -107,7 +127,7 @@ async fn serve_inner(
             let warnings = validation.apply(resource, &mut object)?;
             let object = registry.create(target, object).await?;
             Ok(with_warnings(
-                respond(StatusCode::CREATED, object, false),
+                respond(StatusCode::CREATED, object)?,
                 &warnings,
             ))
         }
@@ -115,10 +135,7 @@ async fn serve_inner(
             let mut object = parse_body(headers, &body)?;
             let warnings = validation.apply(resource, &mut object)?;
             let object = registry.update(target, name, object).await?;
-            Ok(with_warnings(
-                respond(StatusCode::OK, object, false),
-                &warnings,
-            ))
+            Ok(with_warnings(respond(StatusCode::OK, object)?, &warnings))
         }
         ("patch", Some(name)) => {
             let warnings = Mutex::new(Vec::new());
@@ -129,13 +146,10 @@ async fn serve_inner(
             })
             .await?;
             let warnings = warnings.into_inner().unwrap_or_else(|e| e.into_inner());
-            Ok(with_warnings(
-                respond(StatusCode::OK, object, false),
-                &warnings,
-            ))
+            Ok(with_warnings(respond(StatusCode::OK, object)?, &warnings))
         }
         ("delete", Some(name)) => match registry.delete(target, name).await? {
-            DeleteOutcome::Pending(object) => Ok(respond(StatusCode::OK, object, false)),
+            DeleteOutcome::Pending(object) => respond(StatusCode::OK, object),
             DeleteOutcome::Deleted(object) => Ok(json_response(
                 StatusCode::OK,
                 &deleted_status(resource, &object),
@@ -233,7 +247,7 @@ async fn list(
     registry: &Registry,
     target: Target<'_>,
     params: &Params,
-    as_table: bool,
+    negotiated: &Negotiated,
 ) -> Result<http::Response<Body>, RegistryError> {
     let read_at = crate::resource_version::for_list(params)?;
     let revision = read_at.revision(registry).await?;
@@ -259,11 +273,6 @@ async fn list(
         other => other?,
     };
     let rv = result.resource_version.to_string();
-    if as_table {
-        let table =
-            crate::table::render(&result.items, Some(&rv), result.continue_token.as_deref());
-        return Ok(json_response(StatusCode::OK, &table));
-    }
     let mut metadata = json!({"resourceVersion": rv});
     if let Some(token) = &result.continue_token {
         metadata["continue"] = json!(token);
@@ -271,23 +280,14 @@ async fn list(
     if let Some(remaining) = result.remaining_item_count {
         metadata["remainingItemCount"] = json!(remaining);
     }
-    let list = json!({
-        "kind": format!("{}List", target.resource.kind),
-        "apiVersion": target.resource.group_version(),
-        "metadata": metadata,
-        "items": result.items,
-    });
+    let list = negotiation::render_list(
+        negotiated.conversion,
+        target.resource,
+        params,
+        result.items,
+        metadata,
+    )?;
     Ok(json_response(StatusCode::OK, &list))
-}
-
-fn respond(code: StatusCode, object: Value, as_table: bool) -> http::Response<Body> {
-    if as_table {
-        let rv = object["metadata"]["resourceVersion"]
-            .as_str()
-            .map(str::to_string);
-        return json_response(code, &crate::table::render(&[object], rv.as_deref(), None));
-    }
-    json_response(code, &object)
 }
 
 fn deleted_status(resource: &Resource, object: &Value) -> Value {
@@ -358,17 +358,8 @@ async fn patch(
     registry.patch(target, name, &apply).await
 }
 
-/// Whether the client asked for a Table (`Accept: application/json;as=Table;...`).
-fn wants_table(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|media| media.split(';').any(|p| p.trim() == "as=Table"))
-}
-
-/// The object in a request body: JSON, or protobuf for the kinds kubectl's typed commands send.
+/// The object in a request body: JSON, YAML, or protobuf for the kinds kubectl's typed commands
+/// send.
 fn parse_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, RegistryError> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
@@ -379,6 +370,7 @@ fn parse_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, RegistryError>
         "application/json" => serde_json::from_slice(body).map_err(|e| {
             RegistryError::BadRequest(format!("the object provided is unrecognized: {e}"))
         }),
+        "application/yaml" => crate::yaml::decode(body),
         "application/vnd.kubernetes.protobuf" => {
             crate::protobuf::decode(body).map_err(|error| match error {
                 crate::protobuf::ProtobufError::Malformed(message) => {
@@ -390,7 +382,7 @@ fn parse_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, RegistryError>
             })
         }
         _ => Err(RegistryError::UnsupportedMediaType(format!(
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/vnd.kubernetes.protobuf (got {media})"
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {media})"
         ))),
     }
 }

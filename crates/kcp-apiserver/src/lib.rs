@@ -8,12 +8,16 @@
 //! on disk, or how the process is configured: the composition root (`kcp-server`) hands it a
 //! rustls configuration, the accepted tokens and a bound listener.
 
+pub mod aggregated_discovery;
 pub mod authn;
+mod compression;
 pub mod discovery;
 mod field_validation;
 mod handlers;
 pub mod metrics;
+mod negotiation;
 pub mod openapi;
+mod printers;
 pub mod protobuf;
 pub mod request_info;
 mod resource_version;
@@ -23,5 +27,6 @@ pub mod status;
 mod table;
 pub mod version;
 mod watch;
+mod yaml;
 
 pub use serve::{ServeHandle, serve};

@@ -3,6 +3,8 @@
 //! Health checks and `/version` answer anyone, as kube-apiserver's `system:public-info-viewer`
 //! allows. Everything else needs an authenticated user: discovery documents, then resource
 //! requests (handed to [`crate::handlers`]); other paths answer 404 with Kubernetes' message.
+//! Whole API responses are re-encoded as YAML when the client negotiated it and gzip-compressed
+//! when large ([`crate::yaml`], [`crate::compression`]).
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
@@ -15,6 +17,7 @@ use std::time::Instant;
 use crate::authn::TokenAuthenticator;
 use crate::discovery;
 use crate::metrics::Metrics;
+use crate::negotiation;
 use crate::request_info::{self, RequestInfo};
 use crate::status::{Body, failure, json_response, text_response};
 
@@ -55,7 +58,26 @@ impl Router {
             RequestInfo::Resource(r) => (r.verb.clone(), r.group.clone(), r.resource.clone()),
             RequestInfo::NonResource { verb, .. } => (verb.clone(), String::new(), String::new()),
         };
-        let response = self.answer(request, info).await;
+        let api_response = match &info {
+            RequestInfo::Resource(_) => true,
+            RequestInfo::NonResource { path, .. } => {
+                path == "/api" || path.starts_with("/api/") || path.starts_with("/apis")
+            }
+        };
+        let answer = if verb == "watch" {
+            negotiation::Answer::Watch
+        } else {
+            negotiation::Answer::Object
+        };
+        let yaml = api_response
+            && negotiation::response_encoding(request.headers(), answer)
+                == Some(negotiation::Encoding::Yaml);
+        let gzip = crate::compression::accepts_gzip(request.headers());
+        let mut response = self.answer(request, info).await;
+        if yaml {
+            response = crate::yaml::json_response_to_yaml(response).await;
+        }
+        let response = crate::compression::maybe_gzip(response, gzip).await;
         self.metrics.observe(
             &verb,
             &group,
@@ -117,6 +139,16 @@ impl Router {
                 )
             }
             RequestInfo::NonResource { path, .. } => {
+                let aggregated = negotiation::aggregated_discovery_version(&parts.headers);
+                match (path.trim_end_matches('/'), aggregated) {
+                    ("/api", Some(version)) if read_only => {
+                        return crate::aggregated_discovery::response(true, version);
+                    }
+                    ("/apis", Some(version)) if read_only => {
+                        return crate::aggregated_discovery::response(false, version);
+                    }
+                    _ => {}
+                }
                 match discovery_document(&path).filter(|_| read_only) {
                     Some(document) => json_response(StatusCode::OK, &document),
                     None => failure(

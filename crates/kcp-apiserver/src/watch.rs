@@ -6,6 +6,8 @@
 //! `k8s.io/initial-events-end` annotation. A start too old for storage ends with an ERROR event
 //! holding a 410 `Status`. `timeoutSeconds` ends the stream. `allowWatchBookmarks=true` adds
 //! BOOKMARK events (every minute and 2 s before the timeout) carrying the last revision sent.
+//! Event objects are converted as negotiated: one-row Tables, or PartialObjectMetadata
+//! (bookmarks too).
 
 use std::time::Duration;
 
@@ -18,6 +20,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::handlers::{Params, selector_filter};
+use crate::negotiation::{Conversion, IncludeObject, partial_object_metadata};
 use crate::status::Body;
 
 /// Longest watch when the client gives no timeout (kube-apiserver picks 30-60 minutes).
@@ -31,8 +34,12 @@ pub async fn serve(
     registry: &Registry,
     target: Target<'_>,
     params: &Params,
-    as_table: bool,
+    conversion: Conversion,
 ) -> Result<http::Response<Body>, RegistryError> {
+    let include = match conversion {
+        Conversion::Table(_) => IncludeObject::from_params(params)?,
+        _ => IncludeObject::Metadata,
+    };
     let requested = params.get("resourceVersion").unwrap_or("0");
     let from: u64 = requested
         .parse()
@@ -80,10 +87,15 @@ pub async fn serve(
     let (sender, receiver) = mpsc::channel::<Bytes>(64);
     tokio::spawn(async move {
         let encode = |kind: &str, object: Value| -> Bytes {
-            let object = if as_table && kind != "ERROR" && kind != "BOOKMARK" {
-                crate::table::render(&[object], None, None)
-            } else {
-                object
+            let object = match conversion {
+                _ if kind == "ERROR" => object,
+                Conversion::Table(version) if kind != "BOOKMARK" => {
+                    crate::table::render(resource, &[object], json!({}), version, include)
+                }
+                Conversion::PartialObjectMetadata(version) => {
+                    partial_object_metadata(&object, version)
+                }
+                _ => object,
             };
             let mut line =
                 serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
@@ -93,7 +105,7 @@ pub async fn serve(
         // Events from the watch cache arrive encoded once for all watchers: only the envelope
         // is written per watcher.
         let frame = |event: WatchEvent| -> Bytes {
-            if as_table {
+            if !matches!(conversion, Conversion::None) {
                 return encode(event.kind, Value::clone(&event.object));
             }
             let mut line = Vec::with_capacity(event.encoded.len() + 32);

@@ -33,7 +33,7 @@ fn configmaps_round_trip_through_kubectl() {
     let mut lines = table.lines();
     assert_eq!(
         lines.next().unwrap().split_whitespace().collect::<Vec<_>>(),
-        ["NAME", "AGE"]
+        ["NAME", "DATA", "AGE"]
     );
     assert_eq!(
         lines.next().unwrap().split_whitespace().next(),

@@ -1,0 +1,174 @@
+//! Aggregated discovery (`apidiscovery.k8s.io/v2`, and `v2beta1` for older clients): one
+//! `APIGroupDiscoveryList` on `/api` (the core group) and one on `/apis` (every other group),
+//! each resource with its verbs, scope, singular name, short names, categories, response kind
+//! and subresources. kubectl 1.32 asks for it first and uses it only when both documents come
+//! back with the aggregated Content-Type; otherwise it falls back to [`crate::discovery`].
+
+use http::{HeaderValue, Response, StatusCode, header};
+use kcp_apis::builtin::{self, Resource};
+use serde_json::{Value, json};
+
+use crate::status::{Body, json_response};
+
+/// The Content-Type of an aggregated document of `version` (kubectl recognises it by these
+/// parameters, in any order).
+pub fn content_type(version: &str) -> String {
+    format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList")
+}
+
+/// The kind a subresource answers with: its parent's kind, except for the few that answer
+/// with a kind of their own.
+fn subresource_kind(resource: &Resource, subresource: &str) -> Value {
+    match (resource.group, resource.name, subresource) {
+        ("", "serviceaccounts", "token") => {
+            json!({"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"})
+        }
+        _ => json!({"group": resource.group, "version": resource.version, "kind": resource.kind}),
+    }
+}
+
+fn resource_document(r: &Resource) -> Value {
+    let mut document = json!({
+        "resource": r.name,
+        "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+        "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": r.singular,
+        "verbs": r.verbs,
+    });
+    if !r.short_names.is_empty() {
+        document["shortNames"] = json!(r.short_names);
+    }
+    if !r.categories.is_empty() {
+        document["categories"] = json!(r.categories);
+    }
+    if !r.subresources.is_empty() {
+        let subresources: Vec<Value> = r
+            .subresources
+            .iter()
+            .map(|(name, verbs)| {
+                json!({
+                    "subresource": name,
+                    "responseKind": subresource_kind(r, name),
+                    "verbs": verbs,
+                })
+            })
+            .collect();
+        document["subresources"] = json!(subresources);
+    }
+    document
+}
+
+fn group_document(group: &str, versions: &[&str]) -> Value {
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|version| {
+            let resources: Vec<Value> = builtin::in_group_version(group, version)
+                .map(resource_document)
+                .collect();
+            json!({"version": version, "resources": resources, "freshness": "Current"})
+        })
+        .collect();
+    json!({"metadata": {"name": group, "creationTimestamp": null}, "versions": versions})
+}
+
+/// The `APIGroupDiscoveryList` of `/api` (`core`) or `/apis`, in `version`.
+pub fn document(core: bool, version: &str) -> Value {
+    let items: Vec<Value> = if core {
+        vec![group_document("", &["v1"])]
+    } else {
+        builtin::groups()
+            .iter()
+            .map(|(group, versions)| group_document(group, versions))
+            .collect()
+    };
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": format!("apidiscovery.k8s.io/{version}"),
+        "metadata": {},
+        "items": items,
+    })
+}
+
+/// The aggregated document as a response with its Content-Type.
+pub fn response(core: bool, version: &'static str) -> Response<Body> {
+    let mut response = json_response(StatusCode::OK, &document(core, version));
+    if let Ok(value) = HeaderValue::from_str(&content_type(version)) {
+        response.headers_mut().insert(header::CONTENT_TYPE, value);
+    }
+    response
+        .headers_mut()
+        .insert(header::VARY, HeaderValue::from_static("Accept"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn find<'a>(list: &'a Value, group: &str, resource: &str) -> &'a Value {
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["metadata"]["name"] == group)
+            .unwrap()["versions"][0]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resource"] == resource)
+            .unwrap()
+    }
+
+    #[test]
+    fn core_group_carries_kubectls_fields() {
+        let core = document(true, "v2");
+        assert_eq!(core["apiVersion"], "apidiscovery.k8s.io/v2");
+        assert_eq!(core["items"].as_array().unwrap().len(), 1);
+        assert_eq!(core["items"][0]["versions"][0]["freshness"], "Current");
+        let cm = find(&core, "", "configmaps");
+        assert_eq!(cm["scope"], "Namespaced");
+        assert_eq!(cm["singularResource"], "configmap");
+        assert_eq!(cm["shortNames"], json!(["cm"]));
+        assert_eq!(
+            cm["responseKind"],
+            json!({"group": "", "version": "v1", "kind": "ConfigMap"})
+        );
+        assert!(cm["verbs"].as_array().unwrap().contains(&json!("watch")));
+        let ns = find(&core, "", "namespaces");
+        assert_eq!(ns["scope"], "Cluster");
+        assert_eq!(ns["subresources"][0]["subresource"], "status");
+        assert_eq!(ns["subresources"][0]["responseKind"]["kind"], "Namespace");
+        assert_eq!(
+            ns["subresources"][0]["verbs"],
+            json!(["get", "patch", "update"])
+        );
+        let token = &find(&core, "", "serviceaccounts")["subresources"][0];
+        assert_eq!(token["responseKind"]["kind"], "TokenRequest");
+        assert_eq!(token["responseKind"]["group"], "authentication.k8s.io");
+    }
+
+    #[test]
+    fn other_groups_are_under_apis() {
+        let apis = document(false, "v2beta1");
+        assert_eq!(apis["apiVersion"], "apidiscovery.k8s.io/v2beta1");
+        let crd = find(&apis, "apiextensions.k8s.io", "customresourcedefinitions");
+        assert_eq!(crd["shortNames"], json!(["crd", "crds"]));
+        assert_eq!(crd["categories"], json!(["api-extensions"]));
+        assert!(
+            apis["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|g| g["metadata"]["name"] != "")
+        );
+    }
+
+    #[test]
+    fn responses_name_the_aggregated_type() {
+        let response = response(false, "v2");
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        );
+    }
+}
