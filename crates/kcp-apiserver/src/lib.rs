@@ -9,6 +9,7 @@
 //! rustls configuration, the accepted tokens and a bound listener.
 
 pub mod authn;
+mod delete_collection;
 pub mod discovery;
 mod handlers;
 pub mod metrics;
@@ -17,6 +18,7 @@ pub mod request_info;
 pub mod router;
 mod serve;
 pub mod status;
+mod subresource;
 mod table;
 pub mod version;
 mod watch;

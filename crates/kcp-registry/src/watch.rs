@@ -46,7 +46,10 @@ fn matches(filter: Option<&Filter>, object: &Value) -> bool {
     filter.is_none_or(|accept| accept(object))
 }
 
-fn translate(event: &Event, filter: Option<&Filter>) -> Result<Option<WatchEvent>, RegistryError> {
+pub(crate) fn translate(
+    event: &Event,
+    filter: Option<&Filter>,
+) -> Result<Option<WatchEvent>, RegistryError> {
     let prev = event.prev.as_ref().map(decode).transpose()?;
     let was = prev.as_ref().is_some_and(|p| matches(filter, p));
     match event.kind {
