@@ -89,7 +89,7 @@ async fn serve_inner(
                 subresource_registry = served;
                 &subresource_registry
             }
-            Err(refused) => return Ok(refused),
+            Err(refused) => return Ok(*refused),
         },
     };
     let as_table = wants_table(headers);

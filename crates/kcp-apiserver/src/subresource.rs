@@ -16,13 +16,13 @@ pub(crate) fn registry_for(
     resource: &Resource,
     name: &str,
     verb: &str,
-) -> Result<Registry, http::Response<Body>> {
+) -> Result<Registry, Box<http::Response<Body>>> {
     let not_found = || {
-        failure(
+        Box::new(failure(
             StatusCode::NOT_FOUND,
             "NotFound",
             "the server could not find the requested resource",
-        )
+        ))
     };
     let Some((_, verbs)) = resource.subresources.iter().find(|(sub, _)| *sub == name) else {
         return Err(not_found());
@@ -31,14 +31,14 @@ pub(crate) fn registry_for(
         return Err(not_found());
     };
     if !verbs.contains(&verb) {
-        return Err(failure(
+        return Err(Box::new(failure(
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",
             &format!(
                 "the server does not allow this method on the requested resource ({verb} on {}/{name})",
                 resource.name
             ),
-        ));
+        )));
     }
     Ok(subresource_registry)
 }

@@ -94,7 +94,7 @@ pub(crate) fn prepare_update(
 pub(crate) fn deletion_finished(resource: &Resource, object: &Value) -> bool {
     meta::string(object, "deletionTimestamp").is_some()
         && !meta::has_finalizers(object)
-        && !(is_namespace(resource) && !spec_finalizers(object).is_empty())
+        && (!is_namespace(resource) || spec_finalizers(object).is_empty())
 }
 
 /// `spec.finalizers` of a namespace (empty when absent).
