@@ -55,9 +55,6 @@ async fn serve_inner(
     else {
         return Ok(not_found());
     };
-    if info.subresource.is_some() {
-        return Ok(not_found());
-    }
     let namespace = if resource.namespaced {
         info.namespace.as_deref()
     } else {
@@ -70,11 +67,12 @@ async fn serve_inner(
     };
     let params = Params::parse(query);
     // dryRun comes in the query, or for deletes in the DeleteOptions body.
-    let body_dry_run = if info.verb == "delete" && !body.is_empty() {
-        delete_options_dry_run(&body)?
-    } else {
-        None
-    };
+    let body_dry_run =
+        if matches!(info.verb.as_str(), "delete" | "deletecollection") && !body.is_empty() {
+            delete_options_dry_run(&body)?
+        } else {
+            None
+        };
     let dry_run_registry;
     let registry = match body_dry_run.as_deref().or(params.get("dryRun")) {
         None => registry,
@@ -89,6 +87,17 @@ async fn serve_inner(
         }
     };
     let validation = FieldValidation::parse(params.get("fieldValidation"))?;
+    let subresource_registry;
+    let registry = match info.subresource.as_deref() {
+        None => registry,
+        Some(sub) => match crate::subresource::registry_for(registry, resource, sub, &info.verb) {
+            Ok(served) => {
+                subresource_registry = served;
+                &subresource_registry
+            }
+            Err(refused) => return Ok(*refused),
+        },
+    };
     let name = info.name.as_deref();
     let answer = match (info.verb.as_str(), name) {
         ("list", None) => Answer::List,
@@ -155,6 +164,9 @@ async fn serve_inner(
                 &deleted_status(resource, &object),
             )),
         },
+        ("deletecollection", None) => {
+            crate::delete_collection::serve(registry, target, &params).await
+        }
         (verb, _) => Ok(failure(
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",

@@ -11,6 +11,7 @@
 pub mod aggregated_discovery;
 pub mod authn;
 mod compression;
+mod delete_collection;
 pub mod discovery;
 mod field_validation;
 mod handlers;
@@ -24,6 +25,7 @@ mod resource_version;
 pub mod router;
 mod serve;
 pub mod status;
+mod subresource;
 mod table;
 pub mod version;
 mod watch;

@@ -61,6 +61,7 @@ pub fn from_registry_error(error: &kcp_registry::RegistryError) -> Response<Body
         E::AlreadyExists { .. } => (StatusCode::CONFLICT, "AlreadyExists"),
         E::Conflict { .. } => (StatusCode::CONFLICT, "Conflict"),
         E::Invalid { .. } | E::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "Invalid"),
+        E::Forbidden { .. } => (StatusCode::FORBIDDEN, "Forbidden"),
         E::BadRequest(_) => (StatusCode::BAD_REQUEST, "BadRequest"),
         E::UnsupportedMediaType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType"),
         E::Expired(_) => (StatusCode::GONE, "Expired"),
@@ -106,6 +107,23 @@ pub fn from_registry_error(error: &kcp_registry::RegistryError) -> Response<Body
                 "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
                 "retryAfterSeconds": 1,
             });
+        }
+        E::Forbidden {
+            qualified_resource,
+            name,
+            causes,
+            ..
+        } => {
+            let (kind, group) = qualified_resource
+                .split_once('.')
+                .unwrap_or((qualified_resource, ""));
+            status["details"] = json!({"name": name, "group": group, "kind": kind});
+            if !causes.is_empty() {
+                status["details"]["causes"] = causes
+                    .iter()
+                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .collect();
+            }
         }
         _ => {}
     }

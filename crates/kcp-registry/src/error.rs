@@ -36,6 +36,15 @@ pub enum RegistryError {
         name: String,
         causes: Vec<Cause>,
     },
+    /// 403: the request is refused (creating in a terminating namespace, deleting `default`).
+    /// `name` may be empty (an object with only a generateName).
+    #[error("{qualified_resource}{} is forbidden: {message}", if name.is_empty() { String::new() } else { format!(" \"{name}\"") })]
+    Forbidden {
+        qualified_resource: String,
+        name: String,
+        message: String,
+        causes: Vec<Cause>,
+    },
     #[error("{0}")]
     BadRequest(String),
     /// 422: a well-formed request that cannot apply (a JSON patch whose test fails).

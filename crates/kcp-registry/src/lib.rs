@@ -3,20 +3,27 @@
 //! The registry turns verbs on objects (`serde_json::Value`) into storage operations: it sets the
 //! server-managed metadata (uid, creationTimestamp, resourceVersion, generateName), enforces
 //! optimistic concurrency and finalizers, checks names and namespaces, and pages lists over one
-//! storage snapshot. Errors are typed ([`RegistryError`]) and turned into HTTP `Status` by the API
+//! storage snapshot, deletes collections, and keeps the namespace lifecycle (see [`strategy`]).
+//! Cross-cluster lists and watches ([`Registry::list_all_clusters`]) serve controllers. Errors are typed ([`RegistryError`]) and turned into HTTP `Status` by the API
 //! server in one place.
 //!
 //! It must not know HTTP, content types or which backend stores the bytes.
 
+mod collection;
 mod error;
 mod list;
 mod meta;
 mod names;
+mod namespaces;
 mod store;
+pub mod strategy;
 mod watch;
 mod watch_cache;
+mod wildcard;
 
+pub use collection::DeletedCollection;
 pub use error::{Cause, RegistryError};
 pub use list::{Filter, ListOptions, ListResult};
 pub use store::{DeleteOutcome, Registry, Target};
 pub use watch::WatchEvent;
+pub use wildcard::{ClusterEvent, ClusterObject};

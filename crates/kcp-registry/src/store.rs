@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::error::{Cause, RegistryError};
 use crate::meta;
 use crate::names;
+use crate::strategy::{self, Part};
 
 /// How many times a server-side read-modify-write retries after losing a race.
 const CONFLICT_RETRIES: usize = 5;
@@ -101,6 +102,8 @@ pub struct Registry {
     watch_cache: Arc<crate::watch_cache::WatchCache>,
     /// Check and answer every write as usual, but store nothing (`dryRun=All`).
     dry_run: bool,
+    /// The part of objects that updates and patches change (the object or a subresource).
+    part: Part,
 }
 
 impl Registry {
@@ -109,6 +112,7 @@ impl Registry {
             storage,
             watch_cache: Arc::default(),
             dry_run: false,
+            part: Part::Whole,
         }
     }
 
@@ -118,7 +122,20 @@ impl Registry {
             storage: Arc::clone(&self.storage),
             watch_cache: Arc::clone(&self.watch_cache),
             dry_run: true,
+            part: self.part,
         }
+    }
+
+    /// The same registry serving the subresource `name`: gets read the whole object, updates
+    /// and patches change only the subresource's part (`status`: `.status`; `finalize`:
+    /// `.spec.finalizers`). `None` for subresources the registry does not serve.
+    pub fn subresource(&self, name: &str) -> Option<Registry> {
+        Some(Registry {
+            storage: Arc::clone(&self.storage),
+            watch_cache: Arc::clone(&self.watch_cache),
+            dry_run: self.dry_run,
+            part: Part::of_subresource(name)?,
+        })
     }
 
     /// Creates `key`, or in dry-run mode only checks that it could.
@@ -210,7 +227,7 @@ impl Registry {
         };
         validate_name(&target, &name)?;
         if let Some(namespace) = target.namespace.filter(|_| target.resource.namespaced) {
-            self.require_namespace(target.cluster, namespace).await?;
+            self.require_namespace(&target, namespace, &object).await?;
         }
         let metadata = meta::metadata_mut(&mut object);
         metadata.insert("name".into(), json!(name));
@@ -225,6 +242,7 @@ impl Registry {
         } else {
             metadata.insert("generation".into(), json!(1));
         }
+        strategy::prepare_create(target.resource, &mut object);
         let kv = match self.put_new(&target.key(&name), encode(&object)?).await {
             Err(StorageError::AlreadyExists { .. }) => {
                 return Err(RegistryError::AlreadyExists {
@@ -244,7 +262,11 @@ impl Registry {
         decode(&kv)
     }
 
-    async fn read(&self, target: &Target<'_>, name: &str) -> Result<KeyValue, RegistryError> {
+    pub(crate) async fn read(
+        &self,
+        target: &Target<'_>,
+        name: &str,
+    ) -> Result<KeyValue, RegistryError> {
         self.storage
             .get(&target.key(name), 0)
             .await?
@@ -288,7 +310,8 @@ impl Registry {
                 return Err(target.conflict(name));
             }
             let stored = decode(&current)?;
-            let mut next = object.clone();
+            let next = object.clone();
+            let mut next = strategy::prepare_update(target.resource, self.part, &stored, next);
             carry_server_fields(target.resource, &stored, &mut next);
             match self
                 .write_back(&target, name, next, current.mod_revision)
@@ -326,6 +349,8 @@ impl Registry {
             if pinned.is_some() {
                 return Err(target.conflict(name));
             }
+            let mut patched =
+                strategy::prepare_update(target.resource, self.part, &stored, patched);
             carry_server_fields(target.resource, &stored, &mut patched);
             match self
                 .write_back(&target, name, patched, current.mod_revision)
@@ -340,7 +365,7 @@ impl Registry {
 
     /// Stores `object` over revision `expected`, or deletes it if it is being deleted and no
     /// finalizer is left.
-    async fn write_back(
+    pub(crate) async fn write_back(
         &self,
         target: &Target<'_>,
         name: &str,
@@ -348,8 +373,7 @@ impl Registry {
         expected: u64,
     ) -> Result<Value, RegistryError> {
         let key = target.key(name);
-        let finished =
-            meta::string(&object, "deletionTimestamp").is_some() && !meta::has_finalizers(&object);
+        let finished = strategy::deletion_finished(target.resource, &object);
         let result = if finished {
             self.remove(&key, expected).await
         } else {
@@ -368,6 +392,18 @@ impl Registry {
 
     /// Deletes an object, or marks it for deletion while finalizers remain.
     pub async fn delete(
+        &self,
+        target: Target<'_>,
+        name: &str,
+    ) -> Result<DeleteOutcome, RegistryError> {
+        if strategy::is_namespace(target.resource) {
+            return self.delete_namespace(target, name).await;
+        }
+        self.delete_object(target, name).await
+    }
+
+    /// The generic delete: finalizers set a deletionTimestamp, else the object goes.
+    pub(crate) async fn delete_object(
         &self,
         target: Target<'_>,
         name: &str,
@@ -405,14 +441,35 @@ impl Registry {
         Err(target.conflict(name))
     }
 
-    /// Fails with `namespaces "<ns>" not found` unless the namespace exists in the cluster.
-    async fn require_namespace(&self, cluster: &str, namespace: &str) -> Result<(), RegistryError> {
+    /// Fails with `namespaces "<ns>" not found` unless the namespace exists in the cluster, and
+    /// with 403 Forbidden while it is terminating (NamespaceLifecycle admission).
+    async fn require_namespace(
+        &self,
+        target: &Target<'_>,
+        namespace: &str,
+        object: &Value,
+    ) -> Result<(), RegistryError> {
         let namespaces = Target {
-            cluster,
+            cluster: target.cluster,
             resource: namespaces(),
             namespace: None,
         };
-        self.read(&namespaces, namespace).await.map(|_| ())
+        let stored = decode(&self.read(&namespaces, namespace).await?)?;
+        if strategy::namespace_terminating(&stored) {
+            return Err(RegistryError::Forbidden {
+                qualified_resource: target.qualified_resource(),
+                name: meta::string(object, "name").unwrap_or_default().to_string(),
+                message: format!(
+                    "unable to create new content in namespace {namespace} because it is being terminated"
+                ),
+                causes: vec![Cause {
+                    reason: "NamespaceTerminating",
+                    field: "metadata.namespace".into(),
+                    message: format!("namespace {namespace} is being terminated"),
+                }],
+            });
+        }
+        Ok(())
     }
 
     /// Creates the namespace `name` in `cluster` unless it exists (bootstrap of `default`).
@@ -432,7 +489,7 @@ impl Registry {
     }
 }
 
-fn namespaces() -> &'static Resource {
+pub(crate) fn namespaces() -> &'static Resource {
     kcp_apis::builtin::in_group_version("", "v1")
         .find(|r| r.name == "namespaces")
         .expect("the catalogue has namespaces")

@@ -449,6 +449,12 @@ async fn a_watcher_that_falls_behind_catches_up_or_expires() {
     }
     // More than the buffer: the watcher ends with 410, as kube-apiserver ends slow watchers.
     create_configmaps(&registry, "root", 400..1700).await;
+    // The hub publishes as watchers read: drain the fast one so all of it is published while
+    // the slower one still sits at the start.
+    for i in 400..1700 {
+        let event = slow.next().await.unwrap().unwrap();
+        assert_eq!(event.object["metadata"]["name"], format!("c{i}"));
+    }
     let mut outcome = None;
     while let Some(event) = slower.next().await {
         if let Err(error) = event {

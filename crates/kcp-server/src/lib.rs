@@ -19,6 +19,7 @@ use anyhow::Context;
 use kcp_apiserver::authn::{TokenAuthenticator, User};
 use kcp_apiserver::router::Router;
 use kcp_apiserver::{ServeHandle, serve};
+use kcp_controllers::Controllers;
 use kcp_registry::Registry;
 
 /// The logical cluster that exists from the first start.
@@ -34,6 +35,7 @@ pub struct Server {
     /// The admin kubeconfig it wrote.
     pub kubeconfig: PathBuf,
     serving: ServeHandle,
+    controllers: Controllers,
     store: Store,
 }
 
@@ -75,6 +77,7 @@ impl Server {
             &pki.ca_pem,
             &token,
         )?;
+        let controllers = Controllers::start(registry.clone());
         let serving = serve(
             listener,
             Arc::new(pki.server_config()?),
@@ -88,13 +91,15 @@ impl Server {
             address,
             kubeconfig,
             serving,
+            controllers,
             store,
         })
     }
 
-    /// Stops serving and closes storage.
+    /// Stops serving and the controllers, then closes storage.
     pub async fn shutdown(self) {
         self.serving.shutdown();
+        self.controllers.shutdown().await;
         self.store.close().await;
     }
 }

@@ -4,6 +4,7 @@
 mod e2e {
     pub mod kube_rs;
     pub mod kubectl;
+    pub mod namespaces;
     pub mod negotiation;
     pub mod openapi;
     pub mod outputs;

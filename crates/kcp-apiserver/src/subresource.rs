@@ -1,0 +1,44 @@
+//! Requests for a subresource (`namespaces/<name>/status`, `namespaces/<name>/finalize`, the
+//! `status` of other kinds): which are served, with which verbs, and the registry mode that
+//! makes updates and patches change only the subresource's part of the object.
+
+use http::StatusCode;
+use kcp_apis::builtin::Resource;
+use kcp_registry::Registry;
+
+use crate::status::{Body, failure};
+
+/// The registry serving `verb` on the subresource `name` of `resource`, or the response that
+/// refuses it: 404 for a subresource the resource does not have (or the server does not serve
+/// yet), 405 for a verb the subresource does not take.
+pub(crate) fn registry_for(
+    registry: &Registry,
+    resource: &Resource,
+    name: &str,
+    verb: &str,
+) -> Result<Registry, Box<http::Response<Body>>> {
+    let not_found = || {
+        Box::new(failure(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            "the server could not find the requested resource",
+        ))
+    };
+    let Some((_, verbs)) = resource.subresources.iter().find(|(sub, _)| *sub == name) else {
+        return Err(not_found());
+    };
+    let Some(subresource_registry) = registry.subresource(name) else {
+        return Err(not_found());
+    };
+    if !verbs.contains(&verb) {
+        return Err(Box::new(failure(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            &format!(
+                "the server does not allow this method on the requested resource ({verb} on {}/{name})",
+                resource.name
+            ),
+        )));
+    }
+    Ok(subresource_registry)
+}

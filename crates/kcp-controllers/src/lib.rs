@@ -1,0 +1,38 @@
+//! Controllers that run inside the kcp server, one folder per controller.
+//!
+//! Each controller is one task for every logical cluster: it lists and watches its resource
+//! across all clusters at once ([`kcp_registry::Registry::watch_all_clusters`]) and keys its
+//! work queue by `(cluster, name)`, so thousands of clusters cost queue entries, not tasks.
+//!
+//! Until a cluster-aware client exists, controllers call the registry directly; they must not
+//! know HTTP, storage backends or how the server is configured.
+
+pub mod namespace;
+mod queue;
+
+use kcp_registry::Registry;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// The running controllers; [`Controllers::shutdown`] stops them.
+pub struct Controllers {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Controllers {
+    /// Starts every controller on `registry`.
+    pub fn start(registry: Registry) -> Controllers {
+        let (stop, stopped) = watch::channel(false);
+        let tasks = vec![tokio::spawn(namespace::run(registry, stopped))];
+        Controllers { stop, tasks }
+    }
+
+    /// Stops every controller and waits until they have stopped.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}

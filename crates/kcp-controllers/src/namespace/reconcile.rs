@@ -1,0 +1,121 @@
+//! One pass over a namespace: if it is terminating, delete every object of every built-in
+//! namespaced resource in it (in its logical cluster), and once nothing is left, remove the
+//! `kubernetes` finalizer through the `finalize` subresource.
+
+use kcp_apis::builtin::{RESOURCES, Resource};
+use kcp_registry::strategy::{NAMESPACE_FINALIZER, spec_finalizers};
+use kcp_registry::{Registry, RegistryError, Target};
+use serde_json::json;
+
+use super::namespaces;
+
+/// What a pass achieved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing (more) to do for this namespace.
+    Finished,
+    /// Finalizers still hold some of its content; look again later.
+    ContentRemaining,
+}
+
+/// The built-in namespaced resources whose objects a namespace holds (each storage once).
+fn namespaced_resources() -> impl Iterator<Item = &'static Resource> {
+    RESOURCES
+        .iter()
+        .enumerate()
+        .filter_map(|(index, resource)| {
+            let stored = resource.namespaced && resource.verbs.contains(&"deletecollection");
+            let first = !RESOURCES[..index]
+                .iter()
+                .any(|r| r.group == resource.group && r.name == resource.name);
+            (stored && first).then_some(resource)
+        })
+}
+
+/// Reconciles the namespace `name` of `cluster`.
+pub async fn reconcile(
+    registry: &Registry,
+    cluster: &str,
+    name: &str,
+) -> Result<Outcome, RegistryError> {
+    let target = Target {
+        cluster,
+        resource: namespaces(),
+        namespace: None,
+    };
+    let namespace = match registry.get(target, name).await {
+        Ok(namespace) => namespace,
+        Err(RegistryError::NotFound { .. }) => return Ok(Outcome::Finished),
+        Err(other) => return Err(other),
+    };
+    if !namespace["metadata"]["deletionTimestamp"].is_string() {
+        return Ok(Outcome::Finished);
+    }
+    let finalizers = spec_finalizers(&namespace);
+    if !finalizers.iter().any(|f| f == NAMESPACE_FINALIZER) {
+        if finalizers.is_empty() {
+            // Finalized, but a delete found it with finalizers: a delete now removes it (or
+            // leaves it to its metadata.finalizers).
+            return match registry.delete(target, name).await {
+                Ok(_) | Err(RegistryError::NotFound { .. }) => Ok(Outcome::Finished),
+                Err(other) => Err(other),
+            };
+        }
+        return Ok(Outcome::Finished);
+    }
+
+    let mut remaining = 0;
+    for resource in namespaced_resources() {
+        let content = Target {
+            cluster,
+            resource,
+            namespace: Some(name),
+        };
+        remaining += registry.delete_collection(content, None).await?.pending;
+    }
+    if remaining > 0 {
+        tracing::debug!(
+            cluster,
+            namespace = name,
+            remaining,
+            "namespace content remaining"
+        );
+        return Ok(Outcome::ContentRemaining);
+    }
+
+    let mut finalized = namespace;
+    let kept: Vec<_> = finalizers
+        .into_iter()
+        .filter(|f| f != NAMESPACE_FINALIZER)
+        .collect();
+    finalized["spec"]["finalizers"] = json!(kept);
+    let finalize = registry
+        .subresource("finalize")
+        .expect("the registry serves namespaces/finalize");
+    match finalize.update(target, name, finalized).await {
+        Ok(_) | Err(RegistryError::NotFound { .. }) => Ok(Outcome::Finished),
+        Err(other) => Err(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_stored_namespaced_resource_once() {
+        let names: Vec<_> = namespaced_resources()
+            .map(|r| format!("{}/{}", r.group, r.name))
+            .collect();
+        assert!(names.contains(&"/configmaps".to_string()), "{names:?}");
+        assert!(names.contains(&"rbac.authorization.k8s.io/roles".to_string()));
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.ends_with("localsubjectaccessreviews"))
+        );
+        let mut unique = names.clone();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len());
+    }
+}

@@ -1,0 +1,70 @@
+//! Deleting a collection (`deletecollection`), as kube-apiserver's generic store does: list what
+//! the selectors match, delete each item with the same semantics as a single delete (finalizers
+//! only set a deletionTimestamp), and answer the list as it was before the deletes.
+
+use futures::StreamExt;
+use serde_json::Value;
+
+use crate::error::RegistryError;
+use crate::list::{Filter, ListOptions};
+use crate::store::{DeleteOutcome, Registry, Target};
+
+/// How many deletes of one collection run at once.
+const PARALLEL_DELETES: usize = 16;
+
+/// What a collection delete did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeletedCollection {
+    /// The matching objects as listed before they were deleted.
+    pub items: Vec<Value>,
+    /// The revision of that list.
+    pub resource_version: u64,
+    /// How many of them finalizers still hold (they now carry a deletionTimestamp).
+    pub pending: usize,
+}
+
+impl Registry {
+    /// Deletes every object of the collection `target` names that `filter` accepts.
+    pub async fn delete_collection(
+        &self,
+        target: Target<'_>,
+        filter: Option<Filter>,
+    ) -> Result<DeletedCollection, RegistryError> {
+        let listed = self
+            .list(
+                target,
+                ListOptions {
+                    filter,
+                    ..ListOptions::default()
+                },
+            )
+            .await?;
+        // The delete futures are built first: a stream mapping items through a borrowing closure
+        // would not be `Send` for every lifetime, which an HTTP handler needs.
+        let deletes: Vec<_> = listed
+            .items
+            .iter()
+            .map(|item| {
+                let name = item["metadata"]["name"].as_str().unwrap_or_default();
+                self.delete(target, name)
+            })
+            .collect();
+        let outcomes: Vec<_> = futures::stream::iter(deletes)
+            .buffer_unordered(PARALLEL_DELETES)
+            .collect()
+            .await;
+        let mut pending = 0;
+        for outcome in outcomes {
+            match outcome {
+                Ok(DeleteOutcome::Pending(_)) => pending += 1,
+                Ok(DeleteOutcome::Deleted(_)) | Err(RegistryError::NotFound { .. }) => {}
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(DeletedCollection {
+            items: listed.items,
+            resource_version: listed.resource_version,
+            pending,
+        })
+    }
+}

@@ -1,0 +1,66 @@
+//! Deleting a namespace, as kube-apiserver's namespace storage does.
+//!
+//! The first delete only starts termination: it sets `deletionTimestamp` and
+//! `status.phase: Terminating` and answers the namespace. The namespace controller then empties
+//! it and removes `kubernetes` from `spec.finalizers` through the `finalize` subresource; that
+//! update removes the namespace once no finalizer of either list is left. A delete of a
+//! terminating namespace whose `spec.finalizers` are not empty answers it unchanged; once they
+//! are empty it is the generic delete. `default`, `kube-system` and `kube-public` cannot be
+//! deleted.
+
+use serde_json::json;
+
+use crate::error::RegistryError;
+use crate::meta;
+use crate::store::{DeleteOutcome, Registry, Target, decode};
+use crate::strategy::{self, IMMORTAL_NAMESPACES};
+
+/// How many times the start of termination retries after losing a race.
+const CONFLICT_RETRIES: usize = 5;
+
+impl Registry {
+    pub(crate) async fn delete_namespace(
+        &self,
+        target: Target<'_>,
+        name: &str,
+    ) -> Result<DeleteOutcome, RegistryError> {
+        if IMMORTAL_NAMESPACES.contains(&name) {
+            return Err(RegistryError::Forbidden {
+                qualified_resource: target.qualified_resource(),
+                name: name.to_string(),
+                message: "this namespace may not be deleted".into(),
+                causes: Vec::new(),
+            });
+        }
+        for _ in 0..CONFLICT_RETRIES {
+            let current = self.read(&target, name).await?;
+            let mut namespace = decode(&current)?;
+            if meta::string(&namespace, "deletionTimestamp").is_some() {
+                if !strategy::spec_finalizers(&namespace).is_empty() {
+                    return Ok(DeleteOutcome::Pending(namespace));
+                }
+                return self.delete_object(target, name).await;
+            }
+            meta::metadata_mut(&mut namespace)
+                .insert("deletionTimestamp".into(), json!(meta::now()));
+            if !namespace["status"].is_object() {
+                namespace["status"] = json!({});
+            }
+            namespace["status"]["phase"] = json!("Terminating");
+            meta::take_resource_version(&mut namespace);
+            match self
+                .write_back(&target, name, namespace, current.mod_revision)
+                .await
+            {
+                Ok(namespace) => return Ok(DeleteOutcome::Pending(namespace)),
+                Err(RegistryError::Conflict { .. }) => continue,
+                Err(other) => return Err(other),
+            }
+        }
+        Err(RegistryError::Conflict {
+            qualified_resource: target.qualified_resource(),
+            name: name.to_string(),
+            reason: "the object has been modified; please apply your changes to the latest version and try again".into(),
+        })
+    }
+}
