@@ -2,8 +2,8 @@
 //!
 //! The registry turns verbs on objects (`serde_json::Value`) into storage operations: it sets the
 //! server-managed metadata (uid, creationTimestamp, resourceVersion, generateName), enforces
-//! optimistic concurrency and finalizers, checks names and namespaces, and pages lists over one
-//! storage snapshot. Errors are typed ([`RegistryError`]) and turned into HTTP `Status` by the API
+//! optimistic concurrency and finalizers, validates the built-in kinds with Kubernetes' messages
+//! (`validation`), and pages lists over one storage snapshot. Errors are typed ([`RegistryError`]) and turned into HTTP `Status` by the API
 //! server in one place.
 //!
 //! It must not know HTTP, content types or which backend stores the bytes.
@@ -13,6 +13,7 @@ mod list;
 mod meta;
 mod names;
 mod store;
+mod validation;
 mod watch;
 
 pub use error::{Cause, RegistryError};
