@@ -242,9 +242,14 @@ pub fn validate_secret(object: &Value, errs: &mut Errors) {
 }
 
 pub fn validate_secret_update(new: &Value, old: &Value, errs: &mut Errors) {
-    let new_type = new["type"].as_str().unwrap_or_default();
-    if new_type != old["type"].as_str().unwrap_or_default() {
-        errs.push(invalid("type", Bad::Str(new_type), "field is immutable"));
+    // Secrets stored before `type` was defaulted count as `Opaque`.
+    let type_of = |secret: &Value| match secret["type"].as_str().unwrap_or_default() {
+        "" => "Opaque".to_string(),
+        other => other.to_string(),
+    };
+    let new_type = type_of(new);
+    if new_type != type_of(old) {
+        errs.push(invalid("type", Bad::Str(&new_type), "field is immutable"));
     }
     if is_immutable(old) {
         if !is_immutable(new) {

@@ -188,6 +188,9 @@ fn validate_subject(subject: &Value, namespaced: bool, path: &str, errs: &mut Er
 
 /// A binding's role reference may never change.
 pub fn validate_binding_update(new: &Value, old: &Value, errs: &mut Errors) {
+    // Bindings stored before `apiGroup` was defaulted count as defaulted.
+    let mut old = old.clone();
+    default_binding(&mut old);
     let fields = ["apiGroup", "kind", "name"];
     let changed = fields
         .iter()

@@ -377,6 +377,11 @@ fn secrets() {
         ),
         vec!["type: Invalid value: \"Opaque\": field is immutable"]
     );
+    // Stored before `type` was defaulted: still Opaque.
+    let secrets = resource("", "Secret");
+    let mut new = named("s", json!({"data": {"k": "djE="}}));
+    prepare(secrets, &mut new).unwrap();
+    assert!(validate_update(secrets, &new, &named("s", json!({}))).is_empty());
     let immutable = named("s", json!({"immutable": true, "data": {"k": "djE="}}));
     assert_eq!(
         update_errors(
@@ -643,6 +648,11 @@ fn rbac_bindings() {
         "rb",
         json!({"roleRef": {"kind": "ClusterRole", "name": "view"}}),
     );
+    // Compared after defaulting, also when the stored binding was never defaulted.
+    let bindings = resource("rbac.authorization.k8s.io", "RoleBinding");
+    let mut new = old.clone();
+    prepare(bindings, &mut new).unwrap();
+    assert!(validate_update(bindings, &new, &old).is_empty());
     assert!(
         update_errors(
             "rbac.authorization.k8s.io",
