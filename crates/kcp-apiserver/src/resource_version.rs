@@ -201,7 +201,7 @@ mod tests {
         let error = list("resourceVersionMatch=Exact").unwrap_err();
         assert_eq!(
             error.to_string(),
-            "ListOptions \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
         );
         assert!(matches!(
             list("resourceVersion=0&resourceVersionMatch=Exact"),

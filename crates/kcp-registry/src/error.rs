@@ -28,8 +28,8 @@ pub enum RegistryError {
         name: String,
         reason: String,
     },
-    /// 422 with field causes; `kind` and `name` name the object.
-    #[error("{kind} \"{name}\" is invalid: {}", causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect::<Vec<_>>().join(", "))]
+    /// 422 with field causes; `kind`, `group` and `name` name the object.
+    #[error("{}", invalid_message(kind, group, name, causes))]
     Invalid {
         kind: String,
         group: String,
@@ -66,6 +66,31 @@ pub enum RegistryError {
     Internal(String),
 }
 
+/// kube-apiserver's `NewInvalid` message: `Kind.group "name" is invalid: <causes>`, the causes
+/// aggregated as Go aggregates errors (duplicates dropped; more than one in brackets).
+fn invalid_message(kind: &str, group: &str, name: &str, causes: &[Cause]) -> String {
+    let qualified_kind = if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    };
+    let mut seen = Vec::new();
+    for cause in causes {
+        let text = format!("{}: {}", cause.field, cause.message);
+        if !seen.contains(&text) {
+            seen.push(text);
+        }
+    }
+    match seen.len() {
+        0 => format!("{qualified_kind} \"{name}\" is invalid"),
+        1 => format!("{qualified_kind} \"{name}\" is invalid: {}", seen[0]),
+        _ => format!(
+            "{qualified_kind} \"{name}\" is invalid: [{}]",
+            seen.join(", ")
+        ),
+    }
+}
+
 impl From<kcp_storage::StorageError> for RegistryError {
     fn from(error: kcp_storage::StorageError) -> Self {
         use kcp_storage::StorageError as S;
@@ -79,5 +104,40 @@ impl From<kcp_storage::StorageError> for RegistryError {
             S::Unavailable(message) => RegistryError::Unavailable(message),
             other => RegistryError::Internal(other.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cause(field: &str, message: &str) -> Cause {
+        Cause {
+            reason: "FieldValueInvalid",
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn invalid_messages_name_the_group_and_aggregate_causes() {
+        let invalid = |group: &str, causes: Vec<Cause>| RegistryError::Invalid {
+            kind: "RoleBinding".into(),
+            group: group.into(),
+            name: "rb".into(),
+            causes,
+        };
+        assert_eq!(
+            invalid("", vec![]).to_string(),
+            "RoleBinding \"rb\" is invalid"
+        );
+        assert_eq!(
+            invalid("rbac.authorization.k8s.io", vec![cause("a", "x")]).to_string(),
+            "RoleBinding.rbac.authorization.k8s.io \"rb\" is invalid: a: x"
+        );
+        assert_eq!(
+            invalid("", vec![cause("a", "x"), cause("b", "y"), cause("a", "x")]).to_string(),
+            "RoleBinding \"rb\" is invalid: [a: x, b: y]"
+        );
     }
 }

@@ -2,9 +2,10 @@
 //!
 //! The registry turns verbs on objects (`serde_json::Value`) into storage operations: it sets the
 //! server-managed metadata (uid, creationTimestamp, resourceVersion, generateName), enforces
-//! optimistic concurrency and finalizers, checks names and namespaces, and pages lists over one
-//! storage snapshot, deletes collections, and keeps the namespace lifecycle (see [`strategy`]).
-//! Cross-cluster lists and watches ([`Registry::list_all_clusters`]) serve controllers. Errors are typed ([`RegistryError`]) and turned into HTTP `Status` by the API
+//! optimistic concurrency and finalizers, checks names and namespaces, validates the built-in
+//! kinds with Kubernetes' messages (`validation`), pages lists over one storage snapshot, deletes
+//! collections, and keeps the namespace lifecycle (see [`strategy`]). Cross-cluster lists and
+//! watches ([`Registry::list_all_clusters`]) serve controllers. Errors are typed ([`RegistryError`]) and turned into HTTP `Status` by the API
 //! server in one place.
 //!
 //! It must not know HTTP, content types or which backend stores the bytes.
@@ -17,6 +18,7 @@ mod names;
 mod namespaces;
 mod store;
 pub mod strategy;
+mod validation;
 mod watch;
 mod watch_cache;
 mod wildcard;

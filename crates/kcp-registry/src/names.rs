@@ -1,4 +1,6 @@
 //! Object name rules and `generateName`, with Kubernetes' messages.
+//!
+//! Which rule a kind's names follow is [`NameRule`]; kinds pick theirs in `validation`.
 
 const LABEL_MESSAGE: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 
@@ -24,9 +26,61 @@ pub fn label_errors(name: &str) -> Vec<String> {
         errors.push("must be no more than 63 characters".to_string());
     }
     if !is_label(name) {
-        errors.push(LABEL_MESSAGE.to_string());
+        // A valid subdomain that is not a label can only be wrong by its dots.
+        if name.len() <= 63 && subdomain_errors(name).is_empty() {
+            errors.push("must not contain dots".to_string());
+        } else {
+            errors.push(LABEL_MESSAGE.to_string());
+        }
     }
     errors
+}
+
+/// Problems with `name` as one URL path segment (RBAC names): not `.` or `..`, no `/` or `%`.
+pub fn path_segment_errors(name: &str, prefix: bool) -> Vec<String> {
+    if !prefix {
+        for illegal in [".", ".."] {
+            if name == illegal {
+                return vec![format!("may not be '{illegal}'")];
+            }
+        }
+    }
+    ["/", "%"]
+        .iter()
+        .filter(|illegal| name.contains(*illegal))
+        .map(|illegal| format!("may not contain '{illegal}'"))
+        .collect()
+}
+
+/// The rule a kind's object names follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameRule {
+    /// An RFC 1123 subdomain (most kinds).
+    Subdomain,
+    /// An RFC 1123 label (namespaces).
+    Label,
+    /// Anything that fits in one URL path segment (RBAC kinds, certificate signing requests).
+    PathSegment,
+}
+
+impl NameRule {
+    /// Problems with `name`; with `prefix`, `name` is a `generateName` that will get a suffix,
+    /// so a trailing dash is fine.
+    pub fn errors(self, name: &str, prefix: bool) -> Vec<String> {
+        let masked;
+        let name = if prefix && self != NameRule::PathSegment && name.ends_with('-') {
+            // Kubernetes drops the last two characters and appends an `a`.
+            masked = format!("{}a", &name[..name.len().saturating_sub(2)]);
+            masked.as_str()
+        } else {
+            name
+        };
+        match self {
+            NameRule::Subdomain => subdomain_errors(name),
+            NameRule::Label => label_errors(name),
+            NameRule::PathSegment => path_segment_errors(name, prefix),
+        }
+    }
 }
 
 /// `prefix` plus five random characters from the alphabet Kubernetes uses (no vowels, no
@@ -59,6 +113,34 @@ mod tests {
         assert!(label_errors("team-1").is_empty());
         assert!(!label_errors("a.b").is_empty());
         assert!(!label_errors(&"a".repeat(64)).is_empty());
+        assert_eq!(
+            label_errors("a.b"),
+            vec!["must not contain dots".to_string()]
+        );
+        assert_eq!(label_errors("A"), vec![LABEL_MESSAGE.to_string()]);
+    }
+
+    #[test]
+    fn name_rules() {
+        let cases: &[(NameRule, &str, bool, &[&str])] = &[
+            (NameRule::PathSegment, "a:b@c", false, &[]),
+            (NameRule::PathSegment, ".", false, &["may not be '.'"]),
+            (NameRule::PathSegment, "..", false, &["may not be '..'"]),
+            (NameRule::PathSegment, "..", true, &[]),
+            (
+                NameRule::PathSegment,
+                "a/b%c",
+                false,
+                &["may not contain '/'", "may not contain '%'"],
+            ),
+            (NameRule::Subdomain, "web-", true, &[]),
+            (NameRule::Label, "web-", true, &[]),
+            (NameRule::Label, "team-a", false, &[]),
+        ];
+        for (rule, name, prefix, expected) in cases {
+            assert_eq!(rule.errors(name, *prefix), *expected, "{rule:?} {name}");
+        }
+        assert!(!NameRule::Subdomain.errors("web-", false).is_empty());
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crate::error::{Cause, RegistryError};
 use crate::meta;
 use crate::names;
 use crate::strategy::{self, Part};
+use crate::validation;
 
 /// How many times a server-side read-modify-write retries after losing a race.
 const CONFLICT_RETRIES: usize = 5;
@@ -209,28 +210,25 @@ impl Registry {
                 "resourceVersion should not be set on objects to be created".into(),
             ));
         }
+        validation::prepare(target.resource, &mut object)?;
         let name = match meta::string(&object, "name").filter(|n| !n.is_empty()) {
             Some(name) => name.to_string(),
             None => match meta::string(&object, "generateName").filter(|n| !n.is_empty()) {
                 Some(prefix) => names::generate(prefix),
-                None => {
-                    return Err(target.invalid(
-                        "",
-                        vec![Cause {
-                            reason: "FieldValueRequired",
-                            field: "metadata.name".into(),
-                            message: "Required value: name or generateName is required".into(),
-                        }],
-                    ));
-                }
+                None => String::new(),
             },
         };
-        validate_name(&target, &name)?;
         if let Some(namespace) = target.namespace.filter(|_| target.resource.namespaced) {
             self.require_namespace(&target, namespace, &object).await?;
         }
+        if !name.is_empty() {
+            meta::metadata_mut(&mut object).insert("name".into(), json!(name));
+        }
+        let causes = validation::validate_create(target.resource, &object);
+        if !causes.is_empty() {
+            return Err(target.invalid(&name, causes));
+        }
         let metadata = meta::metadata_mut(&mut object);
-        metadata.insert("name".into(), json!(name));
         metadata.insert("uid".into(), json!(meta::new_uid()));
         metadata.insert("creationTimestamp".into(), json!(meta::now()));
         metadata.remove("deletionTimestamp");
@@ -304,6 +302,7 @@ impl Registry {
             })?),
             None => None,
         };
+        validation::prepare(target.resource, &mut object)?;
         for _ in 0..CONFLICT_RETRIES {
             let current = self.read(&target, name).await?;
             if precondition.is_some_and(|rv| rv != current.mod_revision) {
@@ -313,6 +312,7 @@ impl Registry {
             let next = object.clone();
             let mut next = strategy::prepare_update(target.resource, self.part, &stored, next);
             carry_server_fields(target.resource, &stored, &mut next);
+            check_update(&target, name, &next, &stored)?;
             match self
                 .write_back(&target, name, next, current.mod_revision)
                 .await
@@ -349,9 +349,11 @@ impl Registry {
             if pinned.is_some() {
                 return Err(target.conflict(name));
             }
+            validation::prepare(target.resource, &mut patched)?;
             let mut patched =
                 strategy::prepare_update(target.resource, self.part, &stored, patched);
             carry_server_fields(target.resource, &stored, &mut patched);
+            check_update(&target, name, &patched, &stored)?;
             match self
                 .write_back(&target, name, patched, current.mod_revision)
                 .await
@@ -541,24 +543,19 @@ fn normalize(target: &Target<'_>, body: Value) -> Result<Value, RegistryError> {
     Ok(object)
 }
 
-fn validate_name(target: &Target<'_>, name: &str) -> Result<(), RegistryError> {
-    let errors = if target.resource.name == "namespaces" {
-        names::label_errors(name)
+/// Fails with the 422 of `next` replacing `stored` if it breaks the kind's rules.
+fn check_update(
+    target: &Target<'_>,
+    name: &str,
+    next: &Value,
+    stored: &Value,
+) -> Result<(), RegistryError> {
+    let causes = validation::validate_update(target.resource, next, stored);
+    if causes.is_empty() {
+        Ok(())
     } else {
-        names::subdomain_errors(name)
-    };
-    if errors.is_empty() {
-        return Ok(());
+        Err(target.invalid(name, causes))
     }
-    let causes = errors
-        .into_iter()
-        .map(|message| Cause {
-            reason: "FieldValueInvalid",
-            field: "metadata.name".into(),
-            message: format!("Invalid value: \"{name}\": {message}"),
-        })
-        .collect();
-    Err(target.invalid(name, causes))
 }
 
 /// Keeps the fields only the server sets (uid, creationTimestamp, deletion state) on an update.

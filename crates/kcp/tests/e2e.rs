@@ -12,5 +12,6 @@ mod e2e {
     pub mod resources;
     pub mod start;
     pub mod support;
+    pub mod validation;
     pub mod watch;
 }

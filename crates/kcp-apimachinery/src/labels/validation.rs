@@ -150,7 +150,7 @@ fn regex_error(msg: &str, re: &str, examples: &[&str]) -> String {
 }
 
 /// Quotes `s` the way Go's `%q` does (close enough for error messages).
-pub(crate) fn go_quote(s: &str) -> String {
+pub fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

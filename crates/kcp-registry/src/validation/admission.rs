@@ -1,0 +1,358 @@
+//! Mutating and validating webhook configurations: each webhook needs a fully qualified unique
+//! name, exactly one of `clientConfig.url` (https, a host, no user, query or fragment) and
+//! `clientConfig.service`, a side-effect class (`None` or `NoneOnDryRun` on create),
+//! admission review versions including `v1` or `v1beta1`, known rules and policies. Defaults as
+//! in `admissionregistration/v1`.
+
+use serde_json::{Value, json};
+
+use super::field::{Bad, Errors, duplicate, go_strings, index, invalid, not_supported, required};
+use super::formats::{dns1035_label_errors, fully_qualified_name_error};
+
+const REVIEW_VERSIONS: &[&str] = &["v1", "v1beta1"];
+const FAILURE_POLICIES: &[&str] = &["Fail", "Ignore"];
+const MATCH_POLICIES: &[&str] = &["Equivalent", "Exact"];
+const NO_SIDE_EFFECTS: &[&str] = &["None", "NoneOnDryRun"];
+const ALL_SIDE_EFFECTS: &[&str] = &["None", "NoneOnDryRun", "Some", "Unknown"];
+const OPERATIONS: &[&str] = &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
+const SCOPES: &[&str] = &["*", "Cluster", "Namespaced"];
+const REINVOCATION_POLICIES: &[&str] = &["IfNeeded", "Never"];
+const URL_FORM: &str = "; desired format: https://host[/path]";
+
+fn text<'a>(value: &'a Value, field: &str) -> &'a str {
+    value[field].as_str().unwrap_or_default()
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|v| v.as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Fills in the `v1` defaults: failure and match policy, timeout, selectors, rule scope,
+/// service port and (mutating) reinvocation policy.
+pub fn default_webhooks(object: &mut Value, mutating: bool) {
+    let Some(webhooks) = object["webhooks"].as_array_mut() else {
+        return;
+    };
+    for hook in webhooks.iter_mut().filter(|h| h.is_object()) {
+        let defaults = [
+            ("failurePolicy", json!("Fail")),
+            ("matchPolicy", json!("Equivalent")),
+            ("timeoutSeconds", json!(10)),
+            ("namespaceSelector", json!({})),
+            ("objectSelector", json!({})),
+        ];
+        for (field, value) in defaults {
+            if hook[field].is_null() {
+                hook[field] = value;
+            }
+        }
+        if mutating && hook["reinvocationPolicy"].is_null() {
+            hook["reinvocationPolicy"] = json!("Never");
+        }
+        if let Some(rules) = hook["rules"].as_array_mut() {
+            for rule in rules.iter_mut().filter(|r| r.is_object()) {
+                if rule["scope"].is_null() {
+                    rule["scope"] = json!("*");
+                }
+            }
+        }
+        let service = &mut hook["clientConfig"]["service"];
+        if service.is_object() && service["port"].is_null() {
+            service["port"] = json!(443);
+        }
+    }
+}
+
+/// The webhooks of a configuration; `old` is the stored configuration on update (whose own
+/// looser values stay allowed).
+pub fn validate(object: &Value, old: Option<&Value>, mutating: bool, errs: &mut Errors) {
+    let old_hooks = old
+        .and_then(|o| o["webhooks"].as_array().cloned())
+        .unwrap_or_default();
+    let require_no_side_effects = old.is_none()
+        || old_hooks
+            .iter()
+            .all(|h| NO_SIDE_EFFECTS.contains(&text(h, "sideEffects")));
+    let hooks = object["webhooks"].as_array().cloned().unwrap_or_default();
+    let mut seen_names: Vec<&str> = Vec::new();
+    for (i, hook) in hooks.iter().enumerate() {
+        let path = index("webhooks", i);
+        validate_webhook(hook, &path, mutating, require_no_side_effects, errs);
+        validate_review_versions(&hook["admissionReviewVersions"], &path, errs);
+        let name = text(hook, "name");
+        if !name.is_empty() {
+            if seen_names.contains(&name) {
+                errs.push(duplicate(format!("{path}.name"), Bad::Str(name)));
+            } else {
+                seen_names.push(name);
+            }
+        }
+    }
+}
+
+fn validate_webhook(
+    hook: &Value,
+    path: &str,
+    mutating: bool,
+    require_no_side_effects: bool,
+    errs: &mut Errors,
+) {
+    let name = text(hook, "name");
+    if name.is_empty() {
+        errs.push(required(format!("{path}.name"), ""));
+    } else if let Some(message) = fully_qualified_name_error(name) {
+        errs.push(invalid(format!("{path}.name"), Bad::Str(name), &message));
+    }
+    let rules = hook["rules"].as_array().cloned().unwrap_or_default();
+    for (i, rule) in rules.iter().enumerate() {
+        validate_rule(rule, &format!("{path}.rules[{i}]"), errs);
+    }
+    let enums: [(&str, &[&str]); 2] = [
+        ("failurePolicy", FAILURE_POLICIES),
+        ("matchPolicy", MATCH_POLICIES),
+    ];
+    for (field, allowed) in enums {
+        if let Some(value) = hook[field].as_str().filter(|v| !allowed.contains(v)) {
+            errs.push(not_supported(
+                format!("{path}.{field}"),
+                Bad::Str(value),
+                allowed,
+            ));
+        }
+    }
+    let allowed = if require_no_side_effects {
+        NO_SIDE_EFFECTS
+    } else {
+        ALL_SIDE_EFFECTS
+    };
+    match hook["sideEffects"].as_str() {
+        None => errs.push(required(
+            format!("{path}.sideEffects"),
+            &format!("must specify one of {}", allowed.join(", ")),
+        )),
+        Some(value) if !allowed.contains(&value) => errs.push(not_supported(
+            format!("{path}.sideEffects"),
+            Bad::Str(value),
+            allowed,
+        )),
+        Some(_) => {}
+    }
+    if let Some(timeout) = hook["timeoutSeconds"]
+        .as_i64()
+        .filter(|t| !(1..=30).contains(t))
+    {
+        errs.push(invalid(
+            format!("{path}.timeoutSeconds"),
+            Bad::Int(timeout),
+            "the timeout value must be between 1 and 30 seconds",
+        ));
+    }
+    if mutating
+        && let Some(value) = hook["reinvocationPolicy"]
+            .as_str()
+            .filter(|v| !REINVOCATION_POLICIES.contains(v))
+    {
+        errs.push(not_supported(
+            format!("{path}.reinvocationPolicy"),
+            Bad::Str(value),
+            REINVOCATION_POLICIES,
+        ));
+    }
+    validate_client_config(&hook["clientConfig"], &format!("{path}.clientConfig"), errs);
+}
+
+fn validate_rule(rule: &Value, path: &str, errs: &mut Errors) {
+    let operations = strings(&rule["operations"]);
+    if operations.is_empty() {
+        errs.push(required(format!("{path}.operations"), ""));
+    }
+    if operations.len() > 1 && operations.iter().any(|o| o == "*") {
+        errs.push(invalid(
+            format!("{path}.operations"),
+            Bad::Go(go_strings(&operations)),
+            "if '*' is present, must not specify other operations",
+        ));
+    }
+    for (i, operation) in operations.iter().enumerate() {
+        if !OPERATIONS.contains(&operation.as_str()) {
+            errs.push(not_supported(
+                index(&format!("{path}.operations"), i),
+                Bad::Str(operation),
+                OPERATIONS,
+            ));
+        }
+    }
+    for (field, what) in [("apiGroups", "API groups"), ("apiVersions", "API versions")] {
+        let values = strings(&rule[field]);
+        if values.is_empty() {
+            errs.push(required(format!("{path}.{field}"), ""));
+        }
+        if values.len() > 1 && values.iter().any(|v| v == "*") {
+            errs.push(invalid(
+                format!("{path}.{field}"),
+                Bad::Go(go_strings(&values)),
+                &format!("if '*' is present, must not specify other {what}"),
+            ));
+        }
+    }
+    let resources = strings(&rule["resources"]);
+    if resources.is_empty() {
+        errs.push(required(format!("{path}.resources"), ""));
+    }
+    for (i, resource) in resources.iter().enumerate() {
+        if resource.is_empty() {
+            errs.push(required(index(&format!("{path}.resources"), i), ""));
+        }
+    }
+    if let Some(scope) = rule["scope"].as_str().filter(|s| !SCOPES.contains(s)) {
+        errs.push(not_supported(
+            format!("{path}.scope"),
+            Bad::Str(scope),
+            SCOPES,
+        ));
+    }
+}
+
+fn validate_review_versions(versions: &Value, path: &str, errs: &mut Errors) {
+    let path = format!("{path}.admissionReviewVersions");
+    let versions = strings(versions);
+    if versions.is_empty() {
+        errs.push(required(
+            &path,
+            &format!("must specify one of {}", REVIEW_VERSIONS.join(", ")),
+        ));
+        return;
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, version) in versions.iter().enumerate() {
+        if seen.contains(&version.as_str()) {
+            errs.push(invalid(
+                index(&path, i),
+                Bad::Str(version),
+                "duplicate version",
+            ));
+            continue;
+        }
+        seen.push(version);
+        for message in dns1035_label_errors(version) {
+            errs.push(invalid(index(&path, i), Bad::Str(version), &message));
+        }
+    }
+    if !versions
+        .iter()
+        .any(|v| REVIEW_VERSIONS.contains(&v.as_str()))
+    {
+        errs.push(invalid(
+            &path,
+            Bad::Go(go_strings(&versions)),
+            &format!(
+                "must include at least one of {}",
+                REVIEW_VERSIONS.join(", ")
+            ),
+        ));
+    }
+}
+
+/// `clientConfig` of a webhook (also used by CRD conversion webhooks).
+pub fn validate_client_config(config: &Value, path: &str, errs: &mut Errors) {
+    let url = config["url"].as_str();
+    let service = config["service"].as_object();
+    match (url, service) {
+        (Some(url), None) => validate_url(url, &format!("{path}.url"), errs),
+        (None, Some(_)) => {
+            let service = &config["service"];
+            let path = format!("{path}.service");
+            for field in ["name", "namespace"] {
+                if text(service, field).is_empty() {
+                    errs.push(required(format!("{path}.{field}"), ""));
+                }
+            }
+            if let Some(port) = service["port"]
+                .as_i64()
+                .filter(|p| !(1..=65535).contains(p))
+            {
+                errs.push(invalid(
+                    format!("{path}.port"),
+                    Bad::Int(port),
+                    "port is not valid: must be between 1 and 65535, inclusive",
+                ));
+            }
+            if let Some(service_path) = service["path"].as_str().filter(|p| !p.is_empty())
+                && !service_path.starts_with('/')
+            {
+                errs.push(invalid(
+                    format!("{path}.path"),
+                    Bad::Str(service_path),
+                    "must start with a '/'",
+                ));
+            }
+        }
+        _ => errs.push(required(path, "exactly one of url or service is required")),
+    }
+}
+
+fn validate_url(url: &str, path: &str, errs: &mut Errors) {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        errs.push(invalid(
+            path,
+            Bad::Str(""),
+            &format!("'https' is the only allowed URL scheme{URL_FORM}"),
+        ));
+        errs.push(invalid(
+            path,
+            Bad::Str(""),
+            &format!("host must be specified{URL_FORM}"),
+        ));
+        return;
+    };
+    if scheme != "https" {
+        errs.push(invalid(
+            path,
+            Bad::Str(scheme),
+            &format!("'https' is the only allowed URL scheme{URL_FORM}"),
+        ));
+    }
+    let (rest, fragment) = rest.split_once('#').unwrap_or((rest, ""));
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let authority = rest.split('/').next().unwrap_or_default();
+    let (user, host) = match authority.rsplit_once('@') {
+        Some((user, host)) => (Some(user), host),
+        None => (None, authority),
+    };
+    if host.is_empty() {
+        errs.push(invalid(
+            path,
+            Bad::Str(""),
+            &format!("host must be specified{URL_FORM}"),
+        ));
+    }
+    if let Some(user) = user {
+        errs.push(invalid(
+            path,
+            Bad::Str(user),
+            "user information is not permitted in the URL",
+        ));
+    }
+    if !fragment.is_empty() {
+        errs.push(invalid(
+            path,
+            Bad::Str(fragment),
+            "fragments are not permitted in the URL",
+        ));
+    }
+    if !query.is_empty() {
+        errs.push(invalid(
+            path,
+            Bad::Str(query),
+            "query parameters are not permitted in the URL",
+        ));
+    }
+}

@@ -1,0 +1,182 @@
+//! CustomResourceDefinition as a stored object: the name is `<plural>.<group>`, the group a
+//! dotted domain, a known scope, DNS-1035 version names without repeats and exactly one
+//! storage version, the required names; group and plural never change. Schemas and the rest
+//! of the CRD semantics are not checked here. Defaults as in `apiextensions/v1`: `singular`,
+//! `listKind`, `conversion.strategy`.
+
+use serde_json::{Value, json};
+
+use super::admission::validate_client_config;
+use super::field::{Bad, Errors, forbidden, index, invalid, not_supported, required};
+use super::formats::dns1035_label_errors;
+use kcp_apimachinery::labels::validation::go_quote;
+
+use crate::names;
+
+fn text<'a>(value: &'a Value, field: &str) -> &'a str {
+    value[field].as_str().unwrap_or_default()
+}
+
+/// Fills in `names.singular` (the lower-cased kind), `names.listKind` (`<Kind>List`) and
+/// `conversion.strategy: None`.
+pub fn default(object: &mut Value) {
+    let spec = &mut object["spec"];
+    if !spec.is_object() {
+        return;
+    }
+    let kind = text(&spec["names"], "kind").to_string();
+    if spec["names"].is_object() && !kind.is_empty() {
+        if text(&spec["names"], "singular").is_empty() {
+            spec["names"]["singular"] = json!(kind.to_lowercase());
+        }
+        if text(&spec["names"], "listKind").is_empty() {
+            spec["names"]["listKind"] = json!(format!("{kind}List"));
+        }
+    }
+    if spec["conversion"].is_null() {
+        spec["conversion"] = json!({"strategy": "None"});
+    }
+}
+
+/// Extra rule for the object's name: it must be `<plural>.<group>`.
+pub fn name_error(object: &Value) -> Option<&'static str> {
+    let spec = &object["spec"];
+    let expected = format!("{}.{}", text(&spec["names"], "plural"), text(spec, "group"));
+    (text(&object["metadata"], "name") != expected)
+        .then_some(r#"must be spec.names.plural+"."+spec.group"#)
+}
+
+/// Go's `%#v` of the versions, cut to what identifies them.
+fn go_versions(versions: &[Value]) -> String {
+    let items: Vec<String> = versions
+        .iter()
+        .map(|v| {
+            format!(
+                "apiextensions.CustomResourceDefinitionVersion{{Name:{}, Served:{}, Storage:{}, ...}}",
+                go_quote(text(v, "name")),
+                v["served"].as_bool().unwrap_or(false),
+                v["storage"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    format!(
+        "[]apiextensions.CustomResourceDefinitionVersion{{{}}}",
+        items.join(", ")
+    )
+}
+
+pub fn validate(object: &Value, errs: &mut Errors) {
+    let spec = &object["spec"];
+    let group = text(spec, "group");
+    if group.is_empty() {
+        errs.push(required("spec.group", ""));
+    } else {
+        let problems = names::subdomain_errors(group);
+        if !problems.is_empty() {
+            errs.push(invalid("spec.group", Bad::Str(group), &problems.join(",")));
+        } else if !group.contains('.') {
+            errs.push(invalid(
+                "spec.group",
+                Bad::Str(group),
+                "should be a domain with at least one dot",
+            ));
+        }
+    }
+    let scope = text(spec, "scope");
+    if scope.is_empty() {
+        errs.push(required("spec.scope", ""));
+    } else if scope != "Cluster" && scope != "Namespaced" {
+        errs.push(not_supported(
+            "spec.scope",
+            Bad::Str(scope),
+            &["Cluster", "Namespaced"],
+        ));
+    }
+    let versions = spec["versions"].as_array().cloned().unwrap_or_default();
+    let mut seen: Vec<&str> = Vec::new();
+    let mut unique = true;
+    for (i, version) in versions.iter().enumerate() {
+        let name = text(version, "name");
+        if seen.contains(&name) {
+            unique = false;
+        } else {
+            seen.push(name);
+        }
+        let problems = dns1035_label_errors(name);
+        if !problems.is_empty() {
+            errs.push(invalid(
+                format!("{}.name", index("spec.versions", i)),
+                Bad::Str(name),
+                &problems.join(","),
+            ));
+        }
+    }
+    if !unique {
+        errs.push(invalid(
+            "spec.versions",
+            Bad::Go(go_versions(&versions)),
+            "must contain unique version names",
+        ));
+    }
+    let storage = versions
+        .iter()
+        .filter(|v| v["storage"].as_bool() == Some(true))
+        .count();
+    if storage != 1 {
+        errs.push(invalid(
+            "spec.versions",
+            Bad::Go(go_versions(&versions)),
+            "must have exactly one version marked as storage version",
+        ));
+    }
+    for field in ["plural", "singular", "kind", "listKind"] {
+        if text(&spec["names"], field).is_empty() {
+            errs.push(required(format!("spec.names.{field}"), ""));
+        }
+    }
+    let conversion = &spec["conversion"];
+    let strategy = text(conversion, "strategy");
+    match strategy {
+        "" => errs.push(required("spec.conversion.strategy", "")),
+        "None" | "Webhook" => {}
+        other => errs.push(not_supported(
+            "spec.conversion.strategy",
+            Bad::Str(other),
+            &["None", "Webhook"],
+        )),
+    }
+    let client_config = &conversion["webhook"]["clientConfig"];
+    if strategy == "Webhook" {
+        if client_config.is_object() {
+            validate_client_config(client_config, "spec.conversion.webhookClientConfig", errs);
+        } else {
+            errs.push(required(
+                "spec.conversion.webhookClientConfig",
+                "required when strategy is set to Webhook",
+            ));
+        }
+    } else if !conversion["webhook"].is_null() {
+        errs.push(forbidden(
+            "spec.conversion.webhookClientConfig",
+            "should not be set when strategy is not set to Webhook",
+        ));
+    }
+}
+
+/// Group and plural make up the name and the storage location: they never change.
+pub fn validate_update(new: &Value, old: &Value, errs: &mut Errors) {
+    for (path, get) in [
+        (
+            "spec.group",
+            (|v: &Value| text(&v["spec"], "group").to_string()) as fn(&Value) -> String,
+        ),
+        ("spec.names.plural", |v: &Value| {
+            text(&v["spec"]["names"], "plural").to_string()
+        }),
+    ] {
+        let (new_value, old_value) = (get(new), get(old));
+        if new_value != old_value {
+            errs.push(invalid(path, Bad::Str(&new_value), "field is immutable"));
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! CertificateSigningRequest: a PEM `CERTIFICATE REQUEST` in `spec.request`, known usages
+//! without repeats, a `signerName` of the form `example.com/signer-name`, expirations of at
+//! least ten minutes. (The request's signature is not checked.)
+
+use serde_json::Value;
+
+use super::field::{
+    Bad, Errors, duplicate, go_bytes, index, invalid, not_supported, required, too_long,
+};
+use super::formats::decode_base64;
+use super::{decode_error, json_type};
+use crate::error::RegistryError;
+use crate::names;
+
+const USAGES: &[&str] = &[
+    "any",
+    "cert sign",
+    "client auth",
+    "code signing",
+    "content commitment",
+    "crl sign",
+    "data encipherment",
+    "decipher only",
+    "digital signature",
+    "email protection",
+    "encipher only",
+    "ipsec end system",
+    "ipsec tunnel",
+    "ipsec user",
+    "key agreement",
+    "key encipherment",
+    "microsoft sgc",
+    "netscape sgc",
+    "ocsp signing",
+    "s/mime",
+    "server auth",
+    "signing",
+    "timestamping",
+];
+
+/// `spec.request` is bytes: it must be base64, or decoding fails (400).
+pub fn prepare(object: &mut Value) -> Result<(), RegistryError> {
+    let kind = "CertificateSigningRequest";
+    match &object["spec"]["request"] {
+        Value::Null => Ok(()),
+        Value::String(text) => decode_base64(text)
+            .map(|_| ())
+            .map_err(|message| decode_error(kind, "v1", &message)),
+        other => Err(decode_error(
+            kind,
+            "v1",
+            &format!(
+                "json: cannot unmarshal {} into Go struct field CertificateSigningRequestSpec.spec.request of type []uint8",
+                json_type(other)
+            ),
+        )),
+    }
+}
+
+fn has_pem_request(bytes: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(bytes);
+    text.contains("-----BEGIN CERTIFICATE REQUEST-----")
+        && text.contains("-----END CERTIFICATE REQUEST-----")
+}
+
+pub fn validate(object: &Value, errs: &mut Errors) {
+    let spec = &object["spec"];
+    let request = spec["request"]
+        .as_str()
+        .and_then(|t| decode_base64(t).ok())
+        .unwrap_or_default();
+    if !has_pem_request(&request) {
+        errs.push(invalid(
+            "spec.request",
+            Bad::Go(go_bytes(&request)),
+            "PEM block type must be CERTIFICATE REQUEST",
+        ));
+    }
+    let usages: Vec<&str> = spec["usages"]
+        .as_array()
+        .map(|u| u.iter().map(|v| v.as_str().unwrap_or_default()).collect())
+        .unwrap_or_default();
+    if usages.is_empty() {
+        errs.push(required("spec.usages", ""));
+    }
+    for (i, usage) in usages.iter().enumerate() {
+        if !USAGES.contains(usage) {
+            errs.push(not_supported(
+                index("spec.usages", i),
+                Bad::Str(usage),
+                USAGES,
+            ));
+        }
+    }
+    for (i, usage) in usages.iter().enumerate() {
+        if usages[..i].contains(usage) {
+            errs.push(duplicate(index("spec.usages", i), Bad::Str(usage)));
+        }
+    }
+    let signer = spec["signerName"].as_str().unwrap_or_default();
+    if signer == "kubernetes.io/legacy-unknown" {
+        errs.push(invalid(
+            "spec.signerName",
+            Bad::Str(signer),
+            "the legacy signerName is not allowed via this API version",
+        ));
+    } else {
+        validate_signer_name(signer, errs);
+    }
+    if let Some(seconds) = spec["expirationSeconds"].as_i64().filter(|s| *s < 600) {
+        errs.push(invalid(
+            "spec.expirationSeconds",
+            Bad::Int(seconds),
+            "may not specify a duration less than 600 seconds (10 minutes)",
+        ));
+    }
+}
+
+fn validate_signer_name(signer: &str, errs: &mut Errors) {
+    const PATH: &str = "spec.signerName";
+    if signer.is_empty() {
+        errs.push(required(PATH, ""));
+        return;
+    }
+    let Some((domain, path)) = signer.split_once('/').filter(|(_, p)| !p.contains('/')) else {
+        errs.push(invalid(
+            PATH,
+            Bad::Str(signer),
+            "must be a fully qualified domain and path of the form 'example.com/signer-name'",
+        ));
+        return;
+    };
+    if domain.len() > 253 {
+        errs.push(too_long(PATH, 253));
+    }
+    let labels: Vec<&str> = domain.split('.').collect();
+    for label in &labels {
+        let problems = names::label_errors(label);
+        if !problems.is_empty() {
+            for problem in problems {
+                errs.push(invalid(
+                    PATH,
+                    Bad::Str(domain),
+                    &format!("validating label \"{label}\": {problem}"),
+                ));
+            }
+            break;
+        }
+    }
+    if labels.len() < 2 {
+        errs.push(invalid(
+            PATH,
+            Bad::Str(domain),
+            "should be a domain with at least two segments separated by dots",
+        ));
+    }
+    for label in path.split('.') {
+        let problems = names::subdomain_errors(label);
+        if !problems.is_empty() {
+            for problem in problems {
+                errs.push(invalid(
+                    PATH,
+                    Bad::Str(path),
+                    &format!("validating label \"{label}\": {problem}"),
+                ));
+            }
+            break;
+        }
+    }
+    let max = 253 + (253 + 63 + 1) + 1;
+    if signer.len() > max {
+        errs.push(too_long(PATH, max));
+    }
+}

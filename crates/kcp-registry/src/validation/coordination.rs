@@ -1,0 +1,50 @@
+//! Lease: durations positive, transition counts non-negative, a known (or domain-qualified)
+//! strategy, and a preferred holder only with a strategy.
+
+use serde_json::Value;
+
+use super::field::{Bad, Errors, forbidden, invalid, not_supported};
+use super::formats::qualified_name_errors;
+
+pub fn validate_lease(object: &Value, errs: &mut Errors) {
+    let spec = &object["spec"];
+    if let Some(duration) = spec["leaseDurationSeconds"].as_i64().filter(|d| *d <= 0) {
+        errs.push(invalid(
+            "spec.leaseDurationSeconds",
+            Bad::Int(duration),
+            "must be greater than 0",
+        ));
+    }
+    if let Some(transitions) = spec["leaseTransitions"].as_i64().filter(|t| *t < 0) {
+        errs.push(invalid(
+            "spec.leaseTransitions",
+            Bad::Int(transitions),
+            "must be greater than or equal to 0",
+        ));
+    }
+    let strategy = spec["strategy"].as_str();
+    if let Some(strategy) = strategy {
+        // Kubernetes reports this one as `spec.strategy.strategy`.
+        let path = "spec.strategy.strategy";
+        if !strategy.contains('/') {
+            if strategy != "OldestEmulationVersion" {
+                errs.push(not_supported(
+                    path,
+                    Bad::Str(strategy),
+                    &["OldestEmulationVersion"],
+                ));
+            }
+        } else {
+            for message in qualified_name_errors(strategy) {
+                errs.push(invalid(path, Bad::Str(strategy), &message));
+            }
+        }
+    }
+    let holder = spec["preferredHolder"].as_str().unwrap_or_default();
+    if !holder.is_empty() && strategy.is_none_or(str::is_empty) {
+        errs.push(forbidden(
+            "spec.preferredHolder",
+            "may only be specified if `strategy` is defined",
+        ));
+    }
+}

@@ -1,0 +1,208 @@
+//! RBAC: roles' rules need verbs (and resources or non-resource URLs), bindings need a role
+//! reference that never changes and subjects of a known kind. Names are path segments.
+//! Defaults as in `rbac/v1`: the role reference's and User/Group subjects' `apiGroup`.
+
+use serde_json::{Value, json};
+
+use super::field::{Bad, Errors, go_strings, index, invalid, not_supported, required};
+use kcp_apimachinery::labels::validation::go_quote;
+
+use crate::names::{self, NameRule};
+
+const GROUP: &str = "rbac.authorization.k8s.io";
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|v| v.as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn text<'a>(value: &'a Value, field: &str) -> &'a str {
+    value[field].as_str().unwrap_or_default()
+}
+
+/// Fills in `roleRef.apiGroup` and the `apiGroup` of User and Group subjects.
+pub fn default_binding(object: &mut Value) {
+    if object["roleRef"].is_null() {
+        // `roleRef` is a struct in Go: it is always there to default.
+        object["roleRef"] = json!({});
+    }
+    if object["roleRef"].is_object() && text(&object["roleRef"], "apiGroup").is_empty() {
+        object["roleRef"]["apiGroup"] = json!(GROUP);
+    }
+    if let Some(subjects) = object["subjects"].as_array_mut() {
+        for subject in subjects {
+            let kind = text(subject, "kind");
+            if subject.is_object()
+                && text(subject, "apiGroup").is_empty()
+                && (kind == "User" || kind == "Group")
+            {
+                subject["apiGroup"] = json!(GROUP);
+            }
+        }
+    }
+}
+
+/// The rules of a Role (`namespaced`) or ClusterRole.
+pub fn validate_role(object: &Value, namespaced: bool, errs: &mut Errors) {
+    let rules = object["rules"].as_array().cloned().unwrap_or_default();
+    for (i, rule) in rules.iter().enumerate() {
+        let path = index("rules", i);
+        if strings(&rule["verbs"]).is_empty() {
+            errs.push(required(
+                format!("{path}.verbs"),
+                "verbs must contain at least one value",
+            ));
+        }
+        let urls = strings(&rule["nonResourceURLs"]);
+        let groups = strings(&rule["apiGroups"]);
+        let resources = strings(&rule["resources"]);
+        let resource_names = strings(&rule["resourceNames"]);
+        if !urls.is_empty() {
+            let url_path = format!("{path}.nonResourceURLs");
+            if namespaced {
+                errs.push(invalid(
+                    &url_path,
+                    Bad::Go(go_strings(&urls)),
+                    "namespaced rules cannot apply to non-resource URLs",
+                ));
+            }
+            if !groups.is_empty() || !resources.is_empty() || !resource_names.is_empty() {
+                errs.push(invalid(
+                    &url_path,
+                    Bad::Go(go_strings(&urls)),
+                    "rules cannot apply to both regular resources and non-resource URLs",
+                ));
+            }
+            continue;
+        }
+        if groups.is_empty() {
+            errs.push(required(
+                format!("{path}.apiGroups"),
+                "resource rules must supply at least one api group",
+            ));
+        }
+        if resources.is_empty() {
+            errs.push(required(
+                format!("{path}.resources"),
+                "resource rules must supply at least one resource",
+            ));
+        }
+        if !resource_names.is_empty() && resources.len() > 1 {
+            errs.push(required(
+                format!("{path}.resourceNames"),
+                "resource names cannot apply to multiple resources",
+            ));
+        }
+    }
+}
+
+/// The role reference and subjects of a RoleBinding (`namespaced`) or ClusterRoleBinding.
+pub fn validate_binding(object: &Value, namespaced: bool, errs: &mut Errors) {
+    let role_ref = &object["roleRef"];
+    let api_group = text(role_ref, "apiGroup");
+    if api_group != GROUP {
+        errs.push(not_supported(
+            "roleRef.apiGroup",
+            Bad::Str(api_group),
+            &[GROUP],
+        ));
+    }
+    let kind = text(role_ref, "kind");
+    let kinds: &[&str] = if namespaced {
+        &["Role", "ClusterRole"]
+    } else {
+        &["ClusterRole"]
+    };
+    if !kinds.contains(&kind) {
+        errs.push(not_supported("roleRef.kind", Bad::Str(kind), kinds));
+    }
+    let name = text(role_ref, "name");
+    if name.is_empty() {
+        errs.push(required("roleRef.name", ""));
+    } else {
+        for message in NameRule::PathSegment.errors(name, false) {
+            errs.push(invalid("roleRef.name", Bad::Str(name), &message));
+        }
+    }
+    let subjects = object["subjects"].as_array().cloned().unwrap_or_default();
+    for (i, subject) in subjects.iter().enumerate() {
+        validate_subject(subject, namespaced, &index("subjects", i), errs);
+    }
+}
+
+fn validate_subject(subject: &Value, namespaced: bool, path: &str, errs: &mut Errors) {
+    let name = text(subject, "name");
+    let api_group = text(subject, "apiGroup");
+    if name.is_empty() {
+        errs.push(required(format!("{path}.name"), ""));
+    }
+    match text(subject, "kind") {
+        "ServiceAccount" => {
+            if !name.is_empty() {
+                for message in names::subdomain_errors(name) {
+                    errs.push(invalid(format!("{path}.name"), Bad::Str(name), &message));
+                }
+            }
+            if !api_group.is_empty() {
+                errs.push(not_supported(
+                    format!("{path}.apiGroup"),
+                    Bad::Str(api_group),
+                    &[""],
+                ));
+            }
+            if !namespaced && text(subject, "namespace").is_empty() {
+                errs.push(required(format!("{path}.namespace"), ""));
+            }
+        }
+        kind @ ("User" | "Group") => {
+            if name.is_empty() {
+                let detail = if kind == "User" {
+                    "user name cannot be empty"
+                } else {
+                    "group name cannot be empty"
+                };
+                errs.push(invalid(format!("{path}.name"), Bad::Str(name), detail));
+            }
+            if api_group != GROUP {
+                errs.push(not_supported(
+                    format!("{path}.apiGroup"),
+                    Bad::Str(api_group),
+                    &[GROUP],
+                ));
+            }
+        }
+        other => errs.push(not_supported(
+            format!("{path}.kind"),
+            Bad::Str(other),
+            &["ServiceAccount", "User", "Group"],
+        )),
+    }
+}
+
+/// A binding's role reference may never change.
+pub fn validate_binding_update(new: &Value, old: &Value, errs: &mut Errors) {
+    // Bindings stored before `apiGroup` was defaulted count as defaulted.
+    let mut old = old.clone();
+    default_binding(&mut old);
+    let fields = ["apiGroup", "kind", "name"];
+    let changed = fields
+        .iter()
+        .any(|f| text(&new["roleRef"], f) != text(&old["roleRef"], f));
+    if changed {
+        let role_ref = &new["roleRef"];
+        let shown = format!(
+            "rbac.RoleRef{{APIGroup:{}, Kind:{}, Name:{}}}",
+            go_quote(text(role_ref, "apiGroup")),
+            go_quote(text(role_ref, "kind")),
+            go_quote(text(role_ref, "name")),
+        );
+        errs.push(invalid("roleRef", Bad::Go(shown), "cannot change roleRef"));
+    }
+}
