@@ -173,7 +173,12 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
                     .expect("a valid request")
             })
         };
-        let label = format!("create configmap, {concurrency} writers");
+        let writers = if concurrency == 1 {
+            "writer"
+        } else {
+            "writers"
+        };
+        let label = format!("create configmap, {concurrency} {writers}");
         let on_kcp = load::drive(
             &kcp_target,
             options.create_protocol,
