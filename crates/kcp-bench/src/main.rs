@@ -1,8 +1,11 @@
 //! `kcp-bench`: measures kcp's hot paths against baselines run in the same process and the same
 //! minute, and prints the ratios (this machine is noisy; only ratios carry over).
 //!
-//! Subcommands: `storage` (embedded store against a real etcd).
+//! Subcommands: `storage` (embedded store against a real etcd), `api` (the real `kcp` binary
+//! against a bare TLS server and the raw embedded store; needs `cargo build --release -p kcp`).
 
+mod api;
+mod measure;
 mod storage;
 mod table;
 
@@ -22,11 +25,15 @@ struct Cli {
 enum Command {
     /// Durable write throughput and latency, and range-read throughput: embedded store vs etcd.
     Storage(storage::Options),
+    /// The kcp binary: GET vs a bare TLS server, creates vs the raw store, idle RSS, start time.
+    /// Expects `cargo build --release -p kcp` first (it runs target/release/kcp).
+    Api(api::Options),
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Storage(options) => storage::run(options).await,
+        Command::Api(options) => api::run(options).await,
     }
 }

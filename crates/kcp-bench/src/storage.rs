@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use bytes::Bytes;
-use hdrhistogram::Histogram;
 use kcp_storage::{KeyRange, RangeRequest, Storage, prefix_end};
 use kcp_storage_etcd::process::{EtcdOptions, EtcdProcess};
 use kcp_storage_etcd::{EtcdConfig, EtcdStorage};
 use kcp_storage_redb::RedbStorage;
 
+use crate::measure::{Measured, collect, new_histogram};
 use crate::table;
 
 #[derive(clap::Args)]
@@ -37,28 +37,6 @@ pub struct Options {
     /// Concurrent range readers.
     #[arg(long, default_value_t = 16)]
     readers: usize,
-}
-
-/// One measurement: operations, wall time and latency percentiles.
-struct Measured {
-    ops: u64,
-    elapsed: Duration,
-    latency: Histogram<u64>,
-}
-
-impl Measured {
-    fn rate(&self) -> f64 {
-        self.ops as f64 / self.elapsed.as_secs_f64()
-    }
-
-    fn cell(&self) -> String {
-        format!(
-            "{:>9.0}/s  p50 {:>6.2} ms  p99 {:>6.2} ms",
-            self.rate(),
-            self.latency.value_at_quantile(0.5) as f64 / 1000.0,
-            self.latency.value_at_quantile(0.99) as f64 / 1000.0
-        )
-    }
 }
 
 pub async fn run(options: Options) -> anyhow::Result<()> {
@@ -133,7 +111,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
 }
 
 /// `concurrency` tasks creating distinct keys until `duration` has passed.
-async fn writes(
+pub(crate) async fn writes(
     store: &Arc<dyn Storage>,
     concurrency: usize,
     duration: Duration,
@@ -231,25 +209,4 @@ async fn range_reads(
         })
         .collect();
     collect(tasks, start).await
-}
-
-type Worker = tokio::task::JoinHandle<anyhow::Result<(u64, Histogram<u64>)>>;
-
-async fn collect(tasks: Vec<Worker>, start: Instant) -> anyhow::Result<Measured> {
-    let mut ops = 0;
-    let mut latency = new_histogram();
-    for task in tasks {
-        let (n, h) = task.await??;
-        ops += n;
-        latency.add(h)?;
-    }
-    Ok(Measured {
-        ops,
-        elapsed: start.elapsed(),
-        latency,
-    })
-}
-
-fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds")
 }

@@ -2,6 +2,7 @@
 //! by real clients (kubectl from PATH, and kube-rs). One test binary; every test starts its own server.
 
 mod e2e {
+    pub mod crash;
     pub mod kube_rs;
     pub mod kubectl;
     pub mod namespaces;

@@ -64,6 +64,11 @@ impl Kcp {
         }
     }
 
+    /// The process id of the running server.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
     pub fn kubeconfig(&self) -> PathBuf {
         self.root.join("admin.kubeconfig")
     }

@@ -1,0 +1,171 @@
+//! The real `kcp` binary as a child process: found next to `kcp-bench` (both in `target/release`),
+//! started on a free loopback port, timed from spawn to its "ready to serve" log line, measured
+//! through `/proc/<pid>/status`, and stopped with SIGTERM (SIGKILL on drop).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// How long a start may take before the benchmark gives up.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The `kcp` binary to run: `explicit` if given, else `kcp` next to this executable.
+pub fn locate_binary(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let candidate = match explicit {
+        Some(path) => path.to_path_buf(),
+        None => std::env::current_exe()
+            .context("find the kcp-bench executable")?
+            .parent()
+            .context("kcp-bench executable has no directory")?
+            .join("kcp"),
+    };
+    if !candidate.is_file() {
+        bail!(
+            "no kcp binary at {}: build it first with `cargo build --release -p kcp` \
+             (kcp-bench looks next to its own executable), or pass --kcp-binary <path>",
+            candidate.display()
+        );
+    }
+    Ok(candidate)
+}
+
+/// A running `kcp start`.
+pub struct KcpProcess {
+    child: Child,
+    /// The port it serves on (it was started with `--secure-port 0`).
+    pub port: u16,
+    /// From spawn to the "ready to serve" log line.
+    pub start_to_ready: Duration,
+}
+
+impl KcpProcess {
+    /// Starts `binary` with `root` as its root directory on a free loopback port and waits for
+    /// its "ready to serve" line. Later log lines are drained so logging never blocks it.
+    pub async fn start(binary: &Path, root: &Path) -> anyhow::Result<KcpProcess> {
+        let began = Instant::now();
+        let mut child = Command::new(binary)
+            .arg("start")
+            .arg("--root-directory")
+            .arg(root)
+            .args(["--secure-port", "0", "--bind-address", "127.0.0.1"])
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("run {}", binary.display()))?;
+        let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let ready = tokio::time::timeout(START_TIMEOUT, async {
+            while let Some(line) = lines.next_line().await? {
+                if line.contains("ready to serve") {
+                    return Ok(Some(line));
+                }
+            }
+            anyhow::Ok(None)
+        })
+        .await;
+        let start_to_ready = began.elapsed();
+        let line = match ready {
+            Ok(Ok(Some(line))) => line,
+            other => {
+                let _ = child.start_kill();
+                let mut errors = String::new();
+                let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut errors).await;
+                bail!(
+                    "kcp did not become ready ({}): {}",
+                    match other {
+                        Err(_) => format!("no ready line within {START_TIMEOUT:?}"),
+                        Ok(Err(error)) => format!("reading its log: {error}"),
+                        _ => "it exited".to_string(),
+                    },
+                    errors.trim()
+                );
+            }
+        };
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        tokio::spawn(async move {
+            let _ = tokio::io::copy(&mut stderr, &mut tokio::io::sink()).await;
+        });
+        let port = parse_ready_line(&line)?;
+        Ok(KcpProcess {
+            child,
+            port,
+            start_to_ready,
+        })
+    }
+
+    /// Resident memory now (`VmRSS`), in bytes.
+    pub fn rss_bytes(&self) -> anyhow::Result<u64> {
+        let pid = self.child.id().context("kcp has exited")?;
+        read_status_kib(pid, "VmRSS:").map(|kib| kib * 1024)
+    }
+
+    /// Peak resident memory so far (`VmHWM`), in bytes.
+    pub fn peak_rss_bytes(&self) -> anyhow::Result<u64> {
+        let pid = self.child.id().context("kcp has exited")?;
+        read_status_kib(pid, "VmHWM:").map(|kib| kib * 1024)
+    }
+
+    /// SIGTERM, then waits for a clean exit.
+    pub async fn stop(mut self) -> anyhow::Result<()> {
+        let pid = self.child.id().context("kcp has exited")?;
+        // SAFETY: kill(2) on the pid of a child we own and have not reaped.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        let status = tokio::time::timeout(START_TIMEOUT, self.child.wait())
+            .await
+            .context("kcp did not stop after SIGTERM")??;
+        anyhow::ensure!(status.success(), "kcp exited with {status}");
+        Ok(())
+    }
+}
+
+/// `... ready to serve on https://127.0.0.1:43211; use it with ...` → 43211.
+fn parse_ready_line(line: &str) -> anyhow::Result<u16> {
+    let from = line
+        .find("https://")
+        .with_context(|| format!("no address in the ready line: {line}"))?;
+    let url = line[from..]
+        .split(|c: char| c == ';' || c.is_whitespace())
+        .next()
+        .unwrap_or_default();
+    url.rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .with_context(|| format!("no port in the ready line: {line}"))
+}
+
+/// A `kB` field of `/proc/<pid>/status`.
+fn read_status_kib(pid: u32, field: &str) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .with_context(|| format!("read /proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .with_context(|| format!("no {field} in /proc/{pid}/status"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_ready_line_gives_address_and_port() {
+        let line = "2025-01-01T00:00:00Z  INFO kcp_server: ready to serve on https://127.0.0.1:43211; \
+                    use it with KUBECONFIG=/tmp/x/admin.kubeconfig";
+        assert_eq!(super::parse_ready_line(line).unwrap(), 43211);
+        assert!(super::parse_ready_line("ready to serve").is_err());
+    }
+
+    #[test]
+    fn status_fields_are_read_for_this_process() {
+        let kib = super::read_status_kib(std::process::id(), "VmRSS:").unwrap();
+        assert!(kib > 0);
+    }
+}
