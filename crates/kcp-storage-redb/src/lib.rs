@@ -40,6 +40,10 @@ pub(crate) struct Shared {
     hub: WatchHub,
 }
 
+/// redb's own page cache. Its default (1 GiB) lets a busy server's memory grow with the store;
+/// the kernel's page cache still holds hot file pages beyond this.
+const CACHE_BYTES: usize = 64 * 1024 * 1024;
+
 /// The embedded store. Cloning shares it.
 #[derive(Clone)]
 pub struct RedbStorage {
@@ -55,7 +59,10 @@ impl RedbStorage {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(internal)?;
         }
-        let db = Database::create(path).map_err(internal)?;
+        let db = redb::Builder::new()
+            .set_cache_size(CACHE_BYTES)
+            .create(path)
+            .map_err(internal)?;
         let tx = db.begin_write().map_err(internal)?;
         let (current, compacted) = {
             tx.open_table(HISTORY).map_err(internal)?;
