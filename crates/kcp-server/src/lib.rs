@@ -5,6 +5,7 @@
 //! order of start-up. It must not know HTTP details (that is `kcp-apiserver`) or storage
 //! internals (the backends).
 
+mod compactor;
 mod kubeconfig;
 mod options;
 mod pki;
@@ -36,6 +37,7 @@ pub struct Server {
     pub kubeconfig: PathBuf,
     serving: ServeHandle,
     controllers: Controllers,
+    compactor: Option<tokio::task::JoinHandle<()>>,
     store: Store,
 }
 
@@ -78,6 +80,7 @@ impl Server {
             &token,
         )?;
         let controllers = Controllers::start(registry.clone());
+        let compactor = compactor::start(store.storage(), options.etcd_compaction_interval);
         let serving = serve(
             listener,
             Arc::new(pki.server_config()?),
@@ -92,6 +95,7 @@ impl Server {
             kubeconfig,
             serving,
             controllers,
+            compactor,
             store,
         })
     }
@@ -100,6 +104,9 @@ impl Server {
     pub async fn shutdown(self) {
         self.serving.shutdown();
         self.controllers.shutdown().await;
+        if let Some(compactor) = self.compactor {
+            compactor.abort();
+        }
         self.store.close().await;
     }
 }

@@ -27,4 +27,8 @@ pub struct Options {
     /// Client key for etcd.
     #[arg(long, requires = "etcd_certfile")]
     pub etcd_keyfile: Option<PathBuf>,
+    /// How often storage history older than one interval is compacted away (0: never), for the
+    /// embedded store as for etcd.
+    #[arg(long, default_value = "5m", value_parser = crate::compactor::parse_duration)]
+    pub etcd_compaction_interval: std::time::Duration,
 }

@@ -186,3 +186,43 @@ source:
     );
     assert!(!for_subject.contains("Ignored"), "{for_subject}");
 }
+
+#[test]
+fn a_continue_token_past_compaction_is_expired() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(
+        &dir.path().join("root"),
+        &["--etcd-compaction-interval", "1s"],
+    );
+    kcp.kubectl_ok(&["create", "namespace", "compacted"]);
+    for name in ["a", "b", "c"] {
+        kcp.kubectl_ok(&["create", "configmap", name, "-n", "compacted"]);
+    }
+    let collection = "/clusters/root/api/v1/namespaces/compacted/configmaps";
+    let page: serde_json::Value =
+        serde_json::from_str(&kcp.kubectl_ok(&["get", "--raw", &format!("{collection}?limit=1")]))
+            .unwrap();
+    let token = page["metadata"]["continue"].as_str().unwrap().to_string();
+    // Still good right away.
+    kcp.kubectl_ok(&[
+        "get",
+        "--raw",
+        &format!("{collection}?limit=1&continue={token}"),
+    ]);
+    kcp.kubectl_ok(&["create", "configmap", "later", "-n", "compacted"]);
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    let expired = kcp.kubectl(&[
+        "get",
+        "--raw",
+        &format!("{collection}?limit=1&continue={token}"),
+    ]);
+    assert!(!expired.status.success());
+    let stderr = String::from_utf8_lossy(&expired.stderr);
+    assert!(
+        stderr.contains("Error from server (Expired): The provided continue parameter is too old to display a consistent list result."),
+        "{stderr}"
+    );
+    // A fresh list works and sees everything.
+    let names = kcp.kubectl_ok(&["get", "cm", "-n", "compacted", "-o", "name"]);
+    assert_eq!(names.lines().count(), 4, "{names}");
+}
