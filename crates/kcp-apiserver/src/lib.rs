@@ -27,6 +27,8 @@ mod serve;
 pub mod status;
 mod subresource;
 mod table;
+#[cfg(test)]
+mod test_support;
 pub mod version;
 mod watch;
 mod yaml;

@@ -227,33 +227,13 @@ mod tests {
         path: &str,
         body: &str,
     ) -> (u16, serde_json::Value) {
-        use http_body_util::BodyExt;
-        let request = http::Request::builder()
-            .method(method)
-            .uri(path)
-            .header(http::header::AUTHORIZATION, "Bearer t")
-            .body(http_body_util::Full::new(bytes::Bytes::from(
-                body.to_string(),
-            )))
-            .unwrap();
-        let response = router.handle(request).await;
-        let code = response.status().as_u16();
-        let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        (code, serde_json::from_slice(&bytes).unwrap())
+        let (code, text) = crate::test_support::call(router, method, path, body).await;
+        (code, serde_json::from_str(&text).unwrap())
     }
 
     #[tokio::test]
     async fn lists_serve_exact_snapshots_and_refuse_future_versions() {
-        let mut authn = crate::authn::TokenAuthenticator::default();
-        authn.add(
-            crate::authn::token_digest("t"),
-            crate::authn::User {
-                name: "admin".into(),
-                groups: vec![],
-            },
-        );
-        let storage = std::sync::Arc::new(kcp_storage::MemoryStorage::new());
-        let router = crate::router::Router::new(authn, Registry::new(storage));
+        let router = crate::test_support::router();
         let namespaces = "/clusters/root/api/v1/namespaces";
         let (code, first) = call(&router, "POST", namespaces, r#"{"metadata":{"name":"a"}}"#).await;
         assert_eq!(code, 201);

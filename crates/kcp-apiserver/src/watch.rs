@@ -220,39 +220,11 @@ fn too_old(from: u64) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use http_body_util::BodyExt;
-    use kcp_registry::Registry;
-
-    use crate::authn::{TokenAuthenticator, User, token_digest};
-    use crate::router::Router;
-
-    async fn call(router: &Router, method: &str, path: &str, body: &str) -> (u16, String) {
-        let request = http::Request::builder()
-            .method(method)
-            .uri(path)
-            .header(http::header::AUTHORIZATION, "Bearer t")
-            .body(http_body_util::Full::new(bytes::Bytes::from(
-                body.to_string(),
-            )))
-            .unwrap();
-        let response = router.handle(request).await;
-        let code = response.status().as_u16();
-        let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        (code, String::from_utf8(bytes.to_vec()).unwrap())
-    }
+    use crate::test_support::{call, router};
 
     #[tokio::test]
     async fn bookmarks_come_before_the_timeout_with_the_last_revision() {
-        let mut authn = TokenAuthenticator::default();
-        authn.add(
-            token_digest("t"),
-            User {
-                name: "admin".into(),
-                groups: vec![],
-            },
-        );
-        let storage = std::sync::Arc::new(kcp_storage::MemoryStorage::new());
-        let router = Router::new(authn, Registry::new(storage));
+        let router = router();
         let namespaces = "/clusters/root/api/v1/namespaces";
         let (_, created) = call(&router, "POST", namespaces, r#"{"metadata":{"name":"a"}}"#).await;
         let created: serde_json::Value = serde_json::from_str(&created).unwrap();
