@@ -23,7 +23,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             .parse()
             .map_err(|_| format!("invalid duration {text:?}"))?;
         rest = &rest[digits..];
-        let unit_end = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let unit = match &rest[..unit_end] {
             "ms" => Duration::from_millis(1),
             "s" => Duration::from_secs(1),
@@ -78,7 +80,11 @@ mod tests {
     #[tokio::test]
     async fn history_older_than_one_interval_is_compacted() {
         let storage: Arc<dyn Storage> = Arc::new(kcp_storage::MemoryStorage::new());
-        let first = storage.create(b"/a", "1".into()).await.unwrap().mod_revision;
+        let first = storage
+            .create(b"/a", "1".into())
+            .await
+            .unwrap()
+            .mod_revision;
         storage.create(b"/b", "2".into()).await.unwrap();
         let compactor = start(Arc::clone(&storage), Duration::from_millis(100)).unwrap();
         // The first tick notes the current revision, the second compacts up to it.
