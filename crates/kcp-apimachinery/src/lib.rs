@@ -10,3 +10,4 @@
 pub mod fields;
 pub mod labels;
 pub mod patch;
+pub mod schema;

@@ -1,0 +1,171 @@
+//! Pruning and defaulting of custom resources by their structural schema, as kube-apiserver
+//! does on every write (and defaulting also on every read from storage).
+
+use serde_json::Value;
+
+use super::{child, index};
+
+/// Fields every object keeps at its root (and embedded resources at theirs).
+const OBJECT_FIELDS: &[&str] = &["apiVersion", "kind", "metadata"];
+
+/// Removes the fields the schema does not declare, unless a level says
+/// `x-kubernetes-preserve-unknown-fields: true`, and returns their paths (for `fieldValidation`).
+pub fn prune(schema: &Value, value: &mut Value) -> Vec<String> {
+    let mut pruned = Vec::new();
+    prune_at(schema, value, "", true, &mut pruned);
+    pruned
+}
+
+fn flag(schema: &Value, key: &str) -> bool {
+    schema.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+
+fn prune_at(schema: &Value, value: &mut Value, path: &str, root: bool, pruned: &mut Vec<String>) {
+    let preserve = flag(schema, "x-kubernetes-preserve-unknown-fields");
+    let keeps_object_fields = root || flag(schema, "x-kubernetes-embedded-resource");
+    match value {
+        Value::Object(fields) => {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            if additional.is_none() && !preserve {
+                fields.retain(|name, _| {
+                    let keep = properties.is_some_and(|p| p.contains_key(name))
+                        || (keeps_object_fields && OBJECT_FIELDS.contains(&name.as_str()));
+                    if !keep {
+                        pruned.push(child(path, name));
+                    }
+                    keep
+                });
+            }
+            for (name, field) in fields.iter_mut() {
+                let field_schema = properties.and_then(|p| p.get(name)).or(additional);
+                if let Some(field_schema) = field_schema {
+                    prune_at(field_schema, field, &child(path, name), false, pruned);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, item) in items.iter_mut().enumerate() {
+                    prune_at(item_schema, item, &index(path, i), false, pruned);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Fills in the schema's `default`s for absent fields (and for `null` where the field is not
+/// nullable), level by level: a defaulted object is itself defaulted further down.
+pub fn default(schema: &Value, value: &mut Value) {
+    match value {
+        Value::Object(fields) => {
+            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                for (name, field_schema) in properties {
+                    let Some(default) = field_schema.get("default") else {
+                        continue;
+                    };
+                    let nullable = flag(field_schema, "nullable");
+                    match fields.get(name) {
+                        None => {
+                            fields.insert(name.clone(), default.clone());
+                        }
+                        Some(Value::Null) if !nullable => {
+                            fields.insert(name.clone(), default.clone());
+                        }
+                        Some(_) => {}
+                    }
+                }
+                for (name, field) in fields.iter_mut() {
+                    if let Some(field_schema) = properties.get(name) {
+                        default(field_schema, field);
+                    }
+                }
+            } else if let Some(values) =
+                schema.get("additionalProperties").filter(|a| a.is_object())
+            {
+                for field in fields.values_mut() {
+                    default(values, field);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for item in items {
+                    default(item_schema, item);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn undeclared_fields_go_unless_preserved() {
+        let schema = json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {
+                "size": {"type": "integer"},
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                "template": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {}},
+                "items": {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "string"}}}},
+            }},
+        }});
+        let mut object = json!({
+            "apiVersion": "x.io/v1", "kind": "X", "metadata": {"name": "x"},
+            "status": {"ok": true},
+            "spec": {
+                "size": 1, "colour": "red",
+                "free": {"anything": {"goes": 1}},
+                "template": {"apiVersion": "v1", "kind": "Pod", "metadata": {}, "extra": 1},
+                "items": [{"a": "1", "b": "2"}],
+            },
+        });
+        let pruned = prune(&schema, &mut object);
+        assert_eq!(
+            pruned,
+            vec![
+                "status",
+                "spec.colour",
+                "spec.items[0].b",
+                "spec.template.extra"
+            ]
+        );
+        assert_eq!(object["spec"]["free"]["anything"]["goes"], 1);
+        assert_eq!(object["spec"]["template"]["kind"], "Pod");
+        assert_eq!(object["apiVersion"], "x.io/v1");
+    }
+
+    #[test]
+    fn defaults_fill_absent_and_null_fields_level_by_level() {
+        let schema = json!({"type": "object", "properties": {"spec": {
+            "type": "object",
+            "default": {},
+            "properties": {
+                "replicas": {"type": "integer", "default": 1},
+                "mode": {"type": "string", "default": "fast"},
+                "note": {"type": "string", "nullable": true, "default": "n"},
+                "ports": {"type": "array", "items": {"type": "object", "properties": {
+                    "protocol": {"type": "string", "default": "TCP"},
+                }}},
+            },
+        }}});
+        let mut empty = json!({});
+        default(&schema, &mut empty);
+        assert_eq!(
+            empty,
+            json!({"spec": {"replicas": 1, "mode": "fast", "note": "n"}})
+        );
+        let mut given = json!({"spec": {"replicas": 3, "mode": null, "note": null, "ports": [{}]}});
+        default(&schema, &mut given);
+        assert_eq!(
+            given,
+            json!({"spec": {"replicas": 3, "mode": "fast", "note": null, "ports": [{"protocol": "TCP"}]}})
+        );
+    }
+}
