@@ -1,7 +1,8 @@
 //! CustomResourceDefinition as a stored object: the name is `<plural>.<group>`, the group a
 //! dotted domain, a known scope, DNS-1035 version names without repeats and exactly one
 //! storage version, the required names; group and plural never change. Schemas and the rest
-//! of the CRD semantics are not checked here. Defaults as in `apiextensions/v1`: `singular`,
+//! of the CRD semantics are not checked here, except that every version has a structural
+//! schema. Defaults as in `apiextensions/v1`: `singular`,
 //! `listKind`, `conversion.strategy`.
 
 use serde_json::{Value, json};
@@ -101,6 +102,21 @@ pub fn validate(object: &Value, errs: &mut Errors) {
             unique = false;
         } else {
             seen.push(name);
+        }
+        let schema_path = format!("{}.schema.openAPIV3Schema", index("spec.versions", i));
+        match version["schema"].get("openAPIV3Schema") {
+            Some(schema) if schema.is_object() => {
+                errs.extend(
+                    kcp_apimachinery::schema::structural_errors(schema, &schema_path)
+                        .into_iter()
+                        .map(|e| crate::Cause {
+                            reason: e.reason,
+                            field: e.field,
+                            message: e.message,
+                        }),
+                );
+            }
+            _ => errs.push(required(schema_path, "schemas are required")),
         }
         let problems = dns1035_label_errors(name);
         if !problems.is_empty() {

@@ -862,7 +862,8 @@ fn webhook_configurations() {
 #[test]
 fn custom_resource_definitions() {
     let crd = |name: &str, spec: Value| json!({"metadata": {"name": name}, "spec": spec});
-    let versions = json!([{"name": "v1", "served": true, "storage": true}]);
+    let schema = json!({"openAPIV3Schema": {"type": "object"}});
+    let versions = json!([{"name": "v1", "served": true, "storage": true, "schema": schema}]);
     check_create(
         "apiextensions.k8s.io",
         "CustomResourceDefinition",
@@ -894,7 +895,7 @@ fn custom_resource_definitions() {
                 crd(
                     "widgets.example.com",
                     json!({"group": "example.com", "scope": "Global", "names": {"plural": "widgets", "kind": "Widget"},
-                    "versions": [{"name": "v1", "served": true, "storage": true}, {"name": "V2", "served": true, "storage": true}]}),
+                    "versions": [{"name": "v1", "served": true, "storage": true, "schema": schema}, {"name": "V2", "served": true, "storage": true, "schema": schema}]}),
                 ),
                 &[
                     "spec.scope: Unsupported value: \"Global\": supported values: \"Cluster\", \"Namespaced\"",
@@ -910,6 +911,21 @@ fn custom_resource_definitions() {
                 ),
                 &[
                     "spec.group: Invalid value: \"example\": should be a domain with at least one dot",
+                ],
+            ),
+            (
+                "missing and non-structural schemas",
+                crd(
+                    "widgets.example.com",
+                    json!({"group": "example.com", "scope": "Cluster", "names": {"plural": "widgets", "kind": "Widget"},
+                    "versions": [
+                        {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {}}}}},
+                        {"name": "v2", "served": true, "storage": false},
+                    ]}),
+                ),
+                &[
+                    "spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields",
+                    "spec.versions[1].schema.openAPIV3Schema: Required value: schemas are required",
                 ],
             ),
         ],

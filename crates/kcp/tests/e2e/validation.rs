@@ -181,3 +181,55 @@ fn kubectl_shows_kubernetes_validation_messages() {
     assert_eq!(data.trim(), "eA== Opaque");
     kcp.stop();
 }
+
+const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            SPEC
+";
+
+#[test]
+fn crds_need_structural_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let bad = write_file(
+        dir.path(),
+        "bad.yaml",
+        &CRD.replace("SPEC", "properties: {size: {type: array}}"),
+    );
+    let refused = kcp.kubectl(&["create", "-f", &bad]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("The CustomResourceDefinition \"widgets.example.com\" is invalid:")
+            && stderr.contains("* spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size].items: Required value: must be specified")
+            && stderr.contains("* spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields"),
+        "{stderr}"
+    );
+    let good = write_file(
+        dir.path(),
+        "good.yaml",
+        &CRD.replace(
+            "SPEC",
+            "type: object\n            x-kubernetes-preserve-unknown-fields: true",
+        ),
+    );
+    assert_eq!(
+        kcp.kubectl_ok(&["create", "-f", &good]).trim(),
+        "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created"
+    );
+}
