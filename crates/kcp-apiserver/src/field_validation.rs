@@ -2,8 +2,7 @@
 //!
 //! As in kube-apiserver: `Ignore` drops them silently, `Warn` (the default) drops them and says
 //! so in `Warning` headers, `Strict` refuses the request with 400 naming every one of them.
-//! In every mode a value of the wrong JSON type is refused with 400, as decoding into the typed
-//! object refuses it.
+//! (Values of the wrong JSON type are refused by the registry, which decodes every write.)
 
 use http::{HeaderValue, Response};
 use kcp_apis::builtin::Resource;
@@ -39,15 +38,7 @@ impl FieldValidation {
         resource: &Resource,
         object: &mut Value,
     ) -> Result<Vec<String>, RegistryError> {
-        let catalogue = kcp_apis::schema::catalogue();
-        if let Some(error) = catalogue.type_errors(resource, object).into_iter().next() {
-            let kind = resource.kind;
-            return Err(RegistryError::BadRequest(format!(
-                "{kind} in version {:?} cannot be handled as a {kind}: {error}",
-                resource.version
-            )));
-        }
-        let unknown = catalogue.prune_unknown(resource, object);
+        let unknown = kcp_apis::schema::catalogue().prune_unknown(resource, object);
         if unknown.is_empty() || self == FieldValidation::Ignore {
             return Ok(Vec::new());
         }

@@ -171,12 +171,7 @@ pub async fn serve(
                 }
                 next = events.next() => match next {
                     Some(Ok(event)) => {
-                        if let Some(revision) = event.object["metadata"]["resourceVersion"]
-                            .as_str()
-                            .and_then(|rv| rv.parse().ok())
-                        {
-                            last_revision = revision;
-                        }
+                        last_revision = event.revision;
                         if sender.send(frame(event)).await.is_err() {
                             return;
                         }

@@ -196,7 +196,7 @@ async fn values_of_the_wrong_type_are_bad_requests() {
     assert_eq!(code, 400);
     assert_eq!(
         status["message"],
-        "Namespace in version \"v1\" cannot be handled as a Namespace: json: cannot unmarshal number into Go struct field metadata.labels[a] of type string"
+        "Namespace in version \"v1\" cannot be handled as a Namespace: json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string"
     );
     send(
         &router,

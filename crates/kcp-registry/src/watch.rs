@@ -28,6 +28,8 @@ pub struct WatchEvent {
     pub object: Arc<Value>,
     /// `object` as JSON, encoded once for every watcher that receives it.
     pub encoded: Bytes,
+    /// The revision of the change (the object's resourceVersion).
+    pub revision: u64,
 }
 
 impl Registry {

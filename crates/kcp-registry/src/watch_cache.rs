@@ -93,6 +93,7 @@ impl SharedEvent {
             kind,
             object: Arc::clone(&self.object),
             encoded: self.encoded.clone(),
+            revision: self.revision,
         })
     }
 }

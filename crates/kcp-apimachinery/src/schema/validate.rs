@@ -97,7 +97,7 @@ fn check(schema: &Value, value: &Value, path: &str, errors: &mut Vec<FieldError>
     match value {
         Value::String(text) => check_string(schema, value, text, path, errors),
         Value::Number(_) => check_number(schema, value, path, errors),
-        Value::Array(items) => check_array(schema, value, items, path, errors),
+        Value::Array(items) => check_array(schema, items, path, errors),
         Value::Object(fields) => check_object(schema, value, fields, path, errors),
         _ => {}
     }
@@ -199,13 +199,7 @@ fn check_number(schema: &Value, value: &Value, path: &str, errors: &mut Vec<Fiel
     }
 }
 
-fn check_array(
-    schema: &Value,
-    value: &Value,
-    items: &[Value],
-    path: &str,
-    errors: &mut Vec<FieldError>,
-) {
+fn check_array(schema: &Value, items: &[Value], path: &str, errors: &mut Vec<FieldError>) {
     if let Some(max) = count(schema, "maxItems")
         && items.len() > max
     {
@@ -266,7 +260,6 @@ fn check_array(
         }
         _ => {}
     }
-    let _ = value;
 }
 
 fn check_object(

@@ -1,8 +1,9 @@
 //! Validation of the built-in kinds, with Kubernetes' field paths and messages.
 //!
 //! Three steps, called by the registry on create, update and patch:
-//! - [`prepare`]: what Kubernetes does while decoding a body. Values of the wrong type, bytes
-//!   that are not base64 and quantities that do not parse fail with a 400
+//! - [`prepare`]: what Kubernetes does while decoding a body. Values of the wrong type (exact
+//!   messages for the fields users hit, then every field by the kind's schema in `kcp-apis`),
+//!   bytes that are not base64 and quantities that do not parse fail with a 400
 //!   (`<Kind> in version "v1" cannot be handled as a <Kind>: ...`); defaults are filled in
 //!   (RBAC API groups, webhook policies, CRD names) and a Secret's `stringData` is folded into
 //!   `data`.
@@ -90,6 +91,20 @@ fn prepare_metadata(resource: &Resource, object: &Value) -> Result<(), RegistryE
 /// Decoding checks and defaults; see the module docs.
 pub(crate) fn prepare(resource: &Resource, object: &mut Value) -> Result<(), RegistryError> {
     prepare_metadata(resource, object)?;
+    prepare_kind(resource, object)?;
+    // Every other field of the wrong JSON type, by the kind's schema.
+    match kcp_apis::schema::catalogue()
+        .type_errors(resource, object)
+        .into_iter()
+        .next()
+    {
+        Some(error) => Err(decode_error(resource.kind, resource.version, &error)),
+        None => Ok(()),
+    }
+}
+
+/// The kind's own decoding checks (exact Go messages for the fields users hit) and defaults.
+fn prepare_kind(resource: &Resource, object: &mut Value) -> Result<(), RegistryError> {
     match (resource.group, resource.kind) {
         ("", "ConfigMap") => core::prepare_config_map(object),
         ("", "Secret") => core::prepare_secret(object),
