@@ -21,7 +21,7 @@ const CREATE_ONLY: &[&str] = &["create"];
 /// Status-like subresources.
 const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
-/// One built-in resource.
+/// One resource: built in, or served for a CustomResourceDefinition (see [`crate::custom`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Resource {
     pub group: &'static str,
@@ -36,6 +36,8 @@ pub struct Resource {
     pub categories: &'static [&'static str],
     /// `(name, verbs)` of each subresource.
     pub subresources: &'static [(&'static str, &'static [&'static str])],
+    /// What a custom resource needs besides these names; `None` for built-in resources.
+    pub custom: Option<&'static crate::custom::CustomResource>,
 }
 
 impl Resource {
@@ -68,6 +70,7 @@ const fn resource(
         short_names: &[],
         categories: &[],
         subresources: &[],
+        custom: None,
     }
 }
 

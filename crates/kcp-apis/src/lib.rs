@@ -4,4 +4,5 @@
 //! Pure: no IO, no HTTP, no storage. Consumers (discovery, the registry) read the tables.
 
 pub mod builtin;
+pub mod custom;
 pub mod schema;

@@ -33,6 +33,9 @@ pub struct Catalogue {
     schemas: Map<String, Value>,
 }
 
+const ANY_JSON: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON";
+const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
 /// The schemas of every built-in kind, generated on first use.
 pub fn catalogue() -> &'static Catalogue {
     static CATALOGUE: OnceLock<Catalogue> = OnceLock::new();
@@ -61,6 +64,11 @@ impl Catalogue {
                 );
             }
             schemas.insert(format!("{name}List"), list_schema(resource, &name));
+        }
+        // `JSON` (CRD defaults, enums, examples) holds any JSON value, not only objects.
+        if let Some(Value::Object(any)) = schemas.get_mut(ANY_JSON) {
+            any.remove("type");
+            any.insert("x-kubernetes-preserve-unknown-fields".into(), json!(true));
         }
         Catalogue { schemas }
     }
@@ -121,6 +129,18 @@ impl Catalogue {
     /// (`spec.foo`, `rules[0].bar`). Kinds without a schema are left alone.
     pub fn prune_unknown(&self, resource: &Resource, object: &mut Value) -> Vec<String> {
         let mut unknown = Vec::new();
+        if let Some(custom) = resource.custom {
+            // The CRD's schema below the root, ObjectMeta's for the metadata.
+            if let Some(schema) = &custom.schema {
+                unknown = kcp_apimachinery::schema::prune(schema, object);
+            }
+            if let (Some(meta), Some(metadata)) =
+                (self.schemas.get(OBJECT_META), object.get_mut("metadata"))
+            {
+                self.prune(meta, metadata, "metadata", &mut unknown);
+            }
+            return unknown;
+        }
         if let Some(schema) = self.schemas.get(&component_name(resource)) {
             self.prune(schema, object, "", &mut unknown);
         }
@@ -133,6 +153,15 @@ impl Catalogue {
     /// ObjectMeta.metadata.name of type string`. `null` is allowed anywhere, as in Go.
     pub fn type_errors(&self, resource: &Resource, object: &Value) -> Vec<String> {
         let mut errors = Vec::new();
+        if resource.custom.is_some() {
+            // Custom resources: the schema's own types are checked by validation (422).
+            if let (Some(meta), Some(metadata)) =
+                (self.schemas.get(OBJECT_META), object.get("metadata"))
+            {
+                self.check_types(meta, metadata, "metadata", &mut errors);
+            }
+            return errors;
+        }
         if let Some(schema) = self.schemas.get(&component_name(resource)) {
             self.check_types(schema, object, "", &mut errors);
         }
@@ -277,6 +306,16 @@ pub fn gvk(resource: &Resource, kind: &str) -> Value {
 
 /// The component name of a resource's kind, e.g. `io.k8s.api.rbac.v1.Role`.
 pub fn component_name(resource: &Resource) -> String {
+    if resource.custom.is_some() {
+        // Custom kinds are named by their reversed group: `com.example.v1.Widget`.
+        let reversed: Vec<&str> = resource.group.rsplit('.').collect();
+        return format!(
+            "{}.{}.{}",
+            reversed.join("."),
+            resource.version,
+            resource.kind
+        );
+    }
     let package = match resource.group {
         "" => "io.k8s.api.core".to_string(),
         "apiextensions.k8s.io" => "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions".into(),
@@ -284,6 +323,40 @@ pub fn component_name(resource: &Resource) -> String {
         group => format!("io.k8s.api.{}", group.split('.').next().unwrap_or(group)),
     };
     format!("{package}.{}.{}", resource.version, resource.kind)
+}
+
+/// The schema of a custom resource's kind as OpenAPI documents publish it: its CRD version's
+/// schema with the standard `apiVersion`, `kind` and `metadata` fields and its
+/// group-version-kind; and the schema of its list.
+pub fn custom_schemas(resource: &Resource) -> Vec<(String, Value)> {
+    let name = component_name(resource);
+    let mut schema = resource
+        .custom
+        .and_then(|custom| custom.schema.clone())
+        .unwrap_or_else(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
+    if let Value::Object(fields) = &mut schema {
+        let properties = fields.entry("properties").or_insert_with(|| json!({}));
+        if let Value::Object(properties) = properties {
+            properties.insert(
+                "apiVersion".into(),
+                json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."}),
+            );
+            properties.insert(
+                "kind".into(),
+                json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents."}),
+            );
+            properties.insert(
+                "metadata".into(),
+                json!({"allOf": [{"$ref": format!("{REF_PREFIX}{OBJECT_META}")}], "description": "Standard object's metadata."}),
+            );
+        }
+        fields.insert(
+            "x-kubernetes-group-version-kind".into(),
+            json!([gvk(resource, resource.kind)]),
+        );
+    }
+    let list = list_schema(resource, &name);
+    vec![(format!("{name}List"), list), (name, schema)]
 }
 
 fn list_schema(resource: &Resource, item: &str) -> Value {
@@ -390,6 +463,20 @@ mod tests {
             .iter()
             .find(|r| r.group == group && r.kind == kind)
             .unwrap()
+    }
+
+    #[test]
+    fn crd_schemas_hold_any_json_in_enums_and_defaults() {
+        let crd = json!({"spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": {
+            "type": "object",
+            "properties": {"color": {"type": "string", "enum": ["red", 1, null], "default": "red"},
+                           "size": {"type": "integer", "default": 3, "example": [1]}},
+        }}}]}});
+        let crds = resource("apiextensions.k8s.io", "CustomResourceDefinition");
+        assert_eq!(catalogue().type_errors(crds, &crd), Vec::<String>::new());
+        let mut pruned = crd.clone();
+        assert!(catalogue().prune_unknown(crds, &mut pruned).is_empty());
+        assert_eq!(pruned, crd);
     }
 
     #[test]

@@ -5,9 +5,10 @@
 //! back with the aggregated Content-Type; otherwise it falls back to [`crate::discovery`].
 
 use http::{HeaderValue, Response, StatusCode, header};
-use kcp_apis::builtin::{self, Resource};
+use kcp_apis::builtin::Resource;
 use serde_json::{Value, json};
 
+use crate::served::Served;
 use crate::status::{Body, json_response};
 
 /// The Content-Type of an aggregated document of `version` (kubectl recognises it by these
@@ -58,11 +59,12 @@ fn resource_document(r: &Resource) -> Value {
     document
 }
 
-fn group_document(group: &str, versions: &[&str]) -> Value {
+fn group_document(served: &Served, group: &str, versions: &[&str]) -> Value {
     let versions: Vec<Value> = versions
         .iter()
         .map(|version| {
-            let resources: Vec<Value> = builtin::in_group_version(group, version)
+            let resources: Vec<Value> = served
+                .in_group_version(group, version)
                 .map(resource_document)
                 .collect();
             json!({"version": version, "resources": resources, "freshness": "Current"})
@@ -72,13 +74,14 @@ fn group_document(group: &str, versions: &[&str]) -> Value {
 }
 
 /// The `APIGroupDiscoveryList` of `/api` (`core`) or `/apis`, in `version`.
-pub fn document(core: bool, version: &str) -> Value {
+pub fn document(served: &Served, core: bool, version: &str) -> Value {
     let items: Vec<Value> = if core {
-        vec![group_document("", &["v1"])]
+        vec![group_document(served, "", &["v1"])]
     } else {
-        builtin::groups()
+        served
+            .groups()
             .iter()
-            .map(|(group, versions)| group_document(group, versions))
+            .map(|(group, versions)| group_document(served, group, versions))
             .collect()
     };
     json!({
@@ -90,8 +93,8 @@ pub fn document(core: bool, version: &str) -> Value {
 }
 
 /// The aggregated document as a response with its Content-Type.
-pub fn response(core: bool, version: &'static str) -> Response<Body> {
-    let mut response = json_response(StatusCode::OK, &document(core, version));
+pub fn response(served: &Served, core: bool, version: &'static str) -> Response<Body> {
+    let mut response = json_response(StatusCode::OK, &document(served, core, version));
     if let Ok(value) = HeaderValue::from_str(&content_type(version)) {
         response.headers_mut().insert(header::CONTENT_TYPE, value);
     }
@@ -121,7 +124,7 @@ mod tests {
 
     #[test]
     fn core_group_carries_kubectls_fields() {
-        let core = document(true, "v2");
+        let core = document(&Served::builtin(), true, "v2");
         assert_eq!(core["apiVersion"], "apidiscovery.k8s.io/v2");
         assert_eq!(core["items"].as_array().unwrap().len(), 1);
         assert_eq!(core["items"][0]["versions"][0]["freshness"], "Current");
@@ -149,7 +152,7 @@ mod tests {
 
     #[test]
     fn other_groups_are_under_apis() {
-        let apis = document(false, "v2beta1");
+        let apis = document(&Served::builtin(), false, "v2beta1");
         assert_eq!(apis["apiVersion"], "apidiscovery.k8s.io/v2beta1");
         let crd = find(&apis, "apiextensions.k8s.io", "customresourcedefinitions");
         assert_eq!(crd["shortNames"], json!(["crd", "crds"]));
@@ -165,7 +168,7 @@ mod tests {
 
     #[test]
     fn responses_name_the_aggregated_type() {
-        let response = response(false, "v2");
+        let response = response(&Served::builtin(), false, "v2");
         assert_eq!(
             response.headers()[header::CONTENT_TYPE],
             "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"

@@ -2,7 +2,9 @@
 //! from the catalogue of served resources. kubectl asks for aggregated discovery first and falls
 //! back to these when the answer is plain `application/json`.
 
-use kcp_apis::builtin::{self, Resource};
+use kcp_apis::builtin::Resource;
+
+use crate::served::Served;
 use serde_json::{Value, json};
 
 /// `/api`.
@@ -27,8 +29,9 @@ fn group_document(name: &str, versions: &[&str]) -> Value {
 }
 
 /// `/apis`.
-pub fn api_group_list() -> Value {
-    let groups: Vec<Value> = builtin::groups()
+pub fn api_group_list(served: &Served) -> Value {
+    let groups: Vec<Value> = served
+        .groups()
         .iter()
         .map(|(name, versions)| group_document(name, versions))
         .collect();
@@ -36,8 +39,8 @@ pub fn api_group_list() -> Value {
 }
 
 /// `/apis/<group>`, if the group is served.
-pub fn api_group(name: &str) -> Option<Value> {
-    let groups = builtin::groups();
+pub fn api_group(served: &Served, name: &str) -> Option<Value> {
+    let groups = served.groups();
     let (name, versions) = groups.iter().find(|(g, _)| *g == name)?;
     let mut document = group_document(name, versions);
     document["kind"] = json!("APIGroup");
@@ -46,9 +49,9 @@ pub fn api_group(name: &str) -> Option<Value> {
 }
 
 /// `/api/v1` (group "") or `/apis/<group>/<version>`, if served.
-pub fn resource_list(group: &str, version: &str) -> Option<Value> {
+pub fn resource_list(served: &Served, group: &str, version: &str) -> Option<Value> {
     let mut resources = Vec::new();
-    for r in builtin::in_group_version(group, version) {
+    for r in served.in_group_version(group, version) {
         resources.push(resource_document(r));
         for (sub, verbs) in r.subresources {
             resources.push(json!({
@@ -99,7 +102,7 @@ mod tests {
 
     #[test]
     fn core_resources_and_their_subresources_are_listed() {
-        let list = resource_list("", "v1").unwrap();
+        let list = resource_list(&Served::builtin(), "", "v1").unwrap();
         assert_eq!(list["groupVersion"], "v1");
         let names: Vec<&str> = list["resources"]
             .as_array()
@@ -128,7 +131,7 @@ mod tests {
 
     #[test]
     fn groups_name_their_preferred_version() {
-        let list = api_group_list();
+        let list = api_group_list(&Served::builtin());
         let rbac = list["groups"]
             .as_array()
             .unwrap()
@@ -140,10 +143,10 @@ mod tests {
             "rbac.authorization.k8s.io/v1"
         );
         assert_eq!(
-            api_group("coordination.k8s.io").unwrap()["kind"],
+            api_group(&Served::builtin(), "coordination.k8s.io").unwrap()["kind"],
             "APIGroup"
         );
-        assert!(api_group("apps").is_none());
-        assert!(resource_list("apps", "v1").is_none());
+        assert!(api_group(&Served::builtin(), "apps").is_none());
+        assert!(resource_list(&Served::builtin(), "apps", "v1").is_none());
     }
 }

@@ -50,8 +50,9 @@ async fn serve_inner(
     let Some(cluster) = info.cluster.as_deref() else {
         return Ok(not_found());
     };
-    let Some(resource) =
-        builtin::in_group_version(&info.group, &info.version).find(|r| r.name == info.resource)
+    let Some(resource) = registry
+        .resolve(cluster, &info.group, &info.version, &info.resource)
+        .await
     else {
         return Ok(not_found());
     };
@@ -116,23 +117,59 @@ async fn serve_inner(
                 negotiation::render_object(negotiated.conversion, resource, &params, object)?;
             Ok(json_response(code, &rendered))
         };
+    let deprecation: Vec<String> = resource
+        .custom
+        .and_then(|custom| custom.deprecation_warning.clone())
+        .into_iter()
+        .collect();
+    let response = answer_verb(
+        registry,
+        info,
+        target,
+        &params,
+        headers,
+        &body,
+        validation,
+        &negotiated,
+        &respond,
+    )
+    .await?;
+    Ok(with_warnings(response, &deprecation))
+}
+
+/// Performs the request's verb.
+#[allow(clippy::too_many_arguments)]
+async fn answer_verb(
+    registry: &Registry,
+    info: &ResourceRequest,
+    target: Target<'_>,
+    params: &Params,
+    headers: &HeaderMap,
+    body: &Bytes,
+    validation: FieldValidation,
+    negotiated: &Negotiated,
+    respond: &(dyn Fn(StatusCode, Value) -> Result<http::Response<Body>, RegistryError> + Sync),
+) -> Result<http::Response<Body>, RegistryError> {
+    let resource = target.resource;
+    let namespace = target.namespace;
+    let name = info.name.as_deref();
     match (info.verb.as_str(), name) {
         ("get", Some(name)) => {
-            crate::resource_version::for_get(&params)?
+            crate::resource_version::for_get(params)?
                 .revision(registry)
                 .await?;
             let object = registry.get(target, name).await?;
             respond(StatusCode::OK, object)
         }
-        ("list", None) => list(registry, target, &params, &negotiated).await,
+        ("list", None) => list(registry, target, params, negotiated).await,
         ("watch", None) => {
-            crate::watch::serve(registry, target, &params, negotiated.conversion).await
+            crate::watch::serve(registry, target, params, negotiated.conversion).await
         }
         ("create", None) => {
             if resource.namespaced && namespace.is_none() {
                 return Ok(not_found());
             }
-            let mut object = parse_body(headers, &body)?;
+            let mut object = parse_body(headers, body)?;
             let warnings = validation.apply(resource, &mut object)?;
             let object = registry.create(target, object).await?;
             Ok(with_warnings(
@@ -141,14 +178,14 @@ async fn serve_inner(
             ))
         }
         ("update", Some(name)) => {
-            let mut object = parse_body(headers, &body)?;
+            let mut object = parse_body(headers, body)?;
             let warnings = validation.apply(resource, &mut object)?;
             let object = registry.update(target, name, object).await?;
             Ok(with_warnings(respond(StatusCode::OK, object)?, &warnings))
         }
         ("patch", Some(name)) => {
             let warnings = Mutex::new(Vec::new());
-            let object = patch(registry, target, name, headers, &body, |patched| {
+            let object = patch(registry, target, name, headers, body, |patched| {
                 let found = validation.apply(resource, patched)?;
                 *warnings.lock().unwrap_or_else(|e| e.into_inner()) = found;
                 Ok(())
@@ -165,7 +202,7 @@ async fn serve_inner(
             )),
         },
         ("deletecollection", None) => {
-            crate::delete_collection::serve(registry, target, &params).await
+            crate::delete_collection::serve(registry, target, params).await
         }
         (verb, _) => Ok(failure(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -193,6 +230,10 @@ fn supports_field(resource: &Resource, field: &str) -> bool {
         "source",
         "type",
     ];
+    if let Some(custom) = resource.custom {
+        return matches!(field, "metadata.name" | "metadata.namespace")
+            || custom.selectable_fields.iter().any(|f| f == field);
+    }
     let extra: &[&str] = match (resource.group, resource.kind) {
         ("", "Event") => EVENT,
         ("", "Secret") => &["type"],
@@ -339,6 +380,11 @@ async fn patch(
             "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {media})"
         ))
     })?;
+    if patch_type == PatchType::Strategic && target.resource.custom.is_some() {
+        return Err(RegistryError::UnsupportedMediaType(format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got {media})"
+        )));
+    }
     if patch_type == PatchType::Apply {
         return Err(RegistryError::UnsupportedMediaType(
             "server-side apply is not served yet".into(),

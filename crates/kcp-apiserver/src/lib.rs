@@ -24,6 +24,7 @@ pub mod request_info;
 mod resource_version;
 pub mod router;
 mod serve;
+pub mod served;
 pub mod status;
 mod subresource;
 mod table;

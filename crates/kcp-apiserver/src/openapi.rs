@@ -12,7 +12,7 @@
 //! `If-None-Match` answers 304.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode, header};
@@ -20,12 +20,79 @@ use kcp_apis::builtin::{self, Resource};
 use kcp_apis::schema::{self, REF_PREFIX};
 use serde_json::{Map, Value, json};
 
+use crate::served::Served;
 use crate::status::{Body, failure, full, json_response};
 
 /// One rendered group-version document.
 struct Document {
     bytes: Bytes,
     hash: String,
+}
+
+impl Document {
+    fn new(value: &Value) -> Document {
+        let bytes = Bytes::from(serde_json::to_vec(value).unwrap_or_default());
+        let digest = ring::digest::digest(&ring::digest::SHA512_256, &bytes);
+        let hash = digest.as_ref().iter().map(|b| format!("{b:02X}")).collect();
+        Document { bytes, hash }
+    }
+}
+
+/// The document of a group version of custom resources. Built once per distinct set of
+/// (interned) resources, so every cluster with the same CRDs shares it.
+fn custom_document(resources: &[&'static Resource]) -> Arc<Document> {
+    type Cache = Mutex<HashMap<Vec<usize>, Arc<Document>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let key: Vec<usize> = resources
+        .iter()
+        .map(|r| std::ptr::from_ref::<Resource>(r) as usize)
+        .collect();
+    let mut cache = CACHE
+        .get_or_init(Cache::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    Arc::clone(
+        cache
+            .entry(key)
+            .or_insert_with(|| Arc::new(Document::new(&custom_group_version_document(resources)))),
+    )
+}
+
+/// The documents `served` has: the built-in ones, then one per custom group version.
+fn served_documents(served: &Served) -> Vec<(String, DocumentRef)> {
+    let mut all: Vec<(String, DocumentRef)> = documents()
+        .iter()
+        .map(|(path, document)| (path.clone(), DocumentRef::Builtin(document)))
+        .collect();
+    for (group, versions) in served.groups() {
+        if builtin::groups().iter().any(|(g, _)| *g == group) {
+            continue;
+        }
+        for version in versions {
+            let resources: Vec<&'static Resource> =
+                served.in_group_version(group, version).collect();
+            all.push((
+                gv_path(group, version),
+                DocumentRef::Custom(custom_document(&resources)),
+            ));
+        }
+    }
+    all
+}
+
+enum DocumentRef {
+    Builtin(&'static Document),
+    Custom(Arc<Document>),
+}
+
+impl std::ops::Deref for DocumentRef {
+    type Target = Document;
+    fn deref(&self) -> &Document {
+        match self {
+            DocumentRef::Builtin(document) => document,
+            DocumentRef::Custom(document) => document,
+        }
+    }
 }
 
 /// The documents of every built-in group version, keyed by `api/v1` or `apis/<group>/<version>`.
@@ -39,11 +106,8 @@ fn documents() -> &'static HashMap<String, Document> {
         versions
             .into_iter()
             .map(|(group, version)| {
-                let value = group_version_document(group, version);
-                let bytes = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
-                let digest = ring::digest::digest(&ring::digest::SHA512_256, &bytes);
-                let hash = digest.as_ref().iter().map(|b| format!("{b:02X}")).collect();
-                (gv_path(group, version), Document { bytes, hash })
+                let document = Document::new(&group_version_document(group, version));
+                (gv_path(group, version), document)
             })
             .collect()
     })
@@ -59,10 +123,17 @@ fn gv_path(group: &str, version: &str) -> String {
 
 /// Answers `GET <prefix>/openapi/v3[/...]`; `rest` is the path after `/openapi/v3`, `prefix`
 /// the logical cluster part of the URL (`/clusters/root`) the index must point back into.
-pub fn serve(prefix: &str, rest: &str, query: Option<&str>, headers: &HeaderMap) -> Response<Body> {
+pub fn serve(
+    served: &Served,
+    prefix: &str,
+    rest: &str,
+    query: Option<&str>,
+    headers: &HeaderMap,
+) -> Response<Body> {
     let rest = rest.trim_matches('/');
+    let documents = served_documents(served);
     if rest.is_empty() {
-        let paths: Map<String, Value> = documents()
+        let paths: Map<String, Value> = documents
             .iter()
             .map(|(path, document)| {
                 let url = format!("{prefix}/openapi/v3/{path}?hash={}", document.hash);
@@ -71,7 +142,7 @@ pub fn serve(prefix: &str, rest: &str, query: Option<&str>, headers: &HeaderMap)
             .collect();
         return json_response(StatusCode::OK, &json!({"paths": paths}));
     }
-    let Some(document) = documents().get(rest) else {
+    let Some((_, document)) = documents.iter().find(|(path, _)| path == rest) else {
         return failure(
             StatusCode::NOT_FOUND,
             "NotFound",
@@ -108,6 +179,27 @@ fn hash_param(query: Option<&str>) -> Option<&str> {
     query?
         .split('&')
         .find_map(|pair| pair.strip_prefix("hash="))
+}
+
+/// The OpenAPI v3 document of one group version of custom resources: their schemas, the
+/// shared ones their operations refer to, and their paths.
+fn custom_group_version_document(resources: &[&'static Resource]) -> Value {
+    let mut paths = Map::new();
+    let roots = schema::COMMON.iter().copied().chain([
+        "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+        "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta",
+    ]);
+    let mut schemas = schema::catalogue().closure(roots);
+    for resource in resources {
+        schemas.extend(schema::custom_schemas(resource));
+        add_resource_paths(&mut paths, resource);
+    }
+    json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
+        "paths": paths,
+        "components": {"schemas": schemas},
+    })
 }
 
 /// The OpenAPI v3 document of one group version.
@@ -479,7 +571,13 @@ mod tests {
 
     #[test]
     fn the_root_points_into_the_cluster_with_hashes() {
-        let response = serve("/clusters/root", "", None, &HeaderMap::new());
+        let response = serve(
+            &Served::builtin(),
+            "/clusters/root",
+            "",
+            None,
+            &HeaderMap::new(),
+        );
         assert_eq!(response.status(), StatusCode::OK);
         assert!(documents().contains_key("api/v1"));
         assert!(documents().contains_key("apis/rbac.authorization.k8s.io/v1"));
@@ -547,9 +645,15 @@ mod tests {
             format!("\"{hash}\"").parse().unwrap(),
         );
         let query = format!("hash={hash}");
-        let response = serve("", "/api/v1", Some(&query), &headers);
+        let response = serve(&Served::builtin(), "", "/api/v1", Some(&query), &headers);
         assert_eq!(response.status(), StatusCode::NOT_MODIFIED);
-        let response = serve("", "/api/v1", Some(&query), &HeaderMap::new());
+        let response = serve(
+            &Served::builtin(),
+            "",
+            "/api/v1",
+            Some(&query),
+            &HeaderMap::new(),
+        );
         assert_eq!(response.status(), StatusCode::OK);
         assert!(
             response.headers()[header::CACHE_CONTROL]
@@ -557,7 +661,13 @@ mod tests {
                 .unwrap()
                 .contains("immutable")
         );
-        let response = serve("", "/apis/nope/v1", None, &HeaderMap::new());
+        let response = serve(
+            &Served::builtin(),
+            "",
+            "/apis/nope/v1",
+            None,
+            &HeaderMap::new(),
+        );
         assert_eq!(response.status(), StatusCode::NOT_FOUND);
     }
 }

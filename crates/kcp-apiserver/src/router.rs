@@ -19,6 +19,7 @@ use crate::discovery;
 use crate::metrics::Metrics;
 use crate::negotiation;
 use crate::request_info::{self, RequestInfo};
+use crate::served::Served;
 use crate::status::{Body, failure, json_response, text_response};
 
 /// Request bodies above this size answer 413, as kube-apiserver's limit.
@@ -129,27 +130,30 @@ impl Router {
                 if read_only && (path == "/openapi/v3" || path.starts_with("/openapi/v3/")) =>
             {
                 let prefix = cluster
+                    .as_ref()
                     .map(|name| format!("/clusters/{name}"))
                     .unwrap_or_default();
                 crate::openapi::serve(
+                    &Served::of(&self.registry, cluster.as_deref()),
                     &prefix,
                     &path["/openapi/v3".len()..],
                     parts.uri.query(),
                     &parts.headers,
                 )
             }
-            RequestInfo::NonResource { path, .. } => {
+            RequestInfo::NonResource { path, cluster, .. } => {
+                let served = Served::of(&self.registry, cluster.as_deref());
                 let aggregated = negotiation::aggregated_discovery_version(&parts.headers);
                 match (path.trim_end_matches('/'), aggregated) {
                     ("/api", Some(version)) if read_only => {
-                        return crate::aggregated_discovery::response(true, version);
+                        return crate::aggregated_discovery::response(&served, true, version);
                     }
                     ("/apis", Some(version)) if read_only => {
-                        return crate::aggregated_discovery::response(false, version);
+                        return crate::aggregated_discovery::response(&served, false, version);
                     }
                     _ => {}
                 }
-                match discovery_document(&path).filter(|_| read_only) {
+                match discovery_document(&served, &path).filter(|_| read_only) {
                     Some(document) => json_response(StatusCode::OK, &document),
                     None => failure(
                         StatusCode::NOT_FOUND,
@@ -194,14 +198,14 @@ impl Router {
 }
 
 /// The discovery document at `path`, if there is one.
-fn discovery_document(path: &str) -> Option<serde_json::Value> {
+fn discovery_document(served: &Served, path: &str) -> Option<serde_json::Value> {
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
     match parts.as_slice() {
         ["api"] => Some(discovery::api_versions()),
-        ["api", version] => discovery::resource_list("", version),
-        ["apis"] => Some(discovery::api_group_list()),
-        ["apis", group] => discovery::api_group(group),
-        ["apis", group, version] => discovery::resource_list(group, version),
+        ["api", version] => discovery::resource_list(served, "", version),
+        ["apis"] => Some(discovery::api_group_list(served)),
+        ["apis", group] => discovery::api_group(served, group),
+        ["apis", group, version] => discovery::resource_list(served, group, version),
         _ => None,
     }
 }

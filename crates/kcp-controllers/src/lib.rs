@@ -7,8 +7,12 @@
 //! Until a cluster-aware client exists, controllers call the registry directly; they must not
 //! know HTTP, storage backends or how the server is configured.
 
+pub mod crd;
+mod driver;
 pub mod namespace;
 mod queue;
+
+pub use driver::{Key, Outcome};
 
 use kcp_registry::Registry;
 use tokio::sync::watch;
@@ -24,7 +28,11 @@ impl Controllers {
     /// Starts every controller on `registry`.
     pub fn start(registry: Registry) -> Controllers {
         let (stop, stopped) = watch::channel(false);
-        let tasks = vec![tokio::spawn(namespace::run(registry, stopped))];
+        let tasks = vec![
+            tokio::spawn(namespace::run(registry.clone(), stopped.clone())),
+            tokio::spawn(crd::run(registry.clone(), stopped.clone())),
+            tokio::spawn(follow_crds(registry, stopped)),
+        ];
         Controllers { stop, tasks }
     }
 
@@ -34,5 +42,14 @@ impl Controllers {
         for task in self.tasks {
             let _ = task.await;
         }
+    }
+}
+
+/// Keeps the registry's index of served custom resources in step with storage (other servers'
+/// CRD writes, and the state at start-up) until `stop` turns true.
+async fn follow_crds(registry: Registry, mut stop: watch::Receiver<bool>) {
+    tokio::select! {
+        _ = registry.follow_crds() => {}
+        _ = stop.wait_for(|stopped| *stopped) => {}
     }
 }

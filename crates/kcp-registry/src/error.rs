@@ -47,6 +47,10 @@ pub enum RegistryError {
     },
     #[error("{0}")]
     BadRequest(String),
+    /// 405: the verb is not allowed on the resource now (creating custom resources of a
+    /// terminating CRD).
+    #[error("{0}")]
+    MethodNotAllowed(String),
     /// 422: a well-formed request that cannot apply (a JSON patch whose test fails).
     #[error("{0}")]
     Unprocessable(String),

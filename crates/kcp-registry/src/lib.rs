@@ -11,6 +11,7 @@
 //! It must not know HTTP, content types or which backend stores the bytes.
 
 mod collection;
+pub mod custom;
 mod error;
 mod list;
 mod meta;
@@ -26,6 +27,7 @@ mod wildcard;
 pub use collection::DeletedCollection;
 pub use error::{Cause, RegistryError};
 pub use list::{Filter, ListOptions, ListResult};
+pub use meta::now;
 pub use store::{DeleteOutcome, Registry, Target};
 pub use watch::WatchEvent;
 pub use wildcard::{ClusterEvent, ClusterObject};

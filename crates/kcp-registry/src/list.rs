@@ -134,7 +134,7 @@ impl Registry {
                         .then(|| page.count - page.kvs.len() as u64);
                     let token = encode_token(revision, &last[prefix.len()..]);
                     return Ok(ListResult {
-                        items,
+                        items: self.present_all(target.resource, items).await?,
                         resource_version: revision,
                         continue_token: Some(token),
                         remaining_item_count: remaining,
@@ -146,7 +146,7 @@ impl Registry {
                 }
                 _ => {
                     return Ok(ListResult {
-                        items,
+                        items: self.present_all(target.resource, items).await?,
                         resource_version: revision,
                         continue_token: None,
                         remaining_item_count: None,

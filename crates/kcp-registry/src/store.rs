@@ -8,6 +8,8 @@ use kcp_storage::keys::ResourceKeys;
 use kcp_storage::{KeyValue, Storage, StorageError};
 use serde_json::{Value, json};
 
+use crate::custom::WebhookConverter;
+use crate::custom::index::CustomResourceIndex;
 use crate::error::{Cause, RegistryError};
 use crate::meta;
 use crate::names;
@@ -105,6 +107,10 @@ pub struct Registry {
     dry_run: bool,
     /// The part of objects that updates and patches change (the object or a subresource).
     part: Part,
+    /// The custom resources each logical cluster serves.
+    custom: Arc<CustomResourceIndex>,
+    /// Asks conversion webhooks; without one, CRDs with webhook conversion fail to convert.
+    converter: Option<Arc<dyn WebhookConverter>>,
 }
 
 impl Registry {
@@ -114,16 +120,35 @@ impl Registry {
             watch_cache: Arc::default(),
             dry_run: false,
             part: Part::Whole,
+            custom: Arc::default(),
+            converter: None,
         }
+    }
+
+    /// The same registry converting custom resources through `converter` for CRDs with webhook
+    /// conversion.
+    pub fn with_webhook_converter(mut self, converter: Arc<dyn WebhookConverter>) -> Registry {
+        self.converter = Some(converter);
+        self
+    }
+
+    pub(crate) fn webhook_converter(&self) -> Option<&dyn WebhookConverter> {
+        self.converter.as_deref()
+    }
+
+    pub(crate) fn custom_index(&self) -> &CustomResourceIndex {
+        &self.custom
+    }
+
+    pub(crate) fn is_dry_run(&self) -> bool {
+        self.dry_run
     }
 
     /// The same registry in dry-run mode: writes are checked and answered but never stored.
     pub fn dry_run(&self) -> Registry {
         Registry {
-            storage: Arc::clone(&self.storage),
-            watch_cache: Arc::clone(&self.watch_cache),
             dry_run: true,
-            part: self.part,
+            ..self.clone()
         }
     }
 
@@ -132,10 +157,8 @@ impl Registry {
     /// `.spec.finalizers`). `None` for subresources the registry does not serve.
     pub fn subresource(&self, name: &str) -> Option<Registry> {
         Some(Registry {
-            storage: Arc::clone(&self.storage),
-            watch_cache: Arc::clone(&self.watch_cache),
-            dry_run: self.dry_run,
             part: Part::of_subresource(name)?,
+            ..self.clone()
         })
     }
 
@@ -210,6 +233,12 @@ impl Registry {
                 "resourceVersion should not be set on objects to be created".into(),
             ));
         }
+        if target.resource.custom.is_some() && self.crd_terminating(target.cluster, target.resource)
+        {
+            return Err(RegistryError::MethodNotAllowed(
+                "create not allowed while custom resource definition is terminating".into(),
+            ));
+        }
         validation::prepare(target.resource, &mut object)?;
         let name = match meta::string(&object, "name").filter(|n| !n.is_empty()) {
             Some(name) => name.to_string(),
@@ -233,15 +262,14 @@ impl Registry {
         metadata.insert("creationTimestamp".into(), json!(meta::now()));
         metadata.remove("deletionTimestamp");
         metadata.remove("deletionGracePeriodSeconds");
-        if kcp_apis::builtin::generation_fields(target.resource.group, target.resource.kind)
-            .is_empty()
-        {
+        if !tracks_generation(target.resource) {
             metadata.remove("generation");
         } else {
             metadata.insert("generation".into(), json!(1));
         }
         strategy::prepare_create(target.resource, &mut object);
-        let kv = match self.put_new(&target.key(&name), encode(&object)?).await {
+        let stored_form = self.encode_for_storage(&target, &object).await?;
+        let kv = match self.put_new(&target.key(&name), stored_form).await {
             Err(StorageError::AlreadyExists { .. }) => {
                 return Err(RegistryError::AlreadyExists {
                     qualified_resource: target.qualified_resource(),
@@ -251,13 +279,34 @@ impl Registry {
             other => other?,
         };
         meta::set_resource_version(&mut object, kv.mod_revision);
+        self.observe_crd_write(&target, &object, false);
         Ok(object)
+    }
+
+    /// `object` encoded as storage keeps it (custom resources at their storage version).
+    async fn encode_for_storage(
+        &self,
+        target: &Target<'_>,
+        object: &Value,
+    ) -> Result<Bytes, RegistryError> {
+        match target.resource.custom {
+            Some(custom)
+                if object["apiVersion"].as_str()
+                    != Some(&format!(
+                        "{}/{}",
+                        target.resource.group, custom.storage_version
+                    )) =>
+            {
+                encode(&self.for_storage(target, object.clone()).await?)
+            }
+            _ => encode(object),
+        }
     }
 
     /// Reads one object.
     pub async fn get(&self, target: Target<'_>, name: &str) -> Result<Value, RegistryError> {
         let kv = self.read(&target, name).await?;
-        decode(&kv)
+        self.present(&target, decode(&kv)?).await
     }
 
     pub(crate) async fn read(
@@ -308,7 +357,7 @@ impl Registry {
             if precondition.is_some_and(|rv| rv != current.mod_revision) {
                 return Err(target.conflict(name));
             }
-            let stored = decode(&current)?;
+            let stored = self.present(&target, decode(&current)?).await?;
             let next = object.clone();
             let mut next = strategy::prepare_update(target.resource, self.part, &stored, next);
             carry_server_fields(target.resource, &stored, &mut next);
@@ -334,7 +383,7 @@ impl Registry {
     ) -> Result<Value, RegistryError> {
         for _ in 0..CONFLICT_RETRIES {
             let current = self.read(&target, name).await?;
-            let stored = decode(&current)?;
+            let stored = self.present(&target, decode(&current)?).await?;
             let mut patched = normalize(&target, patch(&stored)?)?;
             match meta::string(&patched, "name") {
                 Some(patched_name) if patched_name != name => {
@@ -379,11 +428,13 @@ impl Registry {
         let result = if finished {
             self.remove(&key, expected).await
         } else {
-            self.put_over(&key, encode(&object)?, expected).await
+            let stored_form = self.encode_for_storage(target, &object).await?;
+            self.put_over(&key, stored_form, expected).await
         };
         match result {
             Ok(kv) => {
                 meta::set_resource_version(&mut object, kv.mod_revision);
+                self.observe_crd_write(target, &object, finished);
                 Ok(object)
             }
             Err(StorageError::Conflict { .. }) => Err(target.conflict(name)),
@@ -412,7 +463,7 @@ impl Registry {
     ) -> Result<DeleteOutcome, RegistryError> {
         for _ in 0..CONFLICT_RETRIES {
             let current = self.read(&target, name).await?;
-            let mut object = decode(&current)?;
+            let mut object = self.present(&target, decode(&current)?).await?;
             if meta::has_finalizers(&object) {
                 if meta::string(&object, "deletionTimestamp").is_some() {
                     return Ok(DeleteOutcome::Pending(object));
@@ -433,6 +484,7 @@ impl Registry {
             match self.remove(&target.key(name), current.mod_revision).await {
                 Ok(kv) => {
                     meta::set_resource_version(&mut object, kv.mod_revision);
+                    self.observe_crd_write(&target, &object, true);
                     return Ok(DeleteOutcome::Deleted(object));
                 }
                 Err(StorageError::Conflict { .. }) => continue,
@@ -562,15 +614,15 @@ fn check_update(
 /// Keeps the server-managed metadata of the stored object on its next version, and bumps
 /// `generation` when a field the kind tracks changed.
 fn carry_server_fields(resource: &Resource, stored: &Value, next: &mut Value) {
-    let tracked = kcp_apis::builtin::generation_fields(resource.group, resource.kind);
-    let generation = if tracked.is_empty() {
+    let generation = if !tracks_generation(resource) {
         stored["metadata"].get("generation").cloned()
     } else {
         let current = stored["metadata"]["generation"].as_i64().unwrap_or(1);
-        let changed = tracked
-            .iter()
-            .any(|field| stored.get(field) != next.get(field));
-        Some(json!(if changed { current + 1 } else { current }))
+        Some(json!(if spec_changed(resource, stored, next) {
+            current + 1
+        } else {
+            current
+        }))
     };
     let metadata = meta::metadata_mut(next);
     match generation {
@@ -587,6 +639,37 @@ fn carry_server_fields(resource: &Resource, stored: &Value, next: &mut Value) {
             Some(value) => metadata.insert(field.into(), value.clone()),
             None => metadata.remove(field),
         };
+    }
+}
+
+/// Whether `metadata.generation` counts the object's changes: for the built-in kinds whose
+/// Kubernetes strategies do, and for every custom resource.
+fn tracks_generation(resource: &Resource) -> bool {
+    resource.custom.is_some()
+        || !kcp_apis::builtin::generation_fields(resource.group, resource.kind).is_empty()
+}
+
+/// Whether a field that moves the generation changed: the kind's tracked fields, or for custom
+/// resources everything but metadata (and status, with a status subresource).
+fn spec_changed(resource: &Resource, stored: &Value, next: &Value) -> bool {
+    match resource.custom {
+        Some(custom) => {
+            let counts = |key: &String| {
+                let ignored = matches!(key.as_str(), "apiVersion" | "kind" | "metadata")
+                    || (custom.status && key == "status");
+                !ignored
+            };
+            let empty = serde_json::Map::new();
+            let old = stored.as_object().unwrap_or(&empty);
+            let new = next.as_object().unwrap_or(&empty);
+            old.keys()
+                .chain(new.keys())
+                .filter(|key| counts(key))
+                .any(|key| old.get(key) != new.get(key))
+        }
+        None => kcp_apis::builtin::generation_fields(resource.group, resource.kind)
+            .iter()
+            .any(|field| stored.get(field) != next.get(field)),
     }
 }
 

@@ -7,7 +7,9 @@
 //! their own lifecycle: creation adds the `kubernetes` finalizer to `spec.finalizers` and sets
 //! `status.phase: Active`; updates of the whole object keep `spec.finalizers` and `status`; a
 //! deleting namespace is removed only once both `metadata.finalizers` and `spec.finalizers`
-//! are empty.
+//! are empty. Kinds with a `status` subresource (built-in or custom) drop `status` on create
+//! and keep the stored one on updates of the whole object; CRDs record their storage version
+//! in `status.storedVersions`.
 
 use kcp_apis::builtin::Resource;
 use serde_json::{Value, json};
@@ -47,8 +49,56 @@ pub(crate) fn is_namespace(resource: &Resource) -> bool {
     resource.group.is_empty() && resource.name == "namespaces"
 }
 
+fn is_crd(resource: &Resource) -> bool {
+    resource.group == "apiextensions.k8s.io" && resource.name == "customresourcedefinitions"
+}
+
+/// Adds a CRD's storage version to `status.storedVersions` (the versions objects may be
+/// stored at, which only a status write may shorten).
+fn record_stored_version(crd: &mut Value) {
+    let storage = crd["spec"]["versions"].as_array().and_then(|versions| {
+        versions
+            .iter()
+            .find(|v| v["storage"].as_bool() == Some(true))
+            .and_then(|v| v["name"].as_str())
+            .map(str::to_string)
+    });
+    let (Some(storage), Some(fields)) = (storage, crd.as_object_mut()) else {
+        return;
+    };
+    let status = fields.entry("status").or_insert_with(|| json!({}));
+    if !status.is_object() {
+        *status = json!({});
+    }
+    let stored = status
+        .as_object_mut()
+        .map(|s| s.entry("storedVersions").or_insert_with(|| json!([])));
+    if let Some(Value::Array(versions)) = stored
+        && !versions.iter().any(|v| v == storage.as_str())
+    {
+        versions.push(json!(storage));
+    }
+}
+
+/// Whether `resource` has a `status` subresource, whose part the main endpoint leaves alone.
+fn has_status(resource: &Resource) -> bool {
+    resource
+        .subresources
+        .iter()
+        .any(|(name, _)| *name == "status")
+}
+
 /// Server-set fields of a new object.
 pub(crate) fn prepare_create(resource: &Resource, object: &mut Value) {
+    if has_status(resource)
+        && let Some(fields) = object.as_object_mut()
+    {
+        // Status is written through its subresource, not set by whoever creates the object.
+        fields.remove("status");
+    }
+    if is_crd(resource) {
+        record_stored_version(object);
+    }
     if !is_namespace(resource) {
         return;
     }
@@ -73,7 +123,12 @@ pub(crate) fn prepare_update(
             let mut next = requested;
             if is_namespace(resource) {
                 set_spec_finalizers(&mut next, &spec_finalizers(stored));
+            }
+            if has_status(resource) {
                 copy_field(stored, &mut next, "status");
+            }
+            if is_crd(resource) {
+                record_stored_version(&mut next);
             }
             next
         }

@@ -40,6 +40,50 @@ impl Registry {
         resource_version: u64,
         filter: Option<Filter>,
     ) -> Result<BoxStream<'static, Result<WatchEvent, RegistryError>>, RegistryError> {
+        let events = self.watch_stored(target, resource_version, filter).await?;
+        if target.resource.custom.is_none() {
+            return Ok(events);
+        }
+        let registry = self.clone();
+        let resource = target.resource;
+        Ok(events
+            .then(move |event| {
+                let registry = registry.clone();
+                async move { registry.present_event(resource, event?).await }
+            })
+            .boxed())
+    }
+
+    /// A watch event of a custom resource as `resource`'s version serves it (converted and
+    /// defaulted, encoded again only if that changed it).
+    async fn present_event(
+        &self,
+        resource: &'static kcp_apis::builtin::Resource,
+        event: WatchEvent,
+    ) -> Result<WatchEvent, RegistryError> {
+        let defaults = resource.custom.is_some_and(|custom| custom.has_defaults);
+        if !defaults && event.object["apiVersion"] == resource.group_version().as_str() {
+            return Ok(event);
+        }
+        let object = Value::clone(&event.object);
+        let presented = self.present_all(resource, vec![object]).await?.pop();
+        match presented {
+            Some(presented) if presented != *event.object => Ok(WatchEvent {
+                encoded: Bytes::from(serde_json::to_vec(&presented).unwrap_or_default()),
+                object: Arc::new(presented),
+                ..event
+            }),
+            _ => Ok(event),
+        }
+    }
+
+    /// The watch of stored objects, as storage keeps them.
+    async fn watch_stored(
+        &self,
+        target: Target<'_>,
+        resource_version: u64,
+        filter: Option<Filter>,
+    ) -> Result<BoxStream<'static, Result<WatchEvent, RegistryError>>, RegistryError> {
         let prefix = target.collection_prefix();
         let resource_prefix = target.resource_prefix();
         let filter = match self

@@ -7,16 +7,8 @@ use kcp_registry::strategy::{NAMESPACE_FINALIZER, spec_finalizers};
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::json;
 
-use super::namespaces;
-
-/// What a pass achieved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Nothing (more) to do for this namespace.
-    Finished,
-    /// Finalizers still hold some of its content; look again later.
-    ContentRemaining,
-}
+use super::{CONTENT_REMAINING_DELAY, namespaces};
+pub use crate::driver::Outcome;
 
 /// The built-in namespaced resources whose objects a namespace holds (each storage once).
 fn namespaced_resources() -> impl Iterator<Item = &'static Resource> {
@@ -80,7 +72,7 @@ pub async fn reconcile(
             remaining,
             "namespace content remaining"
         );
-        return Ok(Outcome::ContentRemaining);
+        return Ok(Outcome::Again(CONTENT_REMAINING_DELAY));
     }
 
     let mut finalized = namespace;

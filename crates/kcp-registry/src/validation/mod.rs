@@ -17,6 +17,7 @@ mod apiextensions;
 mod certificates;
 mod coordination;
 mod core;
+mod custom;
 mod events;
 mod field;
 mod formats;
@@ -91,6 +92,9 @@ fn prepare_metadata(resource: &Resource, object: &Value) -> Result<(), RegistryE
 /// Decoding checks and defaults; see the module docs.
 pub(crate) fn prepare(resource: &Resource, object: &mut Value) -> Result<(), RegistryError> {
     prepare_metadata(resource, object)?;
+    if let Some(custom) = resource.custom {
+        custom::prepare(custom, object);
+    }
     prepare_kind(resource, object)?;
     // Every other field of the wrong JSON type, by the kind's schema.
     match kcp_apis::schema::catalogue()
@@ -128,6 +132,9 @@ fn prepare_kind(resource: &Resource, object: &mut Value) -> Result<(), RegistryE
 
 /// The problems of a new object (its name already generated).
 pub(crate) fn validate_create(resource: &Resource, object: &Value) -> Vec<Cause> {
+    if let Some(custom) = resource.custom {
+        return custom::validate_create(custom, object);
+    }
     let mut errs = Errors::new();
     let rule = name_rule(resource);
     match (resource.group, resource.kind) {
@@ -151,6 +158,9 @@ pub(crate) fn validate_create(resource: &Resource, object: &Value) -> Vec<Cause>
 
 /// The problems of `new` replacing `old`.
 pub(crate) fn validate_update(resource: &Resource, new: &Value, old: &Value) -> Vec<Cause> {
+    if let Some(custom) = resource.custom {
+        return custom::validate_update(custom, new, old);
+    }
     let mut errs = Errors::new();
     let rule = name_rule(resource);
     match (resource.group, resource.kind) {

@@ -83,6 +83,32 @@ impl Kcp {
             .expect("run kubectl (it must be on PATH)")
     }
 
+    /// Runs kubectl against the logical cluster `cluster` (its `/clusters/<cluster>` URL).
+    pub fn kubectl_in(&self, cluster: &str, args: &[&str]) -> Output {
+        let kubeconfig = std::fs::read_to_string(self.kubeconfig()).unwrap();
+        let server = kubeconfig
+            .lines()
+            .find_map(|line| line.trim().strip_prefix("server: "))
+            .expect("the kubeconfig names a server")
+            .trim_matches('"');
+        let base = server.split("/clusters/").next().unwrap_or(server);
+        let server = format!("--server={base}/clusters/{cluster}");
+        let mut all = vec![server.as_str()];
+        all.extend_from_slice(args);
+        self.kubectl(&all)
+    }
+
+    /// [`Kcp::kubectl_in`] requiring success; returns stdout.
+    pub fn kubectl_in_ok(&self, cluster: &str, args: &[&str]) -> String {
+        let output = self.kubectl_in(cluster, args);
+        assert!(
+            output.status.success(),
+            "kubectl {args:?} in {cluster} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
     /// Runs kubectl and requires success; returns stdout.
     pub fn kubectl_ok(&self, args: &[&str]) -> String {
         let output = self.kubectl(args);

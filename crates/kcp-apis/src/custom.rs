@@ -1,0 +1,384 @@
+//! Custom resources: the [`Resource`]s a CustomResourceDefinition serves, one per served version,
+//! with what serving them needs beyond the catalogue's data ([`CustomResource`]: the version's
+//! schema, subresources, printer columns, selectable fields, conversion).
+//!
+//! Resources are interned ([`Interner`]): every logical cluster whose CRD has the same spec gets
+//! the very same `&'static Resource`, so a schema is read (and its rules compiled) once per
+//! distinct CRD, not once per cluster. Interned resources live as long as the process; the
+//! interner holds one entry per distinct CRD spec it was ever shown.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use crate::builtin::{CRUD, Resource};
+
+const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
+
+/// What serving one version of a custom resource needs besides its names.
+pub struct CustomResource {
+    /// The CRD's name, `<plural>.<group>`.
+    pub crd_name: &'static str,
+    /// `<Kind>List`.
+    pub list_kind: &'static str,
+    /// The version objects are stored at.
+    pub storage_version: &'static str,
+    /// Every version of the CRD, served or not, in the CRD's order.
+    pub versions: &'static [&'static str],
+    /// The version's `openAPIV3Schema`, if it has one.
+    pub schema: Option<Value>,
+    /// Whether the schema sets any `default` (reads then default stored objects too).
+    pub has_defaults: bool,
+    /// Whether the `status` subresource is enabled.
+    pub status: bool,
+    /// The `scale` subresource, if enabled.
+    pub scale: Option<Scale>,
+    pub printer_columns: Vec<PrinterColumn>,
+    /// `selectableFields` as paths without the leading dot (`spec.color`).
+    pub selectable_fields: Vec<String>,
+    /// The Warning a request for a deprecated version gets.
+    pub deprecation_warning: Option<String>,
+    pub conversion: Conversion,
+}
+
+impl std::fmt::Debug for CustomResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CustomResource")
+            .field("crd_name", &self.crd_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Interned: the same spec is the same value.
+impl PartialEq for CustomResource {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for CustomResource {}
+
+/// `subresources.scale`: JSON paths (with their leading dot) of the replica fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scale {
+    pub spec_replicas_path: String,
+    pub status_replicas_path: String,
+    pub label_selector_path: Option<String>,
+}
+
+/// One `additionalPrinterColumns` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrinterColumn {
+    pub name: String,
+    /// integer, number, string, boolean or date.
+    pub type_: String,
+    pub format: String,
+    pub description: String,
+    pub priority: i64,
+    pub json_path: String,
+}
+
+/// How objects move between versions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Conversion {
+    /// Only `apiVersion` changes.
+    None,
+    /// A ConversionReview is posted to a webhook.
+    Webhook(Webhook),
+}
+
+/// `spec.conversion.webhook`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Webhook {
+    /// `clientConfig.url`; service references have no meaning in kcp and give `None`.
+    pub url: Option<String>,
+    /// `clientConfig.caBundle`, decoded (PEM).
+    pub ca_bundle: Option<Vec<u8>>,
+    pub review_versions: Vec<String>,
+}
+
+fn leak(text: &str) -> &'static str {
+    Box::leak(text.to_string().into_boxed_str())
+}
+
+fn leak_all(texts: impl IntoIterator<Item = String>) -> &'static [&'static str] {
+    let texts: Vec<&'static str> = texts.into_iter().map(|t| leak(&t)).collect();
+    Box::leak(texts.into_boxed_slice())
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn text<'a>(value: &'a Value, field: &str) -> &'a str {
+    value.get(field).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// Whether a schema sets a `default` anywhere.
+fn sets_defaults(schema: &Value) -> bool {
+    match schema {
+        Value::Object(fields) => {
+            fields.contains_key("default")
+                || ["properties", "patternProperties"].iter().any(|key| {
+                    fields
+                        .get(*key)
+                        .and_then(Value::as_object)
+                        .is_some_and(|props| props.values().any(sets_defaults))
+                })
+                || ["items", "additionalProperties"]
+                    .iter()
+                    .any(|key| fields.get(*key).is_some_and(sets_defaults))
+        }
+        _ => false,
+    }
+}
+
+/// The served resources of a CRD spec, one per served version, built fresh (callers intern).
+fn build(spec: &Value) -> Vec<Resource> {
+    let group = leak(text(spec, "group"));
+    let names = &spec["names"];
+    let plural = leak(text(names, "plural"));
+    let kind = text(names, "kind");
+    let singular = match text(names, "singular") {
+        "" => kind.to_lowercase(),
+        given => given.to_string(),
+    };
+    let list_kind = match text(names, "listKind") {
+        "" => format!("{kind}List"),
+        given => given.to_string(),
+    };
+    let all_versions = spec["versions"].as_array().cloned().unwrap_or_default();
+    let storage_version = all_versions
+        .iter()
+        .find(|v| v["storage"].as_bool() == Some(true))
+        .map(|v| text(v, "name"))
+        .unwrap_or_default();
+    let crd_name = leak(&format!("{plural}.{group}"));
+    let kind = leak(kind);
+    let singular = leak(&singular);
+    let list_kind = leak(&list_kind);
+    let storage_version = leak(storage_version);
+    let versions = leak_all(all_versions.iter().map(|v| text(v, "name").to_string()));
+    let short_names = leak_all(strings(&names["shortNames"]));
+    let categories = leak_all(strings(&names["categories"]));
+    let namespaced = text(spec, "scope") != "Cluster";
+    let conversion = match text(&spec["conversion"], "strategy") {
+        "Webhook" => {
+            let webhook = &spec["conversion"]["webhook"];
+            let config = &webhook["clientConfig"];
+            Conversion::Webhook(Webhook {
+                url: config
+                    .get("url")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                ca_bundle: config
+                    .get("caBundle")
+                    .and_then(Value::as_str)
+                    .and_then(|b| {
+                        use base64::Engine;
+                        base64::engine::general_purpose::STANDARD.decode(b).ok()
+                    }),
+                review_versions: strings(&webhook["conversionReviewVersions"]),
+            })
+        }
+        _ => Conversion::None,
+    };
+    all_versions
+        .iter()
+        .filter(|v| v["served"].as_bool() == Some(true))
+        .map(|version| {
+            let schema = version["schema"].get("openAPIV3Schema").cloned();
+            let subresources = &version["subresources"];
+            let status = subresources.get("status").is_some_and(Value::is_object);
+            let scale = subresources
+                .get("scale")
+                .filter(|s| s.is_object())
+                .map(|s| Scale {
+                    spec_replicas_path: text(s, "specReplicasPath").to_string(),
+                    status_replicas_path: text(s, "statusReplicasPath").to_string(),
+                    label_selector_path: s
+                        .get("labelSelectorPath")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                });
+            let mut served_subresources: Vec<(&'static str, &'static [&'static str])> = Vec::new();
+            if status {
+                served_subresources.push(("status", STATUS_VERBS));
+            }
+            if scale.is_some() {
+                served_subresources.push(("scale", STATUS_VERBS));
+            }
+            let printer_columns = version["additionalPrinterColumns"]
+                .as_array()
+                .map(|columns| {
+                    columns
+                        .iter()
+                        .map(|c| PrinterColumn {
+                            name: text(c, "name").to_string(),
+                            type_: text(c, "type").to_string(),
+                            format: text(c, "format").to_string(),
+                            description: text(c, "description").to_string(),
+                            priority: c["priority"].as_i64().unwrap_or(0),
+                            json_path: text(c, "jsonPath").to_string(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let selectable_fields = version["selectableFields"]
+                .as_array()
+                .map(|fields| {
+                    fields
+                        .iter()
+                        .map(|f| text(f, "jsonPath").trim_start_matches('.').to_string())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let name = text(version, "name");
+            let deprecation_warning = (version["deprecated"].as_bool() == Some(true)).then(|| {
+                match version.get("deprecationWarning").and_then(Value::as_str) {
+                    Some(warning) => warning.to_string(),
+                    None => format!("{group}/{name} {kind} is deprecated"),
+                }
+            });
+            let custom = CustomResource {
+                crd_name,
+                list_kind,
+                storage_version,
+                versions,
+                has_defaults: schema.as_ref().is_some_and(sets_defaults),
+                schema,
+                status,
+                scale,
+                printer_columns,
+                selectable_fields,
+                deprecation_warning,
+                conversion: conversion.clone(),
+            };
+            Resource {
+                group,
+                version: leak(name),
+                name: plural,
+                singular,
+                kind,
+                namespaced,
+                verbs: CRUD,
+                short_names,
+                categories,
+                subresources: Box::leak(served_subresources.into_boxed_slice()),
+                custom: Some(Box::leak(Box::new(custom))),
+            }
+        })
+        .collect()
+}
+
+/// Hands out one `&'static` set of resources per distinct CRD spec.
+#[derive(Default)]
+pub struct Interner {
+    specs: Mutex<HashMap<String, &'static [Resource]>>,
+}
+
+impl Interner {
+    /// The served resources of a CRD `spec`, the same references for the same spec.
+    pub fn resources(&self, spec: &Value) -> &'static [Resource] {
+        let key = spec.to_string();
+        let mut specs = self.specs.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(known) = specs.get(&key) {
+            return known;
+        }
+        let built: &'static [Resource] = Box::leak(build(spec).into_boxed_slice());
+        specs.insert(key, built);
+        built
+    }
+
+    /// How many distinct CRD specs were interned.
+    pub fn len(&self) -> usize {
+        self.specs.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn spec(schema: Value) -> Value {
+        json!({
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget", "shortNames": ["wd"], "categories": ["all"]},
+            "versions": [
+                {"name": "v1", "served": true, "storage": true,
+                 "schema": {"openAPIV3Schema": schema},
+                 "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+                 "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size", "priority": 1}],
+                 "selectableFields": [{"jsonPath": ".spec.color"}]},
+                {"name": "v2", "served": false, "storage": false},
+                {"name": "v0", "served": true, "storage": false, "deprecated": true}
+            ]
+        })
+    }
+
+    #[test]
+    fn one_resource_per_served_version() {
+        let interner = Interner::default();
+        let resources = interner.resources(&spec(json!({"type": "object"})));
+        assert_eq!(resources.len(), 2);
+        let v1 = &resources[0];
+        assert_eq!(
+            (v1.group, v1.version, v1.name),
+            ("example.com", "v1", "widgets")
+        );
+        assert_eq!((v1.singular, v1.kind), ("widget", "Widget"));
+        assert_eq!(v1.short_names, ["wd"]);
+        assert_eq!(v1.categories, ["all"]);
+        let custom = v1.custom.unwrap();
+        assert_eq!(custom.crd_name, "widgets.example.com");
+        assert_eq!(custom.list_kind, "WidgetList");
+        assert_eq!(custom.storage_version, "v1");
+        assert_eq!(custom.versions, ["v1", "v2", "v0"]);
+        assert!(custom.status);
+        assert_eq!(
+            v1.subresources.iter().map(|s| s.0).collect::<Vec<_>>(),
+            ["status", "scale"]
+        );
+        assert_eq!(custom.printer_columns[0].priority, 1);
+        assert_eq!(custom.selectable_fields, ["spec.color"]);
+        assert!(!custom.has_defaults);
+        let v0 = resources[1].custom.unwrap();
+        assert_eq!(
+            v0.deprecation_warning.as_deref(),
+            Some("example.com/v0 Widget is deprecated")
+        );
+    }
+
+    #[test]
+    fn the_same_spec_is_the_same_resource() {
+        let interner = Interner::default();
+        let a = interner.resources(&spec(json!({"type": "object"})));
+        let b = interner.resources(&spec(json!({"type": "object"})));
+        assert!(std::ptr::eq(a, b));
+        let c = interner.resources(&spec(json!({
+            "type": "object",
+            "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer", "default": 1}}}}
+        })));
+        assert!(!std::ptr::eq(a, c));
+        assert!(c[0].custom.unwrap().has_defaults);
+        assert_ne!(a[0], c[0]);
+        assert_eq!(interner.len(), 2);
+    }
+}

@@ -1,0 +1,45 @@
+//! Conditions of a CRD's status, as Kubernetes writes them: one per type, whose
+//! `lastTransitionTime` moves only when the status changes.
+
+use serde_json::{Value, json};
+
+/// A condition to set.
+pub(crate) struct Condition<'a> {
+    pub kind: &'a str,
+    pub status: bool,
+    pub reason: &'a str,
+    pub message: String,
+}
+
+/// The condition `kind` of `status`, if present.
+pub(crate) fn find<'a>(status: &'a Value, kind: &str) -> Option<&'a Value> {
+    status["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)
+}
+
+/// Sets a condition in `status.conditions`, keeping its transition time if the status stays.
+pub(crate) fn set(status: &mut Value, condition: Condition<'_>) {
+    let value = if condition.status { "True" } else { "False" };
+    let since = match find(status, condition.kind) {
+        Some(old) if old["status"] == value => old["lastTransitionTime"].clone(),
+        _ => json!(kcp_registry::now()),
+    };
+    let next = json!({
+        "type": condition.kind,
+        "status": value,
+        "lastTransitionTime": since,
+        "reason": condition.reason,
+        "message": condition.message,
+    });
+    if !status["conditions"].is_array() {
+        status["conditions"] = json!([]);
+    }
+    if let Some(conditions) = status["conditions"].as_array_mut() {
+        match conditions.iter_mut().find(|c| c["type"] == condition.kind) {
+            Some(old) => *old = next,
+            None => conditions.push(next),
+        }
+    }
+}

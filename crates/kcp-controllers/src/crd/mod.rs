@@ -1,0 +1,37 @@
+//! The CustomResourceDefinition controller: accepts a CRD's names and establishes it, for
+//! every logical cluster in one task ([`crate::driver`]).
+//!
+//! [`naming`] checks the requested names against the other CRDs of the same group in the
+//! same cluster, writes `status.acceptedNames` and the `NamesAccepted` condition, and sets
+//! `Established` once the names are accepted. The registry serves a CRD's resources once it is
+//! Established. A deleted CRD's key is reconciled too, so CRDs that lost a name conflict to it
+//! get their names.
+
+mod conditions;
+mod naming;
+
+use kcp_registry::Registry;
+use tokio::sync::watch;
+
+use crate::driver::{Controller, Key};
+
+pub(crate) fn crds() -> &'static kcp_apis::builtin::Resource {
+    kcp_apis::builtin::in_group_version("apiextensions.k8s.io", "v1")
+        .find(|r| r.name == "customresourcedefinitions")
+        .expect("the catalogue has customresourcedefinitions")
+}
+
+/// Runs the controller until `stop` turns true.
+pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
+    Controller {
+        name: "customresourcedefinition",
+        resource: crds(),
+        wants: |_| true,
+        deletions: true,
+        reconcile: |registry, key: Key| {
+            Box::pin(async move { naming::reconcile(&registry, &key.cluster, &key.name).await })
+        },
+    }
+    .run(registry, stop)
+    .await
+}

@@ -1,0 +1,272 @@
+//! Names and establishment of one CRD, as Kubernetes' naming controller does it: every name
+//! kind (plural, singular, short names, kind, list kind) is accepted unless another CRD of the
+//! same group in the same logical cluster has already accepted it. A CRD whose names are all
+//! accepted is Established (and stays so).
+
+use kcp_registry::{ListOptions, Registry, RegistryError, Target};
+use serde_json::{Value, json};
+
+use super::conditions::{self, Condition};
+use super::crds;
+use crate::driver::Outcome;
+
+fn text<'a>(value: &'a Value, field: &str) -> &'a str {
+    value[field].as_str().unwrap_or_default()
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The names the others already hold, per name kind.
+#[derive(Default)]
+struct Taken {
+    plurals: Vec<String>,
+    singulars: Vec<String>,
+    short_names: Vec<String>,
+    kinds: Vec<String>,
+    list_kinds: Vec<String>,
+}
+
+impl Taken {
+    fn of(others: &[Value]) -> Taken {
+        let mut taken = Taken::default();
+        for other in others {
+            let names = &other["status"]["acceptedNames"];
+            taken.plurals.push(text(names, "plural").to_string());
+            taken.singulars.push(text(names, "singular").to_string());
+            taken.short_names.extend(strings(&names["shortNames"]));
+            taken.kinds.push(text(names, "kind").to_string());
+            taken.list_kinds.push(text(names, "listKind").to_string());
+        }
+        taken
+    }
+}
+
+/// The accepted names of `crd` given the names the other CRDs hold, and the NamesAccepted
+/// condition (reason and message of the first conflict, if any).
+fn accept(crd: &Value, taken: &Taken) -> (Value, Condition<'static>) {
+    let requested = &crd["spec"]["names"];
+    let old = &crd["status"]["acceptedNames"];
+    let mut accepted = json!({});
+    let mut conflict: Option<(&'static str, String)> = None;
+    let in_use = |name: &str| format!("{name:?} is already in use");
+    let plural = text(requested, "plural");
+    if taken.plurals.iter().any(|p| p == plural) {
+        conflict.get_or_insert(("PluralConflict", in_use(plural)));
+        accepted["plural"] = old["plural"].clone();
+    } else {
+        accepted["plural"] = json!(plural);
+    }
+    let singular = text(requested, "singular");
+    if !singular.is_empty() && taken.singulars.iter().any(|s| s == singular) {
+        conflict.get_or_insert(("SingularConflict", in_use(singular)));
+        accepted["singular"] = old["singular"].clone();
+    } else {
+        accepted["singular"] = json!(singular);
+    }
+    let short_names = strings(&requested["shortNames"]);
+    match short_names.iter().find(|s| taken.short_names.contains(s)) {
+        Some(used) => {
+            conflict.get_or_insert(("ShortNamesConflict", in_use(used)));
+            accepted["shortNames"] = old["shortNames"].clone();
+        }
+        None if !short_names.is_empty() => accepted["shortNames"] = json!(short_names),
+        None => {}
+    }
+    let kind = text(requested, "kind");
+    if taken
+        .kinds
+        .iter()
+        .chain(&taken.list_kinds)
+        .any(|k| k == kind)
+    {
+        conflict.get_or_insert(("KindConflict", in_use(kind)));
+        accepted["kind"] = old["kind"].clone();
+    } else {
+        accepted["kind"] = json!(kind);
+    }
+    let list_kind = text(requested, "listKind");
+    if taken
+        .kinds
+        .iter()
+        .chain(&taken.list_kinds)
+        .any(|k| k == list_kind)
+    {
+        conflict.get_or_insert(("ListKindConflict", in_use(list_kind)));
+        accepted["listKind"] = old["listKind"].clone();
+    } else {
+        accepted["listKind"] = json!(list_kind);
+    }
+    if let Some(categories) = requested.get("categories") {
+        accepted["categories"] = categories.clone();
+    }
+    if let Some(fields) = accepted.as_object_mut() {
+        fields.retain(|_, v| !v.is_null() && v != "");
+    }
+    let condition = match conflict {
+        None => Condition {
+            kind: "NamesAccepted",
+            status: true,
+            reason: "NoConflicts",
+            message: "no conflicts found".into(),
+        },
+        Some((reason, message)) => Condition {
+            kind: "NamesAccepted",
+            status: false,
+            reason,
+            message,
+        },
+    };
+    (accepted, condition)
+}
+
+/// The CRDs of `cluster`.
+async fn crds_of(registry: &Registry, cluster: &str) -> Result<Vec<Value>, RegistryError> {
+    let target = Target {
+        cluster,
+        resource: crds(),
+        namespace: None,
+    };
+    Ok(registry.list(target, ListOptions::default()).await?.items)
+}
+
+/// Accepts the names of the CRD `name` of `cluster` and establishes it; when it is gone, gives
+/// the CRDs of the cluster that are still waiting for names another chance.
+pub async fn reconcile(
+    registry: &Registry,
+    cluster: &str,
+    name: &str,
+) -> Result<Outcome, RegistryError> {
+    let all = crds_of(registry, cluster).await?;
+    let Some(crd) = all.iter().find(|c| c["metadata"]["name"] == name) else {
+        for waiting in all
+            .iter()
+            .filter(|c| !kcp_registry::custom::condition_true(c, "NamesAccepted"))
+        {
+            settle(registry, cluster, waiting, &all).await?;
+        }
+        return Ok(Outcome::Finished);
+    };
+    settle(registry, cluster, crd, &all).await?;
+    Ok(Outcome::Finished)
+}
+
+/// Writes the accepted names and conditions of `crd` if they changed.
+async fn settle(
+    registry: &Registry,
+    cluster: &str,
+    crd: &Value,
+    all: &[Value],
+) -> Result<(), RegistryError> {
+    if crd["metadata"].get("deletionTimestamp").is_some() {
+        return Ok(());
+    }
+    let name = text(&crd["metadata"], "name");
+    let group = text(&crd["spec"], "group");
+    let others: Vec<Value> = all
+        .iter()
+        .filter(|c| c["metadata"]["name"] != name && c["spec"]["group"] == group)
+        .cloned()
+        .collect();
+    let (accepted, names_condition) = accept(crd, &Taken::of(&others));
+    let names_ok = names_condition.status;
+    let mut status = crd["status"].clone();
+    if !status.is_object() {
+        status = json!({});
+    }
+    status["acceptedNames"] = accepted;
+    conditions::set(&mut status, names_condition);
+    let established = kcp_registry::custom::condition_true(crd, "Established");
+    if names_ok {
+        conditions::set(
+            &mut status,
+            Condition {
+                kind: "Established",
+                status: true,
+                reason: "InitialNamesAccepted",
+                message: "the initial names have been accepted".into(),
+            },
+        );
+    } else if !established {
+        conditions::set(
+            &mut status,
+            Condition {
+                kind: "Established",
+                status: false,
+                reason: "NotAccepted",
+                message: "not all names are accepted".into(),
+            },
+        );
+    }
+    if status == crd["status"] {
+        return Ok(());
+    }
+    let mut next = crd.clone();
+    next["status"] = status;
+    let target = Target {
+        cluster,
+        resource: crds(),
+        namespace: None,
+    };
+    let Some(status_registry) = registry.subresource("status") else {
+        return Ok(());
+    };
+    match status_registry.update(target, name, next).await {
+        Ok(_) | Err(RegistryError::NotFound { .. }) => Ok(()),
+        Err(other) => Err(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crd(plural: &str, kind: &str, short: &[&str]) -> Value {
+        json!({
+            "metadata": {"name": format!("{plural}.example.com")},
+            "spec": {"group": "example.com", "names": {
+                "plural": plural, "singular": plural.trim_end_matches('s'), "kind": kind,
+                "listKind": format!("{kind}List"), "shortNames": short}},
+        })
+    }
+
+    fn accepted(crd: &Value) -> Value {
+        let mut crd = crd.clone();
+        crd["status"]["acceptedNames"] = crd["spec"]["names"].clone();
+        crd
+    }
+
+    #[test]
+    fn free_names_are_accepted() {
+        let (names, condition) = accept(&crd("widgets", "Widget", &["wd"]), &Taken::default());
+        assert!(condition.status);
+        assert_eq!(condition.reason, "NoConflicts");
+        assert_eq!(names["plural"], "widgets");
+        assert_eq!(names["shortNames"], json!(["wd"]));
+        assert_eq!(names["listKind"], "WidgetList");
+    }
+
+    #[test]
+    fn names_held_by_another_crd_conflict() {
+        let others = [accepted(&crd("widgets", "Widget", &["wd"]))];
+        let taken = Taken::of(&others);
+        let (_, condition) = accept(&crd("gadgets", "Widget", &[]), &taken);
+        assert!(!condition.status);
+        assert_eq!(condition.reason, "KindConflict");
+        assert_eq!(condition.message, "\"Widget\" is already in use");
+        let (names, condition) = accept(&crd("gadgets", "Gadget", &["wd"]), &taken);
+        assert_eq!(condition.reason, "ShortNamesConflict");
+        assert_eq!(names["plural"], "gadgets");
+        assert!(names.get("shortNames").is_none());
+    }
+}

@@ -1,0 +1,163 @@
+//! The loop every controller runs: list its resource across all logical clusters, queue the
+//! `(cluster, name)` of each object it cares about, follow one cross-cluster watch, and run a
+//! few reconciles at once, each retried with backoff on error or again after a delay when it
+//! asks to. A broken watch (compaction, storage restart) is followed by a fresh list.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures::stream::{FuturesUnordered, Stream, StreamExt};
+use kcp_apis::builtin::Resource;
+use kcp_registry::{ClusterEvent, Filter, Registry, RegistryError};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::queue::WorkQueue;
+
+/// How many objects are reconciled at once.
+const WORKERS: usize = 8;
+/// The wait before listing again after the watch broke.
+const RESYNC_DELAY: Duration = Duration::from_secs(1);
+
+/// An object in a logical cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub cluster: String,
+    pub name: String,
+}
+
+/// What a reconcile achieved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing (more) to do for this object until it changes.
+    Finished,
+    /// Look again after this long (something it waits for is not done yet).
+    Again(Duration),
+}
+
+type Events = Pin<Box<dyn Stream<Item = Result<ClusterEvent, RegistryError>> + Send>>;
+type Reconciled = Pin<Box<dyn Future<Output = Result<Outcome, RegistryError>> + Send>>;
+
+/// One controller: its resource, which objects it cares about, and its reconcile.
+pub(crate) struct Controller {
+    pub name: &'static str,
+    pub resource: &'static Resource,
+    /// Whether an object (listed, or the new state of a watch event) needs a reconcile.
+    pub wants: fn(&Value) -> bool,
+    /// Whether a DELETED event needs a reconcile of its key.
+    pub deletions: bool,
+    pub reconcile: fn(Registry, Key) -> Reconciled,
+}
+
+fn name_of(object: &Value) -> String {
+    object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+impl Controller {
+    async fn list_and_watch(
+        &self,
+        registry: &Registry,
+        queue: &mut WorkQueue<Key>,
+    ) -> Result<Events, RegistryError> {
+        let wants = self.wants;
+        let filter: Filter = Box::new(wants);
+        let (wanted, revision) = registry.list_all_clusters(self.resource, &filter).await?;
+        for found in wanted {
+            queue.add(Key {
+                name: name_of(&found.object),
+                cluster: found.cluster,
+            });
+        }
+        Ok(Box::pin(
+            registry.watch_all_clusters(self.resource, revision).await?,
+        ))
+    }
+
+    /// Runs the controller until `stop` turns true.
+    pub async fn run(self, registry: Registry, mut stop: watch::Receiver<bool>) {
+        let mut queue = WorkQueue::new();
+        let mut events: Option<Events> = None;
+        let mut resync_at = Some(tokio::time::Instant::now());
+        let mut in_flight = FuturesUnordered::new();
+        loop {
+            if events.is_none() && resync_at.is_some_and(|at| at <= tokio::time::Instant::now()) {
+                match self.list_and_watch(&registry, &mut queue).await {
+                    Ok(stream) => {
+                        events = Some(stream);
+                        resync_at = None;
+                    }
+                    Err(error) => {
+                        tracing::warn!(controller = self.name, %error, "listing failed");
+                        resync_at = Some(tokio::time::Instant::now() + RESYNC_DELAY);
+                    }
+                }
+            }
+            while in_flight.len() < WORKERS {
+                let Some(key) = queue.next() else { break };
+                let reconciled = (self.reconcile)(registry.clone(), key.clone());
+                in_flight.push(async move { (key, reconciled.await) });
+            }
+            let wake_at = [queue.next_deadline(), resync_at]
+                .into_iter()
+                .flatten()
+                .min();
+            tokio::select! {
+                _ = stop.wait_for(|stopped| *stopped) => return,
+                event = next_event(&mut events) => match event {
+                    Some(Ok(ClusterEvent { cluster, event })) => {
+                        let wanted = if event.kind == "DELETED" {
+                            self.deletions
+                        } else {
+                            (self.wants)(&event.object)
+                        };
+                        if wanted {
+                            queue.add(Key { cluster, name: name_of(&event.object) });
+                        }
+                    }
+                    Some(Err(error)) => {
+                        tracing::info!(controller = self.name, %error, "watch broke; listing again");
+                        events = None;
+                        resync_at = Some(tokio::time::Instant::now() + RESYNC_DELAY);
+                    }
+                    None => {
+                        events = None;
+                        resync_at = Some(tokio::time::Instant::now() + RESYNC_DELAY);
+                    }
+                },
+                Some((key, outcome)) = in_flight.next(), if !in_flight.is_empty() => {
+                    queue.done(&key);
+                    match outcome {
+                        Ok(Outcome::Finished) => queue.forget(&key),
+                        Ok(Outcome::Again(delay)) => {
+                            queue.forget(&key);
+                            queue.add_after(key, delay);
+                        }
+                        Err(error) => {
+                            tracing::warn!(controller = self.name, cluster = %key.cluster, name = %key.name, %error, "retrying");
+                            queue.add_rate_limited(key);
+                        }
+                    }
+                }
+                _ = sleep_until(wake_at), if wake_at.is_some() => {}
+            }
+        }
+    }
+}
+
+/// The next watch event, or never while there is no watch.
+async fn next_event(events: &mut Option<Events>) -> Option<Result<ClusterEvent, RegistryError>> {
+    match events {
+        Some(stream) => stream.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    if let Some(at) = at {
+        tokio::time::sleep_until(at).await;
+    }
+}

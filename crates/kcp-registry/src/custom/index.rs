@@ -1,0 +1,213 @@
+//! Which custom resources each logical cluster serves: the resources of its Established
+//! CustomResourceDefinitions, interned so that identical CRDs in many clusters share one
+//! [`Resource`] (and one compiled schema).
+//!
+//! The index is fed three ways: every CRD write through this registry updates it at once (a
+//! client that sees its CRD Established can use it at once), [`Registry::follow_crds`] applies
+//! the writes of other servers on the same store (and the state at start-up), and a request for
+//! a resource the index does not know reads that CRD from storage before answering 404.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::RwLock;
+
+use futures::StreamExt;
+use kcp_apis::builtin::Resource;
+use kcp_apis::custom::Interner;
+use serde_json::Value;
+
+use crate::error::RegistryError;
+use crate::store::{Registry, Target};
+
+/// A CRD's served resources in one cluster.
+#[derive(Clone, Copy)]
+struct Served {
+    resources: &'static [Resource],
+    /// Being deleted: its objects can be read and deleted, not created.
+    terminating: bool,
+}
+
+/// The served custom resources of every logical cluster.
+#[derive(Default)]
+pub(crate) struct CustomResourceIndex {
+    interner: Interner,
+    /// cluster → CRD name → served resources.
+    clusters: RwLock<HashMap<String, BTreeMap<String, Served>>>,
+}
+
+/// Whether a CRD's condition `kind` is `True`.
+pub fn condition_true(crd: &Value, kind: &str) -> bool {
+    crd["status"]["conditions"]
+        .as_array()
+        .is_some_and(|conditions| {
+            conditions
+                .iter()
+                .any(|c| c["type"] == kind && c["status"] == "True")
+        })
+}
+
+impl CustomResourceIndex {
+    /// Records the current state of a CRD of `cluster`.
+    pub(crate) fn observe(&self, cluster: &str, crd: &Value) {
+        let Some(name) = crd["metadata"]["name"].as_str() else {
+            return;
+        };
+        if !condition_true(crd, "Established") {
+            self.forget(cluster, name);
+            return;
+        }
+        let served = Served {
+            resources: self.interner.resources(&crd["spec"]),
+            terminating: crd["metadata"].get("deletionTimestamp").is_some(),
+        };
+        let mut clusters = self.clusters.write().unwrap_or_else(|e| e.into_inner());
+        clusters
+            .entry(cluster.to_string())
+            .or_default()
+            .insert(name.to_string(), served);
+    }
+
+    /// Stops serving a CRD of `cluster`.
+    pub(crate) fn forget(&self, cluster: &str, name: &str) {
+        let mut clusters = self.clusters.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(crds) = clusters.get_mut(cluster) {
+            crds.remove(name);
+            if crds.is_empty() {
+                clusters.remove(cluster);
+            }
+        }
+    }
+
+    /// Replaces the whole index by these CRDs.
+    fn reset(&self, crds: Vec<(String, Value)>) {
+        self.clusters
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        for (cluster, crd) in crds {
+            self.observe(&cluster, &crd);
+        }
+    }
+
+    fn find(&self, cluster: &str, group: &str, version: &str, plural: &str) -> Option<Served> {
+        let clusters = self.clusters.read().unwrap_or_else(|e| e.into_inner());
+        clusters
+            .get(cluster)?
+            .get(&format!("{plural}.{group}"))
+            .filter(|served| served.resources.iter().any(|r| r.version == version))
+            .copied()
+    }
+
+    /// Every served custom resource of `cluster`, CRD by CRD in name order.
+    pub(crate) fn served(&self, cluster: &str) -> Vec<&'static Resource> {
+        let clusters = self.clusters.read().unwrap_or_else(|e| e.into_inner());
+        clusters
+            .get(cluster)
+            .map(|crds| crds.values().flat_map(|s| s.resources.iter()).collect())
+            .unwrap_or_default()
+    }
+
+    /// How many distinct CRD specs have been interned.
+    pub(crate) fn distinct_specs(&self) -> usize {
+        self.interner.len()
+    }
+}
+
+/// The CustomResourceDefinition resource.
+pub(crate) fn crds() -> &'static Resource {
+    kcp_apis::builtin::in_group_version("apiextensions.k8s.io", "v1")
+        .find(|r| r.name == "customresourcedefinitions")
+        .expect("the catalogue has customresourcedefinitions")
+}
+
+impl Registry {
+    /// The resource `plural` of `group/version` in `cluster`: built in, or served for one of the
+    /// cluster's Established CRDs.
+    pub async fn resolve(
+        &self,
+        cluster: &str,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<&'static Resource> {
+        if let Some(builtin) =
+            kcp_apis::builtin::in_group_version(group, version).find(|r| r.name == plural)
+        {
+            return Some(builtin);
+        }
+        let pick = |served: Served| served.resources.iter().find(|r| r.version == version);
+        if let Some(served) = self.custom_index().find(cluster, group, version, plural) {
+            return pick(served);
+        }
+        // Not known (yet): the CRD may have been written by another server moments ago.
+        let target = Target {
+            cluster,
+            resource: crds(),
+            namespace: None,
+        };
+        let crd = self.get(target, &format!("{plural}.{group}")).await.ok()?;
+        self.custom_index().observe(cluster, &crd);
+        pick(self.custom_index().find(cluster, group, version, plural)?)
+    }
+
+    /// The custom resources `cluster` serves (every served version of each Established CRD).
+    pub fn custom_resources(&self, cluster: &str) -> Vec<&'static Resource> {
+        self.custom_index().served(cluster)
+    }
+
+    /// Whether the CRD behind `resource` is being deleted in `cluster`.
+    pub(crate) fn crd_terminating(&self, cluster: &str, resource: &Resource) -> bool {
+        self.custom_index()
+            .find(cluster, resource.group, resource.version, resource.name)
+            .is_some_and(|served| served.terminating)
+    }
+
+    /// How many distinct CRD specs are interned (the rest are shared between clusters).
+    pub fn distinct_custom_resource_specs(&self) -> usize {
+        self.custom_index().distinct_specs()
+    }
+
+    /// Keeps the index in step with the CRDs in storage, including other servers' writes: lists
+    /// every CRD of every cluster, then follows their changes; starts over after an error.
+    /// Runs until the process ends.
+    pub async fn follow_crds(&self) {
+        loop {
+            if let Err(error) = self.follow_crds_once().await {
+                tracing::warn!(%error, "following CustomResourceDefinitions; starting over");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        }
+    }
+
+    async fn follow_crds_once(&self) -> Result<(), RegistryError> {
+        let (objects, revision) = self
+            .list_all_clusters(crds(), &(Box::new(|_: &Value| true) as crate::Filter))
+            .await?;
+        self.custom_index()
+            .reset(objects.into_iter().map(|o| (o.cluster, o.object)).collect());
+        let mut events = Box::pin(self.watch_all_clusters(crds(), revision).await?);
+        while let Some(event) = events.next().await {
+            let event = event?;
+            let object = &event.event.object;
+            if event.event.kind == "DELETED" {
+                if let Some(name) = object["metadata"]["name"].as_str() {
+                    self.custom_index().forget(&event.cluster, name);
+                }
+            } else {
+                self.custom_index().observe(&event.cluster, object);
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies a CRD write of this registry to the index (not in dry-run mode).
+    pub(crate) fn observe_crd_write(&self, target: &Target<'_>, object: &Value, deleted: bool) {
+        if self.is_dry_run() || target.resource != crds() {
+            return;
+        }
+        match (deleted, object["metadata"]["name"].as_str()) {
+            (true, Some(name)) => self.custom_index().forget(target.cluster, name),
+            (false, _) => self.custom_index().observe(target.cluster, object),
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! Custom resources: which ones each logical cluster serves ([`index`]) and how their objects
+//! move between the version stored and the version served ([`convert`]). Their validation,
+//! defaulting and pruning by schema are in `crate::validation::custom`.
+
+pub(crate) mod convert;
+pub(crate) mod index;
+
+pub use convert::WebhookConverter;
+pub use index::condition_true;

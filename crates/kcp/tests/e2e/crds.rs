@@ -1,0 +1,271 @@
+//! CustomResourceDefinitions with kubectl: a CRD serves its resources in its own logical cluster
+//! only, once Established; the same CRD name with different schemas in two clusters validates
+//! and defaults by each cluster's own schema; unknown fields are refused or warned about; the
+//! status subresource and generation behave as in Kubernetes.
+
+use super::support::{Kcp, write_file};
+
+/// A `widgets.example.com` CRD whose `spec` is `spec_schema`.
+fn widget_crd(spec_schema: &str, short_name: &str) -> String {
+    format!(
+        r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {{plural: widgets, singular: widget, kind: Widget, shortNames: [{short_name}]}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {{status: {{}}}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {spec_schema}
+          status:
+            type: object
+            properties:
+              ready: {{type: boolean}}
+"#
+    )
+}
+
+fn failure(kcp: &Kcp, cluster: &str, args: &[&str]) -> String {
+    let output = kcp.kubectl_in(cluster, args);
+    assert!(
+        !output.status.success(),
+        "kubectl {args:?} in {cluster} should fail"
+    );
+    String::from_utf8_lossy(&output.stderr).trim().to_string()
+}
+
+#[test]
+fn the_same_crd_validates_and_defaults_by_each_clusters_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let (a, b) = ("root:crds-a", "root:crds-b");
+    let crd_a = write_file(
+        dir.path(),
+        "a.yaml",
+        &widget_crd(
+            "{type: object, properties: {size: {type: integer, minimum: 1, default: 3}, color: {type: string, enum: [red, blue]}}}",
+            "wa",
+        ),
+    );
+    let crd_b = write_file(
+        dir.path(),
+        "b.yaml",
+        &widget_crd(
+            "{type: object, properties: {size: {type: string, default: big}, color: {type: string}}}",
+            "wb",
+        ),
+    );
+    for (cluster, crd) in [(a, &crd_a), (b, &crd_b)] {
+        kcp.kubectl_in_ok(cluster, &["create", "namespace", "crds"]);
+        kcp.kubectl_in_ok(cluster, &["apply", "-f", crd]);
+        kcp.kubectl_in_ok(
+            cluster,
+            &[
+                "wait",
+                "--for=condition=Established",
+                "crd/widgets.example.com",
+                "--timeout=10s",
+            ],
+        );
+    }
+    let conditions = kcp.kubectl_in_ok(
+        a,
+        &[
+            "get",
+            "crd",
+            "widgets.example.com",
+            "-o",
+            r#"jsonpath={range .status.conditions[*]}{.type}={.status}/{.reason} {end}"#,
+        ],
+    );
+    assert_eq!(
+        conditions.trim(),
+        "NamesAccepted=True/NoConflicts Established=True/InitialNamesAccepted"
+    );
+
+    // Discovery in each cluster names its own short name; the root cluster has no widgets.
+    let resources = kcp.kubectl_in_ok(a, &["api-resources", "--api-group=example.com"]);
+    assert!(
+        resources.contains("widgets") && resources.contains("wa"),
+        "{resources}"
+    );
+    assert!(!resources.contains("wb"), "{resources}");
+    let stderr = failure(&kcp, "root", &["get", "widgets"]);
+    assert!(
+        stderr.contains("the server doesn't have a resource type \"widgets\""),
+        "{stderr}"
+    );
+
+    // Defaults come from each cluster's schema.
+    let plain = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: plain\n  namespace: crds\nspec:\n  color: red\n";
+    let plain = write_file(dir.path(), "plain.yaml", plain);
+    for (cluster, size) in [(a, "3"), (b, "big")] {
+        kcp.kubectl_in_ok(cluster, &["apply", "-f", &plain]);
+        let got = kcp.kubectl_in_ok(
+            cluster,
+            &[
+                "get",
+                "widget",
+                "plain",
+                "-n",
+                "crds",
+                "-o",
+                "jsonpath={.spec.size}",
+            ],
+        );
+        assert_eq!(got, size, "in {cluster}");
+    }
+
+    // Validation too: every problem at once, with Kubernetes' paths and messages.
+    let odd = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: odd\n  namespace: crds\nspec:\n  size: 0\n  color: green\n";
+    let odd = write_file(dir.path(), "odd.yaml", odd);
+    let stderr = failure(&kcp, a, &["create", "-f", &odd]);
+    assert!(
+        stderr.contains("The Widget \"odd\" is invalid: \n* spec.color: Unsupported value: \"green\": supported values: \"red\", \"blue\"\n* spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1"),
+        "{stderr}"
+    );
+    let stderr = failure(&kcp, b, &["create", "-f", &odd]);
+    assert!(
+        stderr.contains("spec.size: Invalid value: \"integer\": spec.size in body must be of type string: \"integer\""),
+        "{stderr}"
+    );
+
+    // Unknown fields: kubectl asks for Strict (400 naming them); Warn drops them with a warning.
+    let extra = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: extra\n  namespace: crds\nspec:\n  color: blue\n  bogus: 1\n";
+    let extra = write_file(dir.path(), "extra.yaml", extra);
+    let stderr = failure(&kcp, a, &["create", "-f", &extra]);
+    assert!(
+        stderr.contains("Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: unknown field \"spec.bogus\""),
+        "{stderr}"
+    );
+    let output = kcp.kubectl_in(a, &["create", "-f", &extra, "--validate=warn"]);
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("unknown field \"spec.bogus\""), "{stderr}");
+    let spec = kcp.kubectl_in_ok(
+        a,
+        &[
+            "get",
+            "widget",
+            "extra",
+            "-n",
+            "crds",
+            "-o",
+            "jsonpath={.spec}",
+        ],
+    );
+    assert_eq!(spec, r#"{"color":"blue","size":3}"#);
+}
+
+#[test]
+fn status_is_its_own_subresource_and_generation_follows_the_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let cluster = "root:crds-status";
+    let crd = write_file(
+        dir.path(),
+        "crd.yaml",
+        &widget_crd("{type: object, properties: {size: {type: integer}}}", "wd"),
+    );
+    kcp.kubectl_in_ok(cluster, &["create", "namespace", "s"]);
+    kcp.kubectl_in_ok(cluster, &["apply", "-f", &crd]);
+    kcp.kubectl_in_ok(
+        cluster,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.example.com",
+        ],
+    );
+    // Status sent with a create is dropped.
+    let widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: s\nspec:\n  size: 1\nstatus:\n  ready: true\n";
+    let widget = write_file(dir.path(), "w.yaml", widget);
+    kcp.kubectl_in_ok(cluster, &["create", "-f", &widget]);
+    let get = |path: &str| {
+        kcp.kubectl_in_ok(
+            cluster,
+            &[
+                "get",
+                "widget",
+                "w",
+                "-n",
+                "s",
+                "-o",
+                &format!("jsonpath={path}"),
+            ],
+        )
+    };
+    assert_eq!(get("{.status}"), "");
+    assert_eq!(get("{.metadata.generation}"), "1");
+
+    // The main endpoint ignores status; the status endpoint ignores the rest.
+    let main = r#"{"spec":{"size":2},"status":{"ready":true}}"#;
+    kcp.kubectl_in_ok(
+        cluster,
+        &[
+            "patch",
+            "widget",
+            "w",
+            "-n",
+            "s",
+            "--type=merge",
+            "-p",
+            main,
+        ],
+    );
+    assert_eq!(
+        get("{.spec.size}/{.status.ready}/{.metadata.generation}"),
+        "2//2"
+    );
+    kcp.kubectl_in_ok(
+        cluster,
+        &[
+            "patch",
+            "widget",
+            "w",
+            "-n",
+            "s",
+            "--type=merge",
+            "--subresource=status",
+            "-p",
+            r#"{"spec":{"size":5},"status":{"ready":true}}"#,
+        ],
+    );
+    assert_eq!(
+        get("{.spec.size}/{.status.ready}/{.metadata.generation}"),
+        "2/true/2"
+    );
+
+    // Labels are metadata: no new generation.
+    kcp.kubectl_in_ok(cluster, &["label", "widget", "w", "-n", "s", "tier=gold"]);
+    assert_eq!(get("{.metadata.generation}"), "2");
+
+    // Strategic merge patch is not for custom resources.
+    let stderr = failure(
+        &kcp,
+        cluster,
+        &[
+            "patch",
+            "widget",
+            "w",
+            "-n",
+            "s",
+            "--type=strategic",
+            "-p",
+            r#"{"spec":{"size":3}}"#,
+        ],
+    );
+    assert!(
+        stderr.contains("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"),
+        "{stderr}"
+    );
+}
