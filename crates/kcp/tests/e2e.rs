@@ -5,6 +5,7 @@ mod e2e {
     pub mod crash;
     pub mod crds;
     pub mod kube_rs;
+    pub mod kube_rs_crd;
     pub mod kubectl;
     pub mod namespaces;
     pub mod negotiation;

@@ -27,14 +27,12 @@ fn strings(value: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The names the others already hold, per name kind.
+/// The names the others already hold: resource names (plurals, singulars and short names share
+/// one namespace) and kinds (kinds and list kinds share another).
 #[derive(Default)]
 struct Taken {
-    plurals: Vec<String>,
-    singulars: Vec<String>,
-    short_names: Vec<String>,
+    resources: Vec<String>,
     kinds: Vec<String>,
-    list_kinds: Vec<String>,
 }
 
 impl Taken {
@@ -42,12 +40,16 @@ impl Taken {
         let mut taken = Taken::default();
         for other in others {
             let names = &other["status"]["acceptedNames"];
-            taken.plurals.push(text(names, "plural").to_string());
-            taken.singulars.push(text(names, "singular").to_string());
-            taken.short_names.extend(strings(&names["shortNames"]));
-            taken.kinds.push(text(names, "kind").to_string());
-            taken.list_kinds.push(text(names, "listKind").to_string());
+            for field in ["plural", "singular"] {
+                taken.resources.push(text(names, field).to_string());
+            }
+            taken.resources.extend(strings(&names["shortNames"]));
+            for field in ["kind", "listKind"] {
+                taken.kinds.push(text(names, field).to_string());
+            }
         }
+        taken.resources.retain(|name| !name.is_empty());
+        taken.kinds.retain(|name| !name.is_empty());
         taken
     }
 }
@@ -58,54 +60,38 @@ fn accept(crd: &Value, taken: &Taken) -> (Value, Condition<'static>) {
     let requested = &crd["spec"]["names"];
     let old = &crd["status"]["acceptedNames"];
     let mut accepted = json!({});
+    // Every name is checked; as in Kubernetes the last conflict found names the condition.
     let mut conflict: Option<(&'static str, String)> = None;
     let in_use = |name: &str| format!("{name:?} is already in use");
-    let plural = text(requested, "plural");
-    if taken.plurals.iter().any(|p| p == plural) {
-        conflict.get_or_insert(("PluralConflict", in_use(plural)));
-        accepted["plural"] = old["plural"].clone();
-    } else {
-        accepted["plural"] = json!(plural);
-    }
-    let singular = text(requested, "singular");
-    if !singular.is_empty() && taken.singulars.iter().any(|s| s == singular) {
-        conflict.get_or_insert(("SingularConflict", in_use(singular)));
-        accepted["singular"] = old["singular"].clone();
-    } else {
-        accepted["singular"] = json!(singular);
+    for (field, reason, pool) in [
+        ("plural", "PluralConflict", &taken.resources),
+        ("singular", "SingularConflict", &taken.resources),
+    ] {
+        let name = text(requested, field);
+        if !name.is_empty() && pool.iter().any(|used| used == name) {
+            conflict = Some((reason, in_use(name)));
+            accepted[field] = old[field].clone();
+        } else {
+            accepted[field] = json!(name);
+        }
     }
     let short_names = strings(&requested["shortNames"]);
-    match short_names.iter().find(|s| taken.short_names.contains(s)) {
+    match short_names.iter().find(|s| taken.resources.contains(s)) {
         Some(used) => {
-            conflict.get_or_insert(("ShortNamesConflict", in_use(used)));
+            conflict = Some(("ShortNamesConflict", in_use(used)));
             accepted["shortNames"] = old["shortNames"].clone();
         }
         None if !short_names.is_empty() => accepted["shortNames"] = json!(short_names),
         None => {}
     }
-    let kind = text(requested, "kind");
-    if taken
-        .kinds
-        .iter()
-        .chain(&taken.list_kinds)
-        .any(|k| k == kind)
-    {
-        conflict.get_or_insert(("KindConflict", in_use(kind)));
-        accepted["kind"] = old["kind"].clone();
-    } else {
-        accepted["kind"] = json!(kind);
-    }
-    let list_kind = text(requested, "listKind");
-    if taken
-        .kinds
-        .iter()
-        .chain(&taken.list_kinds)
-        .any(|k| k == list_kind)
-    {
-        conflict.get_or_insert(("ListKindConflict", in_use(list_kind)));
-        accepted["listKind"] = old["listKind"].clone();
-    } else {
-        accepted["listKind"] = json!(list_kind);
+    for (field, reason) in [("kind", "KindConflict"), ("listKind", "ListKindConflict")] {
+        let name = text(requested, field);
+        if !name.is_empty() && taken.kinds.iter().any(|used| used == name) {
+            conflict = Some((reason, in_use(name)));
+            accepted[field] = old[field].clone();
+        } else {
+            accepted[field] = json!(name);
+        }
     }
     if let Some(categories) = requested.get("categories") {
         accepted["categories"] = categories.clone();
@@ -262,8 +248,11 @@ mod tests {
         let taken = Taken::of(&others);
         let (_, condition) = accept(&crd("gadgets", "Widget", &[]), &taken);
         assert!(!condition.status);
-        assert_eq!(condition.reason, "KindConflict");
-        assert_eq!(condition.message, "\"Widget\" is already in use");
+        // Kind and list kind both clash; the last one found names the condition.
+        assert_eq!(condition.reason, "ListKindConflict");
+        assert_eq!(condition.message, "\"WidgetList\" is already in use");
+        let (_, condition) = accept(&crd("gadgets", "Gadget", &["widget"]), &taken);
+        assert_eq!(condition.reason, "ShortNamesConflict");
         let (names, condition) = accept(&crd("gadgets", "Gadget", &["wd"]), &taken);
         assert_eq!(condition.reason, "ShortNamesConflict");
         assert_eq!(names["plural"], "gadgets");

@@ -269,3 +269,74 @@ fn status_is_its_own_subresource_and_generation_follows_the_spec() {
         "{stderr}"
     );
 }
+
+#[test]
+fn conflicting_names_are_not_accepted_until_freed() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let cluster = "root:crds-names";
+    let widgets = write_file(
+        dir.path(),
+        "widgets.yaml",
+        &widget_crd("{type: object, properties: {size: {type: integer}}}", "wd"),
+    );
+    kcp.kubectl_in_ok(cluster, &["apply", "-f", &widgets]);
+    kcp.kubectl_in_ok(
+        cluster,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.example.com",
+        ],
+    );
+    // `kubectl explain` reads the CRD's schema from OpenAPI v3 as soon as it is Established.
+    let explained = kcp.kubectl_in_ok(cluster, &["explain", "widgets.spec.size"]);
+    assert!(explained.contains("FIELD: size <integer>"), "{explained}");
+
+    // Another CRD of the group that wants the kind Widget and the short name wd.
+    let gadgets = widget_crd("{type: object}", "wd")
+        .replace("widgets.example.com", "gadgets.example.com")
+        .replace(
+            "plural: widgets, singular: widget, kind: Widget",
+            "plural: gadgets, singular: gadget, kind: Gadget",
+        );
+    let gadgets = write_file(dir.path(), "gadgets.yaml", &gadgets);
+    kcp.kubectl_in_ok(cluster, &["apply", "-f", &gadgets]);
+    kcp.kubectl_in_ok(
+        cluster,
+        &[
+            "wait",
+            "--for=condition=NamesAccepted=False",
+            "crd/gadgets.example.com",
+        ],
+    );
+    let status = kcp.kubectl_in_ok(
+        cluster,
+        &[
+            "get",
+            "crd",
+            "gadgets.example.com",
+            "-o",
+            r#"jsonpath={range .status.conditions[*]}{.type}={.status}/{.reason}: {.message}; {end}"#,
+        ],
+    );
+    assert_eq!(
+        status.trim(),
+        "NamesAccepted=False/ShortNamesConflict: \"wd\" is already in use; Established=False/NotAccepted: not all names are accepted;"
+    );
+    let stderr = failure(&kcp, cluster, &["get", "gadgets"]);
+    assert!(stderr.contains("doesn't have a resource type"), "{stderr}");
+
+    // Once widgets is gone, gadgets gets its names.
+    kcp.kubectl_in_ok(cluster, &["delete", "crd", "widgets.example.com"]);
+    kcp.kubectl_in_ok(
+        cluster,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd/gadgets.example.com",
+        ],
+    );
+    let listed = kcp.kubectl_in_ok(cluster, &["get", "gadgets", "-A"]);
+    assert_eq!(listed.trim(), "");
+}
