@@ -32,7 +32,7 @@ fn field_value(i: usize, n: u64) -> Value {
         1 => json!(format!("value number {i}")),
         2 => json!(format!("name-{i}")),
         3 => json!("medium"),
-        _ => json!(i % 2 == 0),
+        _ => json!(i.is_multiple_of(2)),
     }
 }
 
@@ -125,6 +125,9 @@ mod tests {
         let crd = crd();
         let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
         assert_eq!(spec["properties"].as_object().unwrap().len(), 30);
-        assert_eq!(spec["x-kubernetes-validations"].as_array().unwrap().len(), 3);
+        assert_eq!(
+            spec["x-kubernetes-validations"].as_array().unwrap().len(),
+            3
+        );
     }
 }

@@ -5,6 +5,9 @@
 //!   ([`client`]) at each concurrency (one connection per worker). Target: kcp ≥ 50% of bare.
 //! - Creates: POSTs of 1 KiB configmaps at each concurrency, against raw creates in the embedded
 //!   store (`RedbStorage`, same value size, same disk). Target: kcp ≥ 50% of the store.
+//! - Custom resource creates: POSTs of a custom resource whose CRD has a 30-field schema and 3
+//!   CEL rules ([`custom`]), against configmap creates at the same concurrency in the same run.
+//!   Target: ≥ 70% of configmap creates.
 //! - Idle RSS 1 s after the first start (target ≤ 30 MiB) and spawn-to-"ready to serve" time on a
 //!   fresh root and on restarts (target ≤ 300 ms).
 //!
@@ -13,6 +16,7 @@
 
 mod bare_server;
 mod client;
+mod custom;
 mod kcp_process;
 mod load;
 
@@ -36,6 +40,8 @@ use kcp_process::KcpProcess;
 
 /// kcp's throughput as a share of its baseline's, at least.
 const RATIO_TARGET: f64 = 0.5;
+/// Custom resource creates as a share of configmap creates, at least.
+const CUSTOM_RATIO_TARGET: f64 = 0.7;
 /// Resident memory when idle after start, at most.
 const IDLE_RSS_TARGET_MIB: f64 = 30.0;
 /// Spawn to ready, at most.
@@ -60,6 +66,9 @@ pub struct Options {
     /// Concurrent creators (connections for kcp, tasks for the store).
     #[arg(long, value_delimiter = ',', default_value = "1,16,64")]
     create_concurrency: Vec<usize>,
+    /// Concurrent creators of custom resources (each against configmap creates).
+    #[arg(long, value_delimiter = ',', default_value = "16")]
+    custom_concurrency: Vec<usize>,
     /// Protocol for creates.
     #[arg(long, value_enum, default_value = "http1")]
     create_protocol: Protocol,
@@ -193,6 +202,71 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("{label} on the raw store"))?;
         rows.push(ratio_row(label, &on_kcp, "redb create", &on_store));
+    }
+
+    // Custom resources against configmaps, cell by cell in the same run.
+    custom::install(&kcp_target, &authorization, CLUSTER_PREFIX).await?;
+    for &concurrency in &options.custom_concurrency {
+        let creates = |path: String, body: fn(&str, u64) -> String, tag: &'static str| {
+            let authorization = Arc::clone(&authorization);
+            let make: load::MakeRequest = Arc::new(move |connection, worker, n| {
+                let name = format!("bench-{tag}-{concurrency}-{worker}-{n}");
+                connection
+                    .request(Method::POST, &path)
+                    .header(http::header::AUTHORIZATION, authorization.as_str())
+                    .header(http::header::ACCEPT, "application/json")
+                    .header(http::header::CONTENT_TYPE, "application/json")
+                    .body(Full::new(Bytes::from(body(&name, n))))
+                    .expect("a valid request")
+            });
+            make
+        };
+        let label =
+            format!("create custom resource (30 fields, 3 CEL rules), {concurrency} writers");
+        let on_custom = load::drive(
+            &kcp_target,
+            options.create_protocol,
+            concurrency,
+            duration,
+            StatusCode::CREATED,
+            creates(
+                format!("{CLUSTER_PREFIX}{}", custom::PLURAL_PATH),
+                custom::sample_json,
+                "cr",
+            ),
+        )
+        .await
+        .with_context(|| format!("{label} on kcp"))?;
+        let on_configmaps = load::drive(
+            &kcp_target,
+            options.create_protocol,
+            concurrency,
+            duration,
+            StatusCode::CREATED,
+            creates(
+                format!("{CLUSTER_PREFIX}/api/v1/namespaces/{NAMESPACE}/configmaps"),
+                |name, _| configmap_json(name, 1024),
+                "cm",
+            ),
+        )
+        .await
+        .with_context(|| format!("{label}: configmaps on kcp"))?;
+        let ratio = on_custom.rate() / on_configmaps.rate();
+        eprintln!(
+            "{label}: {} | configmaps {}",
+            on_custom.cell(),
+            on_configmaps.cell()
+        );
+        rows.push(vec![
+            label,
+            on_custom.cell(),
+            format!("kcp configmap create: {}", on_configmaps.cell()),
+            format!("{ratio:.2}x"),
+            verdict(
+                ratio >= CUSTOM_RATIO_TARGET,
+                format!(">= {CUSTOM_RATIO_TARGET:.2}x"),
+            ),
+        ]);
     }
     let peak_rss = mib(kcp.peak_rss_bytes()?);
     let rss_after = mib(kcp.rss_bytes()?);
