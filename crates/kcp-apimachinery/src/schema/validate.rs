@@ -63,10 +63,11 @@ fn type_fits(schema: &Value, value: &Value) -> bool {
 
 fn check(schema: &Value, value: &Value, path: &str, errors: &mut Vec<FieldError>) {
     if !type_fits(schema, value) {
+        // Kubernetes turns int-or-string into the type list `integer,string`.
         let expected = schema
             .get("type")
             .and_then(Value::as_str)
-            .unwrap_or("integer or string");
+            .unwrap_or("integer,string");
         let found = json_type(value);
         errors.push(FieldError::new(
             "FieldValueInvalid",
@@ -269,6 +270,22 @@ fn check_object(
     path: &str,
     errors: &mut Vec<FieldError>,
 ) {
+    if flag(schema, "x-kubernetes-embedded-resource") {
+        // An embedded object names its own kind, as a top-level object does.
+        for name in ["apiVersion", "kind"] {
+            if fields
+                .get(name)
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                errors.push(FieldError::new(
+                    "FieldValueRequired",
+                    &child(path, name),
+                    "Required value: must not be empty".to_string(),
+                ));
+            }
+        }
+    }
     if let Some(required) = schema.get("required").and_then(Value::as_array) {
         for name in required.iter().filter_map(Value::as_str) {
             if !fields.contains_key(name) {
@@ -328,6 +345,27 @@ mod tests {
     }
 
     #[test]
+    fn embedded_resources_name_their_kind() {
+        let schema = json!({"type": "object", "properties": {"template": {
+            "type": "object", "x-kubernetes-embedded-resource": true,
+            "x-kubernetes-preserve-unknown-fields": true}}});
+        assert_eq!(
+            messages(schema.clone(), json!({"template": {"spec": {}}})),
+            [
+                "template.apiVersion: Required value: must not be empty",
+                "template.kind: Required value: must not be empty",
+            ]
+        );
+        assert!(
+            messages(
+                schema,
+                json!({"template": {"apiVersion": "v1", "kind": "Pod"}})
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
     fn types_enums_and_required_fields() {
         let schema = json!({
             "type": "object",
@@ -350,7 +388,7 @@ mod tests {
             ),
             vec![
                 "spec.colour: Unsupported value: \"pink\": supported values: \"red\", \"green\"",
-                "spec.port: Invalid value: \"boolean\": spec.port in body must be of type integer or string: \"boolean\"",
+                "spec.port: Invalid value: \"boolean\": spec.port in body must be of type integer,string: \"boolean\"",
                 "spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\"",
             ]
         );
