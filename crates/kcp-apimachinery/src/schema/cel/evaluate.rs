@@ -12,7 +12,7 @@ use kube_cel::cel::{Context, ExecutionError, Program, Value as CelValue};
 use serde_json::Value;
 
 use super::rules::{Reason, Rule};
-use super::values::to_cel;
+use super::values::to_cel_needed;
 use super::{Node, child, index};
 use crate::schema::FieldError;
 
@@ -114,9 +114,15 @@ impl Walk<'_> {
         let needs_old = node.rules.iter().any(|r| r.uses_old_self);
         let old = old.filter(|_| needs_old);
         let mut variables = BTreeMap::new();
-        variables.insert("self".to_string(), to_cel(new, shape));
+        variables.insert(
+            "self".to_string(),
+            to_cel_needed(new, shape, &node.self_need),
+        );
         if let Some(old) = old {
-            variables.insert("oldSelf".to_string(), to_cel(old, shape));
+            variables.insert(
+                "oldSelf".to_string(),
+                to_cel_needed(old, shape, &node.old_self_need),
+            );
         }
         let scope = Context::Child {
             parent: self.functions,
@@ -129,7 +135,7 @@ impl Walk<'_> {
             }
             let result = if rule.optional_old_self {
                 let wrapped = match old {
-                    Some(o) => CelOptional::of(to_cel(o, shape)),
+                    Some(o) => CelOptional::of(to_cel_needed(o, shape, &node.old_self_need)),
                     None => CelOptional::none(),
                 };
                 let mut variables: BTreeMap<String, Box<dyn Val>> = BTreeMap::new();

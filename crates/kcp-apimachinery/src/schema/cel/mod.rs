@@ -12,6 +12,7 @@
 //! at compile time (CEL here only parses).
 
 mod evaluate;
+mod needs;
 mod rules;
 mod values;
 
@@ -23,6 +24,7 @@ use kube_cel::cel::Context;
 use serde_json::Value;
 
 use super::{FieldError, child, index};
+use needs::Need;
 use rules::Rule;
 use values::Shape;
 
@@ -47,6 +49,9 @@ struct Node {
     rules: Vec<Rule>,
     /// How values at this node are shown to its rules (only built when it has rules).
     shape: Option<Shape>,
+    /// What the rules reach of `self` and of `oldSelf`: only that is converted.
+    self_need: Need,
+    old_self_need: Need,
     properties: Vec<(String, Node)>,
     additional_properties: Option<Box<Node>>,
     items: Option<Box<Node>>,
@@ -159,6 +164,8 @@ fn build(
             .unwrap_or_default()
             .to_string(),
         shape: (!rules.is_empty()).then(|| Shape::of(types, resource_root)),
+        self_need: needs(&rules, "self"),
+        old_self_need: needs(&rules, "oldSelf"),
         rules,
         properties,
         additional_properties: additional_properties.map(Box::new),
@@ -166,6 +173,18 @@ fn build(
         list_map_keys,
         all_of,
     })
+}
+
+/// What `rules` (and their message expressions) reach of `variable`.
+fn needs(rules: &[Rule], variable: &str) -> Need {
+    let mut need = Need::Nothing;
+    for rule in rules {
+        need.add_uses(rule.program.expression(), variable);
+        if let Some(expression) = &rule.message_expression {
+            need.add_uses(expression.expression(), variable);
+        }
+    }
+    need
 }
 
 impl CelValidator {

@@ -12,6 +12,8 @@ use kube_cel::cel::common::types::{
 };
 use kube_cel::cel::common::value::Val;
 use serde_json::Value;
+
+use super::needs::Need;
 use std::collections::HashMap;
 
 /// What a schema node makes of a value, built once per rule-carrying node.
@@ -236,6 +238,42 @@ pub(super) fn to_cel(value: &Value, shape: &Shape) -> Box<dyn Val> {
             Box::new(CelDouble::from(n.as_f64().unwrap_or_default()))
         }
         _ => plain(value),
+    }
+}
+
+/// Like [`to_cel`], but only the parts of `value` that `need` names.
+pub(super) fn to_cel_needed(value: &Value, shape: &Shape, need: &Need) -> Box<dyn Val> {
+    let fields_needed = match need {
+        Need::Nothing => return Box::new(CelNull),
+        Need::Everything => return to_cel(value, shape),
+        Need::Fields(fields_needed) => fields_needed,
+    };
+    match (shape, value) {
+        (Shape::Object(fields), Value::Object(object)) => {
+            let mut entries = HashMap::with_capacity(fields_needed.len());
+            for field in fields {
+                if let Some(below) = fields_needed.get(&field.key)
+                    && let Some(v) = object.get(&field.name).filter(|v| !v.is_null())
+                {
+                    entries.insert(
+                        CelMapKey::from(field.key.as_str()),
+                        to_cel_needed(v, &field.shape, below),
+                    );
+                }
+            }
+            map(entries)
+        }
+        (Shape::Map(values), Value::Object(object)) => map(fields_needed
+            .iter()
+            .filter_map(|(key, below)| {
+                let v = object.get(key)?;
+                Some((
+                    CelMapKey::from(key.as_str()),
+                    to_cel_needed(v, values, below),
+                ))
+            })
+            .collect()),
+        _ => to_cel(value, shape),
     }
 }
 
