@@ -156,7 +156,7 @@ impl Walk<'_> {
                     let detail = evaluation_error(&error, &rule.shown);
                     self.errors.push(FieldError::new(
                         "FieldValueInvalid",
-                        path,
+                        shown_path(path),
                         format!("Invalid value: {shown_type}: {detail}"),
                     ));
                 }
@@ -175,11 +175,16 @@ impl Walk<'_> {
                         .and_then(|expression| evaluated_message(expression, &scope))
                         .unwrap_or_else(|| rule.message.clone());
                     self.errors
-                        .push(failure(rule, &field, &shown_type, message));
+                        .push(failure(rule, shown_path(&field), &shown_type, message));
                 }
             }
         }
     }
+}
+
+/// Go's printing of the empty (nil) field path of the object root.
+fn shown_path(path: &str) -> &str {
+    if path.is_empty() { "<nil>" } else { path }
 }
 
 /// The old item of a `map` list with the same keys as `item`.

@@ -246,7 +246,7 @@ fn root_rules_see_name_and_kind_but_not_other_metadata() {
         "metadata": {"name": "bob", "labels": {"x": "y"}}});
     assert_eq!(
         failures(&v, object, None),
-        [": Invalid value: \"object\": name must start with a"]
+        ["<nil>: Invalid value: \"object\": name must start with a"]
     );
 }
 
