@@ -1,16 +1,19 @@
 //! Custom resource values against their CRD's OpenAPI v3 (structural) schema: validation with
 //! Kubernetes' field paths and messages ([`validate`]), pruning of undeclared fields
 //! ([`prune`]) and defaulting ([`default`]); and whether a CRD's schema is structural at all
-//! ([`structural_errors`]).
+//! ([`structural_errors`]); and CEL validation rules (`x-kubernetes-validations`,
+//! [`cel::CelValidator`]).
 //!
 //! Schemas are the `openAPIV3Schema` JSON of a CRD version, read as they are (no compilation
 //! step yet). Paths are written as Kubernetes writes them: `spec.ports[1].name`.
 
+pub mod cel;
 mod formats;
 mod prune;
 mod structural;
 mod validate;
 
+pub use cel::CelValidator;
 pub use prune::{default, prune};
 pub use structural::structural_errors;
 pub use validate::validate;

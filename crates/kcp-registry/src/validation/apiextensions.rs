@@ -2,8 +2,8 @@
 //! dotted domain, a known scope, DNS-1035 version names without repeats and exactly one
 //! storage version, the required names; group and plural never change. Schemas and the rest
 //! of the CRD semantics are not checked here, except that every version has a structural
-//! schema. Defaults as in `apiextensions/v1`: `singular`,
-//! `listKind`, `conversion.strategy`.
+//! schema whose CEL rules (`x-kubernetes-validations`) compile. Defaults as in
+//! `apiextensions/v1`: `singular`, `listKind`, `conversion.strategy`.
 
 use serde_json::{Value, json};
 
@@ -11,6 +11,7 @@ use super::admission::validate_client_config;
 use super::field::{Bad, Errors, forbidden, index, invalid, not_supported, required};
 use super::formats::dns1035_label_errors;
 use kcp_apimachinery::labels::validation::go_quote;
+use kcp_apimachinery::schema::{CelValidator, FieldError, structural_errors};
 
 use crate::names;
 
@@ -66,6 +67,27 @@ fn go_versions(versions: &[Value]) -> String {
     )
 }
 
+/// A version's schema must be structural, and then its CEL rules must compile (paths of
+/// both relative to `schema_path`).
+fn schema_errors(schema: &Value, schema_path: &str, errs: &mut Errors) {
+    let cause = |e: FieldError| crate::Cause {
+        reason: e.reason,
+        field: e.field,
+        message: e.message,
+    };
+    let structural = structural_errors(schema, schema_path);
+    if !structural.is_empty() {
+        errs.extend(structural.into_iter().map(cause));
+        return;
+    }
+    if let Err(rule_errors) = CelValidator::compile(schema) {
+        errs.extend(rule_errors.into_iter().map(|mut e| {
+            e.field = format!("{schema_path}.{}", e.field);
+            cause(e)
+        }));
+    }
+}
+
 pub fn validate(object: &Value, errs: &mut Errors) {
     let spec = &object["spec"];
     let group = text(spec, "group");
@@ -105,17 +127,7 @@ pub fn validate(object: &Value, errs: &mut Errors) {
         }
         let schema_path = format!("{}.schema.openAPIV3Schema", index("spec.versions", i));
         match version["schema"].get("openAPIV3Schema") {
-            Some(schema) if schema.is_object() => {
-                errs.extend(
-                    kcp_apimachinery::schema::structural_errors(schema, &schema_path)
-                        .into_iter()
-                        .map(|e| crate::Cause {
-                            reason: e.reason,
-                            field: e.field,
-                            message: e.message,
-                        }),
-                );
-            }
+            Some(schema) if schema.is_object() => schema_errors(schema, &schema_path, errs),
             _ => errs.push(required(schema_path, "schemas are required")),
         }
         let problems = dns1035_label_errors(name);
@@ -194,5 +206,67 @@ pub fn validate_update(new: &Value, old: &Value, errs: &mut Errors) {
         if new_value != old_value {
             errs.push(invalid(path, Bad::Str(&new_value), "field is immutable"));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::validate;
+
+    fn crd_with_schema(schema: Value) -> Value {
+        json!({"metadata": {"name": "widgets.example.com"}, "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "conversion": {"strategy": "None"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}}],
+        }})
+    }
+
+    fn errors(object: &Value) -> Vec<String> {
+        let mut errs = Vec::new();
+        validate(object, &mut errs);
+        errs.into_iter()
+            .map(|c| format!("{} {}: {}", c.reason, c.field, c.message))
+            .collect()
+    }
+
+    #[test]
+    fn rules_that_compile_pass() {
+        let crd = crd_with_schema(json!({"type": "object", "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-validations": [{"rule": "self.a < self.b", "message": "a below b"}],
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        }}}));
+        assert_eq!(errors(&crd), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_rule_that_does_not_compile_is_invalid() {
+        let crd = crd_with_schema(json!({"type": "object", "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-validations": [{"rule": "self.a <"}],
+            "properties": {"a": {"type": "integer"}},
+        }}}));
+        let errors = errors(&crd);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        let expected = "FieldValueInvalid spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: \
+            Invalid value: apiextensions.ValidationRule{Rule:\"self.a <\", Message:\"\", MessageExpression:\"\", \
+            Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: \
+            compilation failed: ERROR: <input>:1:";
+        assert!(errors[0].starts_with(expected), "{}", errors[0]);
+    }
+
+    #[test]
+    fn an_empty_rule_is_required() {
+        let crd =
+            crd_with_schema(json!({"type": "object", "x-kubernetes-validations": [{"rule": ""}]}));
+        assert_eq!(
+            errors(&crd),
+            [
+                "FieldValueRequired spec.versions[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule: Required value: rule is not specified"
+            ]
+        );
     }
 }
