@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use kcp_apimachinery::schema::cel::CelValidator;
 use serde_json::Value;
 
 use crate::builtin::{CRUD, Resource};
@@ -30,6 +31,8 @@ pub struct CustomResource {
     pub schema: Option<Value>,
     /// Whether the schema sets any `default` (reads then default stored objects too).
     pub has_defaults: bool,
+    /// The schema's compiled `x-kubernetes-validations`, if it has any (that compile).
+    pub cel: Option<CelValidator>,
     /// Whether the `status` subresource is enabled.
     pub status: bool,
     /// The `scale` subresource, if enabled.
@@ -256,6 +259,10 @@ fn build(spec: &Value) -> Vec<Resource> {
                 storage_version,
                 versions,
                 has_defaults: schema.as_ref().is_some_and(sets_defaults),
+                // A CRD whose rules do not compile is refused when it is written.
+                cel: schema
+                    .as_ref()
+                    .and_then(|schema| CelValidator::compile(schema).ok().flatten()),
                 schema,
                 status,
                 scale,
@@ -359,6 +366,7 @@ mod tests {
         assert_eq!(custom.printer_columns[0].priority, 1);
         assert_eq!(custom.selectable_fields, ["spec.color"]);
         assert!(!custom.has_defaults);
+        assert!(custom.cel.is_none());
         let v0 = resources[1].custom.unwrap();
         assert_eq!(
             v0.deprecation_warning.as_deref(),
@@ -378,6 +386,11 @@ mod tests {
         })));
         assert!(!std::ptr::eq(a, c));
         assert!(c[0].custom.unwrap().has_defaults);
+        let d = interner.resources(&spec(json!({
+            "type": "object",
+            "x-kubernetes-validations": [{"rule": "has(self.spec)"}],
+        })));
+        assert!(d[0].custom.unwrap().cel.is_some());
         assert_ne!(a[0], c[0]);
         assert_eq!(interner.len(), 2);
     }
