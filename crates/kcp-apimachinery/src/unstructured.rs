@@ -152,7 +152,7 @@ mod tests {
         );
         assert_eq!(
             nested_int64(&object, ".spec.name.deeper"),
-            Err(".spec.name accessor error: x is of the type string, expected map[string]interface{}".into())
+            Err(".spec.name.deeper accessor error: x is of the type string, expected map[string]interface{}".into())
         );
         assert_eq!(nested_string(&object, ".spec.name"), Ok(Some("x")));
         assert_eq!(
