@@ -1,13 +1,16 @@
 //! Pure Kubernetes API machinery shared by the server, the registry and the clients.
 //!
 //! Owns label selectors ([`labels`]) and field selectors ([`fields`]) (their string grammar,
-//! validation, canonical printing and matching) and patches ([`patch`]: JSON, merge, strategic),
-//! with error texts kept close to `k8s.io/apimachinery` so clients see the messages they expect.
+//! validation, canonical printing and matching), patches ([`patch`]: JSON, merge, strategic)
+//! the JSONPath subset CRD printer columns use ([`jsonpath`]) and nested-field accessors
+//! ([`unstructured`]), with error texts kept close to `k8s.io/apimachinery` so clients see the messages they expect.
 //!
 //! Must not know: IO of any kind, clocks, HTTP, storage, or which fields a given kind supports in
 //! a field selector (callers check [`fields::Selector::requirements`] against their own list).
 
 pub mod fields;
+pub mod jsonpath;
 pub mod labels;
 pub mod patch;
 pub mod schema;
+pub mod unstructured;

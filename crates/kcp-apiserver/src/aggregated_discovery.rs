@@ -18,12 +18,13 @@ pub fn content_type(version: &str) -> String {
 }
 
 /// The kind a subresource answers with: its parent's kind, except for the few that answer
-/// with a kind of their own.
-fn subresource_kind(resource: &Resource, subresource: &str) -> Value {
+/// with a kind of their own (`serviceaccounts/token`, the `scale` of custom resources).
+pub(crate) fn subresource_kind(resource: &Resource, subresource: &str) -> Value {
     match (resource.group, resource.name, subresource) {
         ("", "serviceaccounts", "token") => {
             json!({"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"})
         }
+        (_, _, "scale") => json!({"group": "autoscaling", "version": "v1", "kind": "Scale"}),
         _ => json!({"group": resource.group, "version": resource.version, "kind": resource.kind}),
     }
 }
@@ -163,6 +164,29 @@ mod tests {
                 .unwrap()
                 .iter()
                 .all(|g| g["metadata"]["name"] != "")
+        );
+    }
+
+    #[test]
+    fn the_scale_of_a_custom_resource_answers_with_autoscaling_v1_scale() {
+        let interner = kcp_apis::custom::Interner::default();
+        let resources = interner.resources(&json!({
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                          "subresources": {"status": {}, "scale": {
+                              "specReplicasPath": ".spec.replicas",
+                              "statusReplicasPath": ".status.replicas"}}}]
+        }));
+        let document = resource_document(&resources[0]);
+        assert_eq!(
+            document["subresources"][0]["responseKind"]["kind"],
+            "Widget"
+        );
+        assert_eq!(
+            document["subresources"][1]["responseKind"],
+            json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
         );
     }
 

@@ -54,13 +54,22 @@ pub fn resource_list(served: &Served, group: &str, version: &str) -> Option<Valu
     for r in served.in_group_version(group, version) {
         resources.push(resource_document(r));
         for (sub, verbs) in r.subresources {
-            resources.push(json!({
+            let mut entry = json!({
                 "name": format!("{}/{sub}", r.name),
                 "singularName": "",
                 "namespaced": r.namespaced,
                 "kind": r.kind,
                 "verbs": verbs,
-            }));
+            });
+            // A subresource answering with a kind of its own names its group and version
+            // (client-go's scale client finds the Scale kind this way).
+            let kind = crate::aggregated_discovery::subresource_kind(r, sub);
+            if kind["kind"] != r.kind || kind["group"] != r.group {
+                entry["group"] = kind["group"].clone();
+                entry["version"] = kind["version"].clone();
+                entry["kind"] = kind["kind"].clone();
+            }
+            resources.push(entry);
         }
     }
     if resources.is_empty() {

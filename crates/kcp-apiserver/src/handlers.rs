@@ -11,6 +11,7 @@ use kcp_apis::builtin::{self, ListMerge, Resource};
 use kcp_registry::{DeleteOutcome, ListOptions, Registry, RegistryError, Target};
 use serde_json::{Value, json};
 
+use std::borrow::Cow;
 use std::sync::Mutex;
 
 use crate::field_validation::{FieldValidation, with_warnings};
@@ -122,6 +123,16 @@ async fn serve_inner(
         .and_then(|custom| custom.deprecation_warning.clone())
         .into_iter()
         .collect();
+    let scale = resource.custom.and_then(|custom| custom.scale.as_ref());
+    if let (Some("scale"), Some(scale), Some(name)) =
+        (info.subresource.as_deref(), scale, info.name.as_deref())
+    {
+        let response = crate::scale::serve(
+            registry, target, scale, &info.verb, name, headers, &body, &respond,
+        )
+        .await?;
+        return Ok(with_warnings(response, &deprecation));
+    }
     let response = answer_verb(
         registry,
         info,
@@ -244,15 +255,20 @@ fn supports_field(resource: &Resource, field: &str) -> bool {
     matches!(field, "metadata.name" | "metadata.namespace") || extra.contains(&field)
 }
 
-/// The value of a supported selector field (absent fields compare as empty).
-fn field_value<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
+/// The value of a supported selector field as text (absent fields compare as empty; the
+/// integers and booleans of custom resources' selectable fields as Go prints them).
+fn field_value<'a>(object: &'a Value, field: &str) -> Option<Cow<'a, str>> {
     if field == "source" {
-        return object["source"]["component"].as_str();
+        return object["source"]["component"].as_str().map(Cow::Borrowed);
     }
-    field
+    match field
         .split('.')
         .try_fold(object, |value, part| value.get(part))?
-        .as_str()
+    {
+        Value::String(text) => Some(Cow::Borrowed(text)),
+        Value::Null => None,
+        other => Some(Cow::Owned(kcp_apimachinery::jsonpath::text(other))),
+    }
 }
 
 /// The label and field selectors of a list or watch as one filter, if any was given.
@@ -368,28 +384,7 @@ async fn patch(
     body: &Bytes,
     check: impl Fn(&mut Value) -> Result<(), RegistryError> + Send + Sync,
 ) -> Result<Value, RegistryError> {
-    let media = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .unwrap_or_default()
-        .trim()
-        .to_string();
-    let patch_type = PatchType::from_media_type(&media).ok_or_else(|| {
-        RegistryError::UnsupportedMediaType(format!(
-            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {media})"
-        ))
-    })?;
-    if patch_type == PatchType::Strategic && target.resource.custom.is_some() {
-        return Err(RegistryError::UnsupportedMediaType(format!(
-            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got {media})"
-        )));
-    }
-    if patch_type == PatchType::Apply {
-        return Err(RegistryError::UnsupportedMediaType(
-            "server-side apply is not served yet".into(),
-        ));
-    }
+    let patch_type = patch_type(headers, target.resource)?;
     let document: Value = serde_json::from_slice(body)
         .map_err(|e| RegistryError::BadRequest(format!("error decoding patch: {e}")))?;
     let kind = target.resource.kind;
@@ -406,19 +401,56 @@ async fn patch(
                 patch::strategic::apply(current, &document, &strategies)
             }
         };
-        let mut patched = patched.map_err(|error| match error {
-            PatchError::Malformed(message) => RegistryError::BadRequest(message),
-            PatchError::NotApplicable(message) => RegistryError::Unprocessable(message),
-        })?;
+        let mut patched = patched.map_err(patch_error)?;
         check(&mut patched)?;
         Ok(patched)
     };
     registry.patch(target, name, &apply).await
 }
 
+/// A patch failure as the registry error kube-apiserver answers with.
+pub(crate) fn patch_error(error: PatchError) -> RegistryError {
+    match error {
+        PatchError::Malformed(message) => RegistryError::BadRequest(message),
+        PatchError::NotApplicable(message) => RegistryError::Unprocessable(message),
+    }
+}
+
+/// The patch type a PATCH request's Content-Type names, if the server applies it to
+/// `resource` (custom resources take no strategic merge patch; server-side apply is not
+/// served yet).
+pub(crate) fn patch_type(
+    headers: &HeaderMap,
+    resource: &Resource,
+) -> Result<PatchType, RegistryError> {
+    let media = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let patch_type = PatchType::from_media_type(&media).ok_or_else(|| {
+        RegistryError::UnsupportedMediaType(format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {media})"
+        ))
+    })?;
+    if patch_type == PatchType::Strategic && resource.custom.is_some() {
+        return Err(RegistryError::UnsupportedMediaType(format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got {media})"
+        )));
+    }
+    if patch_type == PatchType::Apply {
+        return Err(RegistryError::UnsupportedMediaType(
+            "server-side apply is not served yet".into(),
+        ));
+    }
+    Ok(patch_type)
+}
+
 /// The object in a request body: JSON, YAML, or protobuf for the kinds kubectl's typed commands
 /// send.
-fn parse_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, RegistryError> {
+pub(crate) fn parse_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, RegistryError> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

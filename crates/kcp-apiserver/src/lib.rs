@@ -11,6 +11,7 @@
 pub mod aggregated_discovery;
 pub mod authn;
 mod compression;
+mod custom_columns;
 mod delete_collection;
 pub mod discovery;
 mod field_validation;
@@ -23,6 +24,7 @@ pub mod protobuf;
 pub mod request_info;
 mod resource_version;
 pub mod router;
+mod scale;
 mod serve;
 pub mod served;
 pub mod status;

@@ -1,6 +1,7 @@
 //! Requests for a subresource (`namespaces/<name>/status`, `namespaces/<name>/finalize`, the
-//! `status` of other kinds): which are served, with which verbs, and the registry mode that
-//! makes updates and patches change only the subresource's part of the object.
+//! `status` of other kinds, the `scale` of custom resources): which are served, with which
+//! verbs, and the registry mode that makes updates and patches change only the subresource's
+//! part of the object (for `scale`, the whole-object registry: [`crate::scale`] narrows writes).
 
 use http::StatusCode;
 use kcp_apis::builtin::Resource;
@@ -27,7 +28,12 @@ pub(crate) fn registry_for(
     let Some((_, verbs)) = resource.subresources.iter().find(|(sub, _)| *sub == name) else {
         return Err(not_found());
     };
-    let Some(subresource_registry) = registry.subresource(name) else {
+    // The scale of a custom resource is served by `crate::scale` on the whole object.
+    let scale = name == "scale" && resource.custom.is_some_and(|c| c.scale.is_some());
+    let Some(subresource_registry) = registry
+        .subresource(name)
+        .or_else(|| scale.then(|| registry.clone()))
+    else {
         return Err(not_found());
     };
     if !verbs.contains(&verb) {

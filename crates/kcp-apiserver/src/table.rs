@@ -1,11 +1,12 @@
 //! `meta.k8s.io Table` responses: what `kubectl get` prints. The columns and cells of each kind
-//! come from [`crate::printers`]; `includeObject` decides what each row carries besides its
+//! come from [`crate::printers`] (custom resources: [`crate::custom_columns`]); `includeObject` decides what each row carries besides its
 //! cells: nothing (`None`), a `PartialObjectMetadata` (`Metadata`, the default) or the whole
 //! object (`Object`).
 
 use kcp_apis::builtin::Resource;
 use serde_json::{Value, json};
 
+use crate::custom_columns::CustomColumns;
 use crate::negotiation::{IncludeObject, MetaVersion, partial_object_metadata};
 use crate::printers;
 
@@ -18,6 +19,7 @@ pub fn render(
     include: IncludeObject,
 ) -> Value {
     let now = jiff::Timestamp::now();
+    let custom = resource.custom.map(CustomColumns::new);
     let rows: Vec<Value> = objects
         .iter()
         .map(|object| {
@@ -27,15 +29,21 @@ pub fn render(
                 IncludeObject::Object => object.clone(),
             };
             json!({
-                "cells": printers::cells(resource, object, now),
+                "cells": match &custom {
+                    Some(columns) => columns.cells(object, now),
+                    None => printers::cells(resource, object, now),
+                },
                 "object": carried,
             })
         })
         .collect();
-    let columns: Vec<Value> = printers::columns(resource)
-        .iter()
-        .map(|c| c.to_json())
-        .collect();
+    let columns: Vec<Value> = match &custom {
+        Some(columns) => columns.definitions(),
+        None => printers::columns(resource)
+            .iter()
+            .map(|c| c.to_json())
+            .collect(),
+    };
     json!({
         "kind": "Table",
         "apiVersion": version.api_version(),

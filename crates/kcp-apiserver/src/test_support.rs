@@ -36,3 +36,26 @@ pub(crate) async fn call(router: &Router, method: &str, path: &str, body: &str) 
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     (code, String::from_utf8_lossy(&bytes).into_owned())
 }
+
+/// Creates the CRD `crd` (JSON) in `cluster` and marks it Established, as the CRD controller
+/// would, so its resources are served.
+pub(crate) async fn establish_crd(router: &Router, cluster: &str, crd: &serde_json::Value) {
+    let base =
+        format!("/clusters/{cluster}/apis/apiextensions.k8s.io/v1/customresourcedefinitions");
+    let (code, body) = call(router, "POST", &base, &crd.to_string()).await;
+    assert_eq!(code, 201, "{body}");
+    let mut created: serde_json::Value = serde_json::from_str(&body).unwrap();
+    created["status"]["conditions"] = serde_json::json!([
+        {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": ""},
+        {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": ""}
+    ]);
+    let name = created["metadata"]["name"].as_str().unwrap().to_string();
+    let (code, body) = call(
+        router,
+        "PUT",
+        &format!("{base}/{name}/status"),
+        &created.to_string(),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+}

@@ -1,0 +1,284 @@
+//! The part of Kubernetes' JSONPath (`k8s.io/client-go/util/jsonpath`) that CRD printer columns
+//! use: a path such as `.spec.replicas`, `.status.conditions[0].type` or `.items[*].name`,
+//! evaluated with missing keys allowed (a missing field yields no value, not an error), and the
+//! text form the JSONPath printer gives a value.
+//!
+//! Supported steps: `.name`, `['name']` / `["name"]`, `[n]` (negative counts from the end),
+//! `[*]` and `.*` (every element or field value), and `..name` (every `name` below).
+
+use serde_json::Value;
+
+/// One step of a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    Field(String),
+    Index(i64),
+    Wildcard,
+    /// `..name`: the field `name` of the value itself and of everything below it.
+    Descend(String),
+}
+
+/// A parsed path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonPath {
+    steps: Vec<Step>,
+}
+
+/// Why a path does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unrecognized JSONPath {path:?}: {reason}")]
+pub struct ParseError {
+    pub path: String,
+    pub reason: String,
+}
+
+impl JsonPath {
+    /// Parses a path; surrounding braces (`{.spec.x}`) are accepted as the template form.
+    pub fn parse(path: &str) -> Result<JsonPath, ParseError> {
+        let error = |reason: &str| ParseError {
+            path: path.to_string(),
+            reason: reason.to_string(),
+        };
+        let text = path.trim();
+        let text = match text.strip_prefix('{') {
+            Some(inner) => inner.strip_suffix('}').ok_or_else(|| error("unclosed {"))?,
+            None => text,
+        };
+        let chars: Vec<char> = text.chars().collect();
+        let mut steps = Vec::new();
+        let mut i = 0;
+        // A leading `$` names the root, as in `$.spec`.
+        if chars.first() == Some(&'$') {
+            i = 1;
+        }
+        while i < chars.len() {
+            match chars[i] {
+                '.' if chars.get(i + 1) == Some(&'.') => {
+                    let (name, next) = read_name(&chars, i + 2);
+                    if name.is_empty() {
+                        return Err(error("expected a field name after .."));
+                    }
+                    steps.push(Step::Descend(name));
+                    i = next;
+                }
+                '.' => {
+                    let (name, next) = read_name(&chars, i + 1);
+                    match name.as_str() {
+                        // `.` alone (the whole value) or a dot before a bracket.
+                        "" => {}
+                        "*" => steps.push(Step::Wildcard),
+                        _ => steps.push(Step::Field(name)),
+                    }
+                    i = next;
+                }
+                '[' => {
+                    let close = chars[i..]
+                        .iter()
+                        .position(|c| *c == ']')
+                        .map(|p| i + p)
+                        .ok_or_else(|| error("unterminated ["))?;
+                    let inner: String = chars[i + 1..close].iter().collect();
+                    let inner = inner.trim();
+                    let step = if inner == "*" {
+                        Step::Wildcard
+                    } else if let Some(name) = quoted(inner) {
+                        Step::Field(name.to_string())
+                    } else {
+                        Step::Index(
+                            inner
+                                .parse()
+                                .map_err(|_| error(&format!("invalid array index {inner:?}")))?,
+                        )
+                    };
+                    steps.push(step);
+                    i = close + 1;
+                }
+                _ if i == 0 => {
+                    // A bare first name (`spec.x`) reads as `.spec.x`.
+                    let (name, next) = read_name(&chars, i);
+                    steps.push(Step::Field(name));
+                    i = next;
+                }
+                other => return Err(error(&format!("unexpected {other:?}"))),
+            }
+        }
+        Ok(JsonPath { steps })
+    }
+
+    /// Every value the path reaches in `root`, in document order; none if a step is missing.
+    pub fn find<'a>(&self, root: &'a Value) -> Vec<&'a Value> {
+        let mut current = vec![root];
+        for step in &self.steps {
+            let mut next = Vec::new();
+            for value in current {
+                match step {
+                    Step::Field(name) => next.extend(value.get(name.as_str())),
+                    Step::Index(index) => {
+                        if let Value::Array(items) = value {
+                            let len = items.len() as i64;
+                            let at = if *index < 0 { len + index } else { *index };
+                            if (0..len).contains(&at) {
+                                next.push(&items[at as usize]);
+                            }
+                        }
+                    }
+                    Step::Wildcard => match value {
+                        Value::Array(items) => next.extend(items.iter()),
+                        Value::Object(fields) => next.extend(fields.values()),
+                        _ => {}
+                    },
+                    Step::Descend(name) => descend(value, name, &mut next),
+                }
+            }
+            current = next;
+        }
+        current
+    }
+
+    /// The first value the path reaches, if any.
+    pub fn first<'a>(&self, root: &'a Value) -> Option<&'a Value> {
+        self.find(root).into_iter().next()
+    }
+}
+
+fn descend<'a>(value: &'a Value, name: &str, found: &mut Vec<&'a Value>) {
+    match value {
+        Value::Object(fields) => {
+            if let Some(hit) = fields.get(name) {
+                found.push(hit);
+            }
+            for child in fields.values() {
+                descend(child, name, found);
+            }
+        }
+        Value::Array(items) => {
+            for child in items {
+                descend(child, name, found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A field name: everything up to the next `.` or `[`.
+fn read_name(chars: &[char], start: usize) -> (String, usize) {
+    let end = chars[start..]
+        .iter()
+        .position(|c| *c == '.' || *c == '[')
+        .map_or(chars.len(), |p| start + p);
+    (chars[start..end].iter().collect(), end)
+}
+
+fn quoted(text: &str) -> Option<&str> {
+    ['\'', '"']
+        .iter()
+        .find_map(|q| text.strip_prefix(*q).and_then(|rest| rest.strip_suffix(*q)))
+}
+
+/// A value as the JSONPath printer writes it: strings bare, numbers and booleans as Go's `%v`
+/// prints them, objects and arrays as compact JSON, `null` as `null`.
+pub fn text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => i.to_string(),
+            (_, Some(u), _) => u.to_string(),
+            (_, _, Some(f)) => go_float(f),
+            _ => n.to_string(),
+        },
+        Value::Bool(b) => b.to_string(),
+        Value::Null => "null".to_string(),
+        Value::Array(_) | Value::Object(_) => value.to_string(),
+    }
+}
+
+/// A float as Kubernetes prints a decoded JSON number: integral values were decoded as int64
+/// and print plainly; others as Go's `%v` (shortest round-tripping digits, exponent form
+/// `1.5e+06` when the exponent is below -4 or at least 6).
+fn go_float(f: f64) -> String {
+    if f.fract() == 0.0 && f.abs() < 9.2e18 {
+        return format!("{}", f as i64);
+    }
+    // Rust's `{:e}` is the shortest round-tripping mantissa: `1.2345e6`.
+    let scientific = format!("{f:e}");
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if (-4..6).contains(&exponent) {
+        return format!("{f}");
+    }
+    let sign = if exponent < 0 { '-' } else { '+' };
+    format!("{mantissa}e{sign}{:02}", exponent.abs())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn find(path: &str, value: &Value) -> Vec<Value> {
+        JsonPath::parse(path)
+            .unwrap()
+            .find(value)
+            .into_iter()
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn fields_indexes_and_wildcards() {
+        let object = json!({
+            "spec": {"replicas": 3, "items": [{"name": "a"}, {"name": "b"}], "x.y": 1},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+        });
+        assert_eq!(find(".spec.replicas", &object), [json!(3)]);
+        assert_eq!(find("{.spec.replicas}", &object), [json!(3)]);
+        assert_eq!(find("spec.replicas", &object), [json!(3)]);
+        assert_eq!(find("$.spec.replicas", &object), [json!(3)]);
+        assert_eq!(
+            find(".status.conditions[0].type", &object),
+            [json!("Ready")]
+        );
+        assert_eq!(find(".spec.items[-1].name", &object), [json!("b")]);
+        assert_eq!(
+            find(".spec.items[*].name", &object),
+            [json!("a"), json!("b")]
+        );
+        assert_eq!(
+            find(".spec.items.*.name", &object),
+            [json!("a"), json!("b")]
+        );
+        assert_eq!(find(".spec['x.y']", &object), [json!(1)]);
+        assert_eq!(find("..name", &object), [json!("a"), json!("b")]);
+        assert_eq!(find(".", &object), std::slice::from_ref(&object));
+    }
+
+    #[test]
+    fn missing_steps_find_nothing() {
+        let object = json!({"spec": {"items": [1]}});
+        assert!(find(".spec.missing.deeper", &object).is_empty());
+        assert!(find(".spec.items[3]", &object).is_empty());
+        assert!(find(".spec[0]", &object).is_empty());
+        assert!(find(".spec.items.name", &object).is_empty());
+    }
+
+    #[test]
+    fn bad_paths_do_not_parse() {
+        assert!(JsonPath::parse(".spec[0").is_err());
+        assert!(JsonPath::parse(".spec[x]").is_err());
+        assert!(JsonPath::parse("{.spec").is_err());
+        assert!(JsonPath::parse("..").is_err());
+    }
+
+    #[test]
+    fn values_print_as_the_jsonpath_printer_prints_them() {
+        assert_eq!(text(&json!("red")), "red");
+        assert_eq!(text(&json!(3)), "3");
+        assert_eq!(text(&json!(2.0)), "2");
+        assert_eq!(text(&json!(1.5)), "1.5");
+        assert_eq!(text(&json!(1234567.5)), "1.2345675e+06");
+        assert_eq!(text(&json!(0.00001)), "1e-05");
+        assert_eq!(text(&json!(true)), "true");
+        assert_eq!(text(&json!({"b": 1, "a": [1, 2]})), r#"{"a":[1,2],"b":1}"#);
+    }
+}
