@@ -9,6 +9,7 @@
 
 pub mod cel;
 mod formats;
+mod patterns;
 mod prune;
 mod structural;
 mod validate;

@@ -131,14 +131,14 @@ fn check_string(
         ));
     }
     if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
-        match regex::Regex::new(pattern) {
-            Ok(re) if !re.is_match(text) => errors.push(invalid(
+        match super::patterns::compiled(pattern) {
+            Some(re) if !re.is_match(text) => errors.push(invalid(
                 path,
                 value,
                 format!("{path} in body should match '{pattern}'"),
             )),
-            Ok(_) => {}
-            Err(_) => errors.push(invalid(
+            Some(_) => {}
+            None => errors.push(invalid(
                 path,
                 value,
                 format!("{path} in body has an invalid pattern '{pattern}'"),
