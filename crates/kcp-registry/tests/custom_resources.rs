@@ -1,0 +1,133 @@
+//! Custom resources in the registry on the in-memory store: a CRD serves its resource only in
+//! its own logical cluster and only once Established; identical CRDs in several clusters share
+//! one interned resource (and its compiled schema); objects are stored at the storage version
+//! and served at the requested one.
+
+use std::sync::Arc;
+
+use kcp_apis::builtin::{RESOURCES, Resource};
+use kcp_registry::{ListOptions, Registry, Target};
+use kcp_storage::MemoryStorage;
+use serde_json::{Value, json};
+
+fn crds() -> &'static Resource {
+    RESOURCES
+        .iter()
+        .find(|r| r.name == "customresourcedefinitions")
+        .unwrap()
+}
+
+fn crd() -> Value {
+    json!({
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Cluster",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [
+                {"name": "v1", "served": true, "storage": true,
+                 "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                     "spec": {"type": "object", "properties": {"size": {"type": "integer", "default": 1}}}}}}},
+                {"name": "v1beta1", "served": true, "storage": false,
+                 "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
+            ]
+        }
+    })
+}
+
+/// Creates the CRD in `cluster` and marks it Established, as the CRD controller would.
+async fn establish(registry: &Registry, cluster: &str) {
+    let target = Target {
+        cluster,
+        resource: crds(),
+        namespace: None,
+    };
+    let mut created = registry.create(target, crd()).await.unwrap();
+    created["status"]["conditions"] = json!([{"type": "Established", "status": "True"}]);
+    registry
+        .subresource("status")
+        .unwrap()
+        .update(target, "widgets.example.com", created)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn identical_crds_share_one_resource_and_serve_only_their_cluster() {
+    let registry = Registry::new(Arc::new(MemoryStorage::new()));
+    let target = Target {
+        cluster: "root:a",
+        resource: crds(),
+        namespace: None,
+    };
+    registry.create(target, crd()).await.unwrap();
+    assert!(
+        registry
+            .resolve("root:a", "example.com", "v1", "widgets")
+            .await
+            .is_none(),
+        "not served before it is Established"
+    );
+    registry
+        .subresource("status")
+        .unwrap()
+        .patch(target, "widgets.example.com", &|stored| {
+            let mut next = stored.clone();
+            next["status"]["conditions"] = json!([{"type": "Established", "status": "True"}]);
+            Ok(next)
+        })
+        .await
+        .unwrap();
+    establish(&registry, "root:b").await;
+    let a = registry
+        .resolve("root:a", "example.com", "v1", "widgets")
+        .await
+        .unwrap();
+    let b = registry
+        .resolve("root:b", "example.com", "v1", "widgets")
+        .await
+        .unwrap();
+    assert!(std::ptr::eq(a, b), "the same CRD is one resource");
+    assert_eq!(registry.distinct_custom_resource_specs(), 1);
+    assert!(
+        registry
+            .resolve("root:c", "example.com", "v1", "widgets")
+            .await
+            .is_none()
+    );
+    assert_eq!(registry.custom_resources("root:a").len(), 2);
+    assert!(registry.custom_resources("root").is_empty());
+}
+
+#[tokio::test]
+async fn objects_are_stored_at_the_storage_version_and_served_at_any() {
+    let registry = Registry::new(Arc::new(MemoryStorage::new()));
+    establish(&registry, "root").await;
+    let beta = registry
+        .resolve("root", "example.com", "v1beta1", "widgets")
+        .await
+        .unwrap();
+    let v1 = registry
+        .resolve("root", "example.com", "v1", "widgets")
+        .await
+        .unwrap();
+    let at = |resource| Target {
+        cluster: "root",
+        resource,
+        namespace: None,
+    };
+    let created = registry
+        .create(at(beta), json!({"metadata": {"name": "w"}, "spec": {}}))
+        .await
+        .unwrap();
+    assert_eq!(created["apiVersion"], "example.com/v1beta1");
+    // Read at v1: converted, and defaulted by v1's schema on the way out.
+    let read = registry.get(at(v1), "w").await.unwrap();
+    assert_eq!(read["apiVersion"], "example.com/v1");
+    assert_eq!(read["spec"]["size"], 1);
+    let listed = registry
+        .list(at(beta), ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(listed.items[0]["apiVersion"], "example.com/v1beta1");
+}
