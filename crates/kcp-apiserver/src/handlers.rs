@@ -122,6 +122,7 @@ async fn serve_inner(
         .and_then(|custom| custom.deprecation_warning.clone())
         .into_iter()
         .collect();
+    // A deprecated version is warned about whatever the answer, failures included.
     let response = answer_verb(
         registry,
         info,
@@ -133,7 +134,8 @@ async fn serve_inner(
         &negotiated,
         &respond,
     )
-    .await?;
+    .await
+    .unwrap_or_else(|error| from_registry_error(&error));
     Ok(with_warnings(response, &deprecation))
 }
 

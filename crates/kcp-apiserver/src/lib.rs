@@ -11,6 +11,7 @@
 pub mod aggregated_discovery;
 pub mod authn;
 mod compression;
+pub mod conversion_webhook;
 mod delete_collection;
 pub mod discovery;
 mod field_validation;
