@@ -416,9 +416,7 @@ mod tests {
 
     #[test]
     fn the_default_deprecation_warning_names_the_preferred_newer_version() {
-        let version = |name: &str, served: bool, deprecated: bool| {
-            json!({"name": name, "served": served, "deprecated": deprecated})
-        };
+        let version = |name: &str, served: bool, deprecated: bool| json!({"name": name, "served": served, "deprecated": deprecated});
         let versions = [
             version("v1alpha1", true, true),
             version("v1beta1", true, true),

@@ -82,10 +82,7 @@ impl WebhookConverter for HttpsConversionWebhooks {
             let answer = match tokio::time::timeout(self.timeout, call).await {
                 Ok(answer) => answer.map_err(|e| format!("Post {}: {e}", go_quote(url)))?,
                 Err(_) => {
-                    return Err(format!(
-                        "Post {}: context deadline exceeded",
-                        go_quote(url)
-                    ));
+                    return Err(format!("Post {}: context deadline exceeded", go_quote(url)));
                 }
             };
             converted_objects(review_version, &uid, answer)
@@ -105,7 +102,10 @@ async fn post(url: &str, ca_bundle: Option<&[u8]>, body: Vec<u8>) -> Result<Valu
         return Err("only https URLs are supported".into());
     }
     let host = uri.host().ok_or("the URL has no host")?;
-    let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
     let port = uri.port_u16().unwrap_or(443);
     let server_name = ServerName::try_from(host.clone()).map_err(|e| e.to_string())?;
     let connector = TlsConnector::from(Arc::new(tls_config(ca_bundle)?));
@@ -151,7 +151,10 @@ async fn post(url: &str, ca_bundle: Option<&[u8]>, body: Vec<u8>) -> Result<Valu
                         status.as_u16()
                     )
                 } else {
-                    format!("the server responded with the status code {}: {text}", status.as_u16())
+                    format!(
+                        "the server responded with the status code {}: {text}",
+                        status.as_u16()
+                    )
                 })
             } else {
                 serde_json::from_slice(&bytes)
@@ -254,7 +257,10 @@ mod tests {
     #[test]
     fn a_successful_review_answers_its_objects() {
         let answer = review("u", json!({"status": "Success"}), json!([{"a": 1}]));
-        assert_eq!(converted_objects("v1", "u", answer), Ok(vec![json!({"a": 1})]));
+        assert_eq!(
+            converted_objects("v1", "u", answer),
+            Ok(vec![json!({"a": 1})])
+        );
     }
 
     #[test]
@@ -265,7 +271,11 @@ mod tests {
             r#"expected response.uid="u", got "x""#
         );
         assert_eq!(
-            check(review("u", json!({"status": "Failure", "message": "no way"}), json!([]))),
+            check(review(
+                "u",
+                json!({"status": "Failure", "message": "no way"}),
+                json!([])
+            )),
             "no way"
         );
         assert_eq!(

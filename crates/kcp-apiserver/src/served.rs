@@ -1,8 +1,6 @@
 //! What one logical cluster serves: the built-in resources every cluster has, then the custom
 //! resources of its Established CRDs. Discovery and OpenAPI documents are built from this view.
 
-use std::cmp::Ordering;
-
 use kcp_apis::builtin::{self, Resource};
 use kcp_registry::Registry;
 

@@ -76,7 +76,8 @@ async fn setup() -> (Registry, Arc<SizeConverter>) {
         resource: crds(),
         namespace: None,
     };
-    let schema = |spec: Value| json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}});
+    let schema =
+        |spec: Value| json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}});
     registry
         .create(
             target,
@@ -189,7 +190,10 @@ async fn a_failing_webhook_fails_reads_and_writes_and_stores_nothing() {
         .await
         .unwrap_err();
     assert!(message(patched).starts_with("conversion webhook for"));
-    assert_eq!(registry.get(v1, "w").await.unwrap()["spec"], json!({"size": 3}));
+    assert_eq!(
+        registry.get(v1, "w").await.unwrap()["spec"],
+        json!({"size": 3})
+    );
 
     converter.down.store(false, Ordering::SeqCst);
     converter.rename.store(true, Ordering::SeqCst);

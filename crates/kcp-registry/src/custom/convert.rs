@@ -211,7 +211,10 @@ fn check_converted(original: &Value, mut converted: Value, desired: &str) -> Res
     let Value::Object(answered) = answered else {
         return Err("invalid metadata in converted object".into());
     };
-    let mut metadata = original["metadata"].as_object().cloned().unwrap_or_default();
+    let mut metadata = original["metadata"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
     for field in ["labels", "annotations"] {
         match answered.get(field) {
             None | Some(Value::Null) => {

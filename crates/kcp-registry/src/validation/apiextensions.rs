@@ -216,7 +216,11 @@ fn validate_review_versions(versions: &Value, errs: &mut Errors) {
     let mut seen: Vec<&str> = Vec::new();
     for (i, version) in versions.iter().enumerate() {
         if seen.contains(version) {
-            errs.push(invalid(index(PATH, i), Bad::Str(version), "duplicate version"));
+            errs.push(invalid(
+                index(PATH, i),
+                Bad::Str(version),
+                "duplicate version",
+            ));
             continue;
         }
         seen.push(version);
@@ -229,7 +233,10 @@ fn validate_review_versions(versions: &Value, errs: &mut Errors) {
         errs.push(invalid(
             PATH,
             Bad::Go(format!("[]string{{{}}}", quoted.join(", "))),
-            &format!("must include at least one of {}", REVIEW_VERSIONS.join(", ")),
+            &format!(
+                "must include at least one of {}",
+                REVIEW_VERSIONS.join(", ")
+            ),
         ));
     }
 }
@@ -247,10 +254,17 @@ fn validate_stored_versions(crd: &Value, errs: &mut Errors) {
         Bad::Go(format!("[]string{{{}}}", quoted.join(", ")))
     };
     if stored.is_empty() {
-        errs.push(invalid(PATH, go_list(), "must have at least one stored version"));
+        errs.push(invalid(
+            PATH,
+            go_list(),
+            "must have at least one stored version",
+        ));
         return;
     }
-    let versions = crd["spec"]["versions"].as_array().cloned().unwrap_or_default();
+    let versions = crd["spec"]["versions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     for version in &versions {
         let name = text(version, "name");
         if version["storage"].as_bool() == Some(true) && !stored.contains(&name) {

@@ -1005,9 +1005,7 @@ fn custom_resource_definition_conversion() {
 #[test]
 fn custom_resource_definition_stored_versions_stay_in_spec() {
     let schema = json!({"openAPIV3Schema": {"type": "object"}});
-    let version = |name: &str, storage: bool| {
-        json!({"name": name, "served": true, "storage": storage, "schema": schema})
-    };
+    let version = |name: &str, storage: bool| json!({"name": name, "served": true, "storage": storage, "schema": schema});
     let old = json!({"metadata": {"name": "widgets.example.com"}, "spec": {
         "group": "example.com", "scope": "Namespaced",
         "names": {"plural": "widgets", "kind": "Widget"},
@@ -1016,7 +1014,12 @@ fn custom_resource_definition_stored_versions_stay_in_spec() {
     let mut new = old.clone();
     new["spec"]["versions"] = json!([version("v1", true)]);
     assert_eq!(
-        update_errors("apiextensions.k8s.io", "CustomResourceDefinition", old.clone(), new),
+        update_errors(
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            old.clone(),
+            new
+        ),
         vec![
             "status.storedVersions[0]: Invalid value: \"v1beta1\": missing from spec.versions; v1beta1 was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in v1beta1 and removes v1beta1 from status.storedVersions"
         ]
@@ -1024,7 +1027,14 @@ fn custom_resource_definition_stored_versions_stay_in_spec() {
     let mut emptied = old.clone();
     emptied["status"]["storedVersions"] = json!([]);
     assert_eq!(
-        update_errors("apiextensions.k8s.io", "CustomResourceDefinition", old, emptied),
-        vec!["status.storedVersions: Invalid value: []string{}: must have at least one stored version"]
+        update_errors(
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            old,
+            emptied
+        ),
+        vec![
+            "status.storedVersions: Invalid value: []string{}: must have at least one stored version"
+        ]
     );
 }

@@ -32,12 +32,7 @@ fn stderr_of(kcp: &Kcp, args: &[&str]) -> (bool, String) {
 fn wait_established(kcp: &Kcp, crd: &str) {
     kcp.kubectl_in_ok(
         CLUSTER,
-        &[
-            "wait",
-            "--for=condition=Established",
-            crd,
-            "--timeout=10s",
-        ],
+        &["wait", "--for=condition=Established", crd, "--timeout=10s"],
     );
 }
 
@@ -115,13 +110,29 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
 
     let at_v1 = json_of(&kcp.kubectl_in_ok(
         CLUSTER,
-        &["get", "widgets.v1.example.com", "old", "-n", "versions", "-o", "json"],
+        &[
+            "get",
+            "widgets.v1.example.com",
+            "old",
+            "-n",
+            "versions",
+            "-o",
+            "json",
+        ],
     ));
     assert_eq!(at_v1["apiVersion"], "example.com/v1");
     assert_eq!(at_v1["spec"], json!({"size": 3, "color": "blue"}));
     let output = kcp.kubectl_in(
         CLUSTER,
-        &["get", "widgets.v1beta1.example.com", "old", "-n", "versions", "-o", "json"],
+        &[
+            "get",
+            "widgets.v1beta1.example.com",
+            "old",
+            "-n",
+            "versions",
+            "-o",
+            "json",
+        ],
     );
     assert!(output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains(deprecated));
@@ -135,37 +146,62 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
     let (ok, stderr) = stderr_of(&kcp, &["create", "-f", &big_beta]);
     assert!(!ok);
     assert!(
-        stderr.contains("spec.size: Invalid value: 7: spec.size in body should be less than or equal to 5"),
+        stderr.contains(
+            "spec.size: Invalid value: 7: spec.size in body should be less than or equal to 5"
+        ),
         "{stderr}"
     );
     let big = write_file(dir.path(), "big.json", &widget("v1", "big", 7));
     kcp.kubectl_in_ok(CLUSTER, &["create", "-f", &big]);
 
-    // Unserved versions are not there.
-    let (ok, stderr) = stderr_of(
-        &kcp,
-        &["get", "--raw", "/apis/example.com/v1alpha1/namespaces/versions/widgets"],
-    );
+    // Unserved versions are not there (`--raw` paths name the cluster themselves).
+    let raw = |version: &str| {
+        stderr_of(
+            &kcp,
+            &[
+                "get",
+                "--raw",
+                &format!(
+                    "/clusters/{CLUSTER}/apis/example.com/{version}/namespaces/versions/widgets"
+                ),
+            ],
+        )
+    };
+    let (ok, stderr) = raw("v1alpha1");
     assert!(!ok);
-    assert!(stderr.contains("NotFound") || stderr.contains("not found"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "Error from server (NotFound): the server could not find the requested resource"
+        ),
+        "{stderr}"
+    );
+    let (ok, stderr) = raw("v1beta1");
+    assert!(ok, "{stderr}");
 
     let stored_versions = |kcp: &Kcp| {
         kcp.kubectl_in_ok(
             CLUSTER,
-            &["get", "crd", "widgets.example.com", "-o", "jsonpath={.status.storedVersions}"],
+            &[
+                "get",
+                "crd",
+                "widgets.example.com",
+                "-o",
+                "jsonpath={.status.storedVersions}",
+            ],
         )
     };
     assert_eq!(stored_versions(&kcp), r#"["v1"]"#);
 
     // A watch at the non-storage version sees converted objects, old and new.
-    let mut watch = Command::new("kubectl")
+    // `--raw` paths start at the server's root, so they name the cluster themselves.
+    let watch = Command::new("kubectl")
         .env("KUBECONFIG", kcp.kubeconfig())
         .args([
-            "--server",
-            &server_of(&kcp),
             "get",
             "--raw",
-            "/apis/example.com/v1beta1/namespaces/versions/widgets?watch=true&timeoutSeconds=4",
+            &format!(
+                "/clusters/{CLUSTER}/apis/example.com/v1beta1/namespaces/versions/widgets?watch=true&timeoutSeconds=4"
+            ),
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -180,9 +216,15 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
         .iter()
         .map(|e| e["object"]["metadata"]["name"].as_str().unwrap_or_default())
         .collect();
-    assert!(names.contains(&"old") && names.contains(&"later"), "{watched}");
+    assert!(
+        names.contains(&"old") && names.contains(&"later"),
+        "{watched}"
+    );
     for event in &events {
-        assert_eq!(event["object"]["apiVersion"], "example.com/v1beta1", "{event}");
+        assert_eq!(
+            event["object"]["apiVersion"], "example.com/v1beta1",
+            "{event}"
+        );
     }
 
     // The storage version moves to v1beta1: old objects stay readable at both versions.
@@ -203,7 +245,14 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
     for version in ["v1", "v1beta1"] {
         let list = json_of(&kcp.kubectl_in_ok(
             CLUSTER,
-            &["get", &format!("widgets.{version}.example.com"), "-n", "versions", "-o", "json"],
+            &[
+                "get",
+                &format!("widgets.{version}.example.com"),
+                "-n",
+                "versions",
+                "-o",
+                "json",
+            ],
         ));
         let mut sizes: Vec<(String, i64)> = list["items"]
             .as_array()
@@ -232,27 +281,23 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
     // A version that objects may still be stored at cannot leave spec.versions.
     let (ok, stderr) = stderr_of(
         &kcp,
-        &["patch", "crd", "widgets.example.com", "--type=json", "-p",
-          r#"[{"op": "remove", "path": "/spec/versions/2"}]"#],
+        &[
+            "patch",
+            "crd",
+            "widgets.example.com",
+            "--type=json",
+            "-p",
+            r#"[{"op": "remove", "path": "/spec/versions/2"}]"#,
+        ],
     );
     assert!(!ok);
     assert!(
-        stderr.contains("status.storedVersions[0]: Invalid value: \"v1\": missing from spec.versions"),
+        stderr.contains(
+            "status.storedVersions[0]: Invalid value: \"v1\": missing from spec.versions"
+        ),
         "{stderr}"
     );
     kcp.stop();
-}
-
-/// The admin kubeconfig's server, pointed at [`CLUSTER`].
-fn server_of(kcp: &Kcp) -> String {
-    let kubeconfig = std::fs::read_to_string(kcp.kubeconfig()).unwrap();
-    let server = kubeconfig
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("server: "))
-        .unwrap()
-        .trim_matches('"');
-    let base = server.split("/clusters/").next().unwrap_or(server);
-    format!("{base}/clusters/{CLUSTER}")
 }
 
 trait StdoutOf {
@@ -339,7 +384,10 @@ mod webhook {
             .unwrap_or_default()
             .into_iter()
             .map(|mut object| {
-                let from = object["apiVersion"].as_str().unwrap_or_default().to_string();
+                let from = object["apiVersion"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
                 object["spec"] = convert_spec(&object["spec"], &from, desired);
                 object["apiVersion"] = json!(desired);
                 object
@@ -370,24 +418,26 @@ mod webhook {
                     let Ok(tls) = acceptor.accept(tcp).await else {
                         return;
                     };
-                    let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                        let calls = calls.clone();
-                        async move {
-                            let body = request.into_body().collect().await.map(|b| b.to_bytes());
-                            let review: Value = body
-                                .ok()
-                                .and_then(|b| serde_json::from_slice(&b).ok())
-                                .unwrap_or_default();
-                            calls.fetch_add(1, Ordering::SeqCst);
-                            let answer = serde_json::to_vec(&review_answer(&review)).unwrap();
-                            Ok::<_, Infallible>(
-                                hyper::Response::builder()
-                                    .header("Content-Type", "application/json")
-                                    .body(Full::new(Bytes::from(answer)))
-                                    .unwrap(),
-                            )
-                        }
-                    });
+                    let service =
+                        service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                            let calls = calls.clone();
+                            async move {
+                                let body =
+                                    request.into_body().collect().await.map(|b| b.to_bytes());
+                                let review: Value = body
+                                    .ok()
+                                    .and_then(|b| serde_json::from_slice(&b).ok())
+                                    .unwrap_or_default();
+                                calls.fetch_add(1, Ordering::SeqCst);
+                                let answer = serde_json::to_vec(&review_answer(&review)).unwrap();
+                                Ok::<_, Infallible>(
+                                    hyper::Response::builder()
+                                        .header("Content-Type", "application/json")
+                                        .body(Full::new(Bytes::from(answer)))
+                                        .unwrap(),
+                                )
+                            }
+                        });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(tls), service)
                         .await;
@@ -463,12 +513,24 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
 
     let w = write_file(dir.path(), "w.json", &widget("v1", "w", 3));
     kcp.kubectl_in_ok(CLUSTER, &["create", "-f", &w]);
-    assert_eq!(calls.load(Ordering::SeqCst), 0, "nothing to convert at the storage version");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        0,
+        "nothing to convert at the storage version"
+    );
 
     let get = |version: &str| {
         json_of(&kcp.kubectl_in_ok(
             CLUSTER,
-            &["get", &format!("widgets.{version}.example.com"), "w", "-n", "versions", "-o", "json"],
+            &[
+                "get",
+                &format!("widgets.{version}.example.com"),
+                "w",
+                "-n",
+                "versions",
+                "-o",
+                "json",
+            ],
         ))
     };
     let at_v2 = get("v2");
@@ -479,13 +541,28 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
     // Updated at v2: converted back to v1 for storage.
     kcp.kubectl_in_ok(
         CLUSTER,
-        &["patch", "widgets.v2.example.com", "w", "-n", "versions", "--type=merge",
-          "-p", r#"{"spec": {"dimensions": {"size": 5}}}"#],
+        &[
+            "patch",
+            "widgets.v2.example.com",
+            "w",
+            "-n",
+            "versions",
+            "--type=merge",
+            "-p",
+            r#"{"spec": {"dimensions": {"size": 5}}}"#,
+        ],
     );
     assert_eq!(get("v1")["spec"], json!({"size": 5}));
     let list = json_of(&kcp.kubectl_in_ok(
         CLUSTER,
-        &["get", "widgets.v2.example.com", "-n", "versions", "-o", "json"],
+        &[
+            "get",
+            "widgets.v2.example.com",
+            "-n",
+            "versions",
+            "-o",
+            "json",
+        ],
     ));
     assert_eq!(list["items"][0]["spec"], json!({"dimensions": {"size": 5}}));
 
@@ -494,7 +571,15 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
     let _ = runtime.block_on(server);
     let (ok, stderr) = stderr_of(
         &kcp,
-        &["get", "widgets.v2.example.com", "w", "-n", "versions", "-o", "json"],
+        &[
+            "get",
+            "widgets.v2.example.com",
+            "w",
+            "-n",
+            "versions",
+            "-o",
+            "json",
+        ],
     );
     assert!(!ok);
     let expected = format!(
@@ -506,8 +591,16 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
     assert!(stderr.contains("InternalError"), "{stderr}");
     let (ok, stderr) = stderr_of(
         &kcp,
-        &["patch", "widgets.v2.example.com", "w", "-n", "versions", "--type=merge",
-          "-p", r#"{"spec": {"dimensions": {"size": 9}}}"#],
+        &[
+            "patch",
+            "widgets.v2.example.com",
+            "w",
+            "-n",
+            "versions",
+            "--type=merge",
+            "-p",
+            r#"{"spec": {"dimensions": {"size": 9}}}"#,
+        ],
     );
     assert!(!ok);
     assert!(stderr.contains("conversion webhook for"), "{stderr}");
@@ -525,8 +618,15 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
         stderr.contains("conversion webhook for example.com/v2, Kind=Widget failed"),
         "{stderr}"
     );
-    assert_eq!(get("v1")["spec"], json!({"size": 5}), "the storage version still reads");
-    let (ok, _) = stderr_of(&kcp, &["get", "widgets.v1.example.com", "w2", "-n", "versions"]);
+    assert_eq!(
+        get("v1")["spec"],
+        json!({"size": 5}),
+        "the storage version still reads"
+    );
+    let (ok, _) = stderr_of(
+        &kcp,
+        &["get", "widgets.v1.example.com", "w2", "-n", "versions"],
+    );
     assert!(!ok, "a failed create stores nothing");
 
     // Back up on the same address: everything reads again.
@@ -541,7 +641,10 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
     );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        let (ok, stderr) = stderr_of(&kcp, &["get", "widgets.v2.example.com", "w", "-n", "versions"]);
+        let (ok, stderr) = stderr_of(
+            &kcp,
+            &["get", "widgets.v2.example.com", "w", "-n", "versions"],
+        );
         if !ok && stderr.contains("clientConfig.service cannot be reached from kcp") {
             break;
         }
