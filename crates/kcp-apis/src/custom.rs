@@ -410,7 +410,7 @@ mod tests {
         let v0 = resources[1].custom.unwrap();
         assert_eq!(
             v0.deprecation_warning.as_deref(),
-            Some("example.com/v0 Widget is deprecated")
+            Some("example.com/v0 Widget is deprecated; use example.com/v1 Widget")
         );
     }
 

@@ -162,7 +162,9 @@ pub fn validate(object: &Value, errs: &mut Errors) {
             &["None", "Webhook"],
         )),
     }
-    if strategy != "None" && strategy != "" && spec["preserveUnknownFields"].as_bool() == Some(true)
+    if strategy != "None"
+        && !strategy.is_empty()
+        && spec["preserveUnknownFields"].as_bool() == Some(true)
     {
         errs.push(invalid(
             "spec.conversion.strategy",
