@@ -7,6 +7,7 @@
 //! distinct CRD, not once per cluster. Interned resources live as long as the process; the
 //! interner holds one entry per distinct CRD spec it was ever shown.
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -146,6 +147,53 @@ fn sets_defaults(schema: &Value) -> bool {
     }
 }
 
+/// kube-apiserver's Warning for a deprecated version without its own `deprecationWarning`:
+/// `<group>/<version> <Kind> is deprecated`, and `; use <group>/<version> <Kind>` naming the
+/// most preferred served, non-deprecated version that Kubernetes ranks above it.
+fn default_deprecation_warning(group: &str, kind: &str, name: &str, versions: &[Value]) -> String {
+    let message = format!("{group}/{name} {kind} is deprecated");
+    let newer = versions
+        .iter()
+        .filter(|v| v["served"].as_bool() == Some(true) && v["deprecated"].as_bool() != Some(true))
+        .map(|v| text(v, "name"))
+        .filter(|candidate| compare_versions(candidate, name) == Ordering::Less)
+        .min_by(|a, b| compare_versions(a, b));
+    match newer {
+        Some(newer) => format!("{message}; use {group}/{newer} {kind}"),
+        None => message,
+    }
+}
+
+/// Kubernetes' version priority (`CompareKubeAwareVersionStrings`, as an ordering where the
+/// preferred version comes first): GA before beta before alpha, higher numbers first, then
+/// versions of any other form alphabetically.
+pub fn compare_versions(a: &str, b: &str) -> Ordering {
+    fn parse(version: &str) -> Option<(u8, u64, u64)> {
+        let rest = version.strip_prefix('v')?;
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let major: u64 = rest[..digits].parse().ok()?;
+        let tail = &rest[digits..];
+        let (stability, minor) = if tail.is_empty() {
+            (2, 0)
+        } else if let Some(n) = tail.strip_prefix("beta") {
+            (1, n.parse().ok()?)
+        } else if let Some(n) = tail.strip_prefix("alpha") {
+            (0, n.parse().ok()?)
+        } else {
+            return None;
+        };
+        Some((stability, major, minor))
+    }
+    match (parse(a), parse(b)) {
+        (Some(x), Some(y)) => y.cmp(&x),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
 /// The served resources of a CRD spec, one per served version, built fresh (callers intern).
 fn build(spec: &Value) -> Vec<Resource> {
     let group = leak(text(spec, "group"));
@@ -250,7 +298,7 @@ fn build(spec: &Value) -> Vec<Resource> {
             let deprecation_warning = (version["deprecated"].as_bool() == Some(true)).then(|| {
                 match version.get("deprecationWarning").and_then(Value::as_str) {
                     Some(warning) => warning.to_string(),
-                    None => format!("{group}/{name} {kind} is deprecated"),
+                    None => default_deprecation_warning(group, kind, name, &all_versions),
                 }
             });
             let custom = CustomResource {
@@ -370,7 +418,39 @@ mod tests {
         let v0 = resources[1].custom.unwrap();
         assert_eq!(
             v0.deprecation_warning.as_deref(),
-            Some("example.com/v0 Widget is deprecated")
+            Some("example.com/v0 Widget is deprecated; use example.com/v1 Widget")
+        );
+    }
+
+    #[test]
+    fn the_default_deprecation_warning_names_the_preferred_newer_version() {
+        let version = |name: &str, served: bool, deprecated: bool| json!({"name": name, "served": served, "deprecated": deprecated});
+        let versions = [
+            version("v1alpha1", true, true),
+            version("v1beta1", true, true),
+            version("v1", true, false),
+            version("v2", false, false),
+            version("v1beta2", true, false),
+        ];
+        let warning = |name| default_deprecation_warning("example.com", "Widget", name, &versions);
+        assert_eq!(
+            warning("v1beta1"),
+            "example.com/v1beta1 Widget is deprecated; use example.com/v1 Widget"
+        );
+        assert_eq!(
+            warning("v1alpha1"),
+            "example.com/v1alpha1 Widget is deprecated; use example.com/v1 Widget"
+        );
+        assert_eq!(warning("v3"), "example.com/v3 Widget is deprecated");
+    }
+
+    #[test]
+    fn versions_sort_as_kubernetes_prefers_them() {
+        let mut versions = vec!["v1alpha1", "foo", "v1", "v2beta1", "v2", "v1beta2", "v10"];
+        versions.sort_by(|a, b| compare_versions(a, b));
+        assert_eq!(
+            versions,
+            ["v10", "v2", "v1", "v2beta1", "v1beta2", "v1alpha1", "foo"]
         );
     }
 

@@ -123,6 +123,7 @@ async fn serve_inner(
         .and_then(|custom| custom.deprecation_warning.clone())
         .into_iter()
         .collect();
+    // A deprecated version is warned about whatever the answer, failures included.
     let scale = resource.custom.and_then(|custom| custom.scale.as_ref());
     if let (Some("scale"), Some(scale), Some(name)) =
         (info.subresource.as_deref(), scale, info.name.as_deref())
@@ -130,7 +131,8 @@ async fn serve_inner(
         let response = crate::scale::serve(
             registry, target, scale, &info.verb, name, headers, &body, &respond,
         )
-        .await?;
+        .await
+        .unwrap_or_else(|error| from_registry_error(&error));
         return Ok(with_warnings(response, &deprecation));
     }
     let response = answer_verb(
@@ -144,7 +146,8 @@ async fn serve_inner(
         &negotiated,
         &respond,
     )
-    .await?;
+    .await
+    .unwrap_or_else(|error| from_registry_error(&error));
     Ok(with_warnings(response, &deprecation))
 }
 

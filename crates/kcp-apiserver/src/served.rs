@@ -1,8 +1,6 @@
 //! What one logical cluster serves: the built-in resources every cluster has, then the custom
 //! resources of its Established CRDs. Discovery and OpenAPI documents are built from this view.
 
-use std::cmp::Ordering;
-
 use kcp_apis::builtin::{self, Resource};
 use kcp_registry::Registry;
 
@@ -65,46 +63,4 @@ impl Served {
     }
 }
 
-/// Kubernetes' version priority: GA before beta before alpha, higher numbers first, then
-/// anything else alphabetically.
-pub fn compare_versions(a: &str, b: &str) -> Ordering {
-    fn parse(version: &str) -> Option<(u8, u64, u64)> {
-        let rest = version.strip_prefix('v')?;
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let major: u64 = rest[..digits].parse().ok()?;
-        let tail = &rest[digits..];
-        let (stability, minor) = if tail.is_empty() {
-            (2, 0)
-        } else if let Some(n) = tail.strip_prefix("beta") {
-            (1, n.parse().ok()?)
-        } else if let Some(n) = tail.strip_prefix("alpha") {
-            (0, n.parse().ok()?)
-        } else {
-            return None;
-        };
-        Some((stability, major, minor))
-    }
-    match (parse(a), parse(b)) {
-        (Some(x), Some(y)) => y.cmp(&x),
-        (Some(_), None) => Ordering::Less,
-        (None, Some(_)) => Ordering::Greater,
-        (None, None) => a.cmp(b),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn versions_sort_as_kubernetes_prefers_them() {
-        let mut versions = vec!["v1alpha1", "foo", "v1", "v2beta1", "v2", "v1beta2", "v10"];
-        versions.sort_by(|a, b| compare_versions(a, b));
-        assert_eq!(
-            versions,
-            ["v10", "v2", "v1", "v2beta1", "v1beta2", "v1alpha1", "foo"]
-        );
-    }
-}
+pub use kcp_apis::custom::compare_versions;

@@ -135,6 +135,10 @@ pub(crate) fn prepare_update(
         Part::Status => {
             let mut next = stored.clone();
             copy_field(&requested, &mut next, "status");
+            if is_crd(resource) {
+                // A status written from an older read must not drop the storage version.
+                record_stored_version(&mut next);
+            }
             next
         }
         Part::Finalize => {

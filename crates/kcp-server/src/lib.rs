@@ -49,7 +49,9 @@ impl Server {
         let store = Store::open(&options).await?;
         let revision = store.storage().current_revision().await?;
         tracing::info!(revision, "storage ready");
-        let registry = Registry::new(store.storage());
+        let registry = Registry::new(store.storage()).with_webhook_converter(Arc::new(
+            kcp_apiserver::conversion_webhook::HttpsConversionWebhooks::default(),
+        ));
         registry
             .ensure_namespace(ROOT_CLUSTER, "default")
             .await

@@ -6,6 +6,7 @@ mod e2e {
     pub mod crd_cel;
     pub mod crd_printing;
     pub mod crd_schemas;
+    pub mod crd_versions;
     pub mod crds;
     pub mod kube_rs;
     pub mod kube_rs_crd;

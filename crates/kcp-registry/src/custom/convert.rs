@@ -52,37 +52,77 @@ impl Registry {
                 })
                 .collect()),
             Conversion::Webhook(webhook) => {
-                let failed = |reason: String| {
-                    RegistryError::Internal(format!(
-                        "conversion webhook for {}, Kind={} failed: {reason}",
-                        desired, resource.kind
-                    ))
-                };
-                let Some(converter) = self.webhook_converter() else {
-                    return Err(failed("no webhook client is configured".into()));
-                };
-                let (done, todo): (Vec<_>, Vec<_>) = objects
-                    .into_iter()
-                    .enumerate()
-                    .partition(|(_, o)| o["apiVersion"] == desired.as_str());
-                let (positions, todo): (Vec<usize>, Vec<Value>) = todo.into_iter().unzip();
-                let converted = converter
-                    .convert(webhook, todo, &desired)
+                self.convert_by_webhook(resource, webhook, objects, &desired)
                     .await
-                    .map_err(failed)?;
-                if converted.len() != positions.len() {
-                    return Err(failed(format!(
-                        "expected {} converted objects, got {}",
-                        positions.len(),
-                        converted.len()
-                    )));
-                }
-                let mut all: Vec<(usize, Value)> = done;
-                all.extend(positions.into_iter().zip(converted));
-                all.sort_by_key(|(position, _)| *position);
-                Ok(all.into_iter().map(|(_, object)| object).collect())
             }
         }
+    }
+
+    /// `objects` at `desired` through the CRD's conversion webhook: only those at another
+    /// version are sent, in one ConversionReview; what comes back must keep each object's kind,
+    /// name, namespace and uid, and only labels and annotations of its metadata count (as
+    /// kube-apiserver checks). Failures are 500s naming the version converted from.
+    async fn convert_by_webhook(
+        &self,
+        resource: &Resource,
+        webhook: &Webhook,
+        objects: Vec<Value>,
+        desired: &str,
+    ) -> Result<Vec<Value>, RegistryError> {
+        let (done, todo): (Vec<_>, Vec<_>) = objects
+            .into_iter()
+            .enumerate()
+            .partition(|(_, o)| o["apiVersion"] == desired);
+        let (positions, todo): (Vec<usize>, Vec<Value>) = todo.into_iter().unzip();
+        let Some(first) = todo.first() else {
+            return Ok(done.into_iter().map(|(_, object)| object).collect());
+        };
+        let gvk = format!(
+            "{}, Kind={}",
+            first["apiVersion"].as_str().unwrap_or_default(),
+            resource.kind
+        );
+        let failed = |reason: &str| {
+            RegistryError::Internal(format!("conversion webhook for {gvk} failed: {reason}"))
+        };
+        if webhook.url.is_none() {
+            return Err(failed(
+                "clientConfig.service cannot be reached from kcp (there are no services to \
+                 call); use clientConfig.url",
+            ));
+        }
+        let Some(converter) = self.webhook_converter() else {
+            return Err(failed("no webhook client is configured"));
+        };
+        let converted = converter
+            .convert(webhook, todo.clone(), desired)
+            .await
+            .map_err(|reason| failed(&reason))?;
+        if converted.len() != todo.len() {
+            return Err(RegistryError::Internal(format!(
+                "conversion webhook for {gvk} returned {} objects, expected {}",
+                converted.len(),
+                todo.len()
+            )));
+        }
+        let single = todo.len() == 1;
+        let mut all = done;
+        for (index, ((position, original), object)) in
+            positions.into_iter().zip(todo).zip(converted).enumerate()
+        {
+            let checked = check_converted(&original, object, desired).map_err(|reason| {
+                RegistryError::Internal(if single {
+                    format!("conversion webhook for {gvk} returned invalid object: {reason}")
+                } else {
+                    format!(
+                        "conversion webhook for {gvk} returned invalid converted object at index {index}: {reason}"
+                    )
+                })
+            })?;
+            all.push((position, checked));
+        }
+        all.sort_by_key(|(position, _)| *position);
+        Ok(all.into_iter().map(|(_, object)| object).collect())
     }
 
     /// A stored object as the target's version serves it: converted and defaulted.
@@ -132,5 +172,121 @@ impl Registry {
             .await?
             .pop()
             .unwrap_or_default())
+    }
+}
+
+/// A webhook's answer for `original`, checked as kube-apiserver checks it: the desired
+/// apiVersion, the same kind, name, namespace and uid; the original metadata with the answer's
+/// labels and annotations (string maps).
+fn check_converted(original: &Value, mut converted: Value, desired: &str) -> Result<Value, String> {
+    let received = converted["apiVersion"].as_str().unwrap_or_default();
+    if received != desired {
+        return Err(format!(
+            "invalid groupVersion (expected {desired}, received {received})"
+        ));
+    }
+    let meta = |object: &Value, field: &str| -> String {
+        object["metadata"][field]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let kind = |object: &Value| object["kind"].as_str().unwrap_or_default().to_string();
+    if kind(original) != kind(&converted) {
+        return Err(format!(
+            "invalid kind (expected {}, received {})",
+            kind(original),
+            kind(&converted)
+        ));
+    }
+    for (field, label) in [("name", "name"), ("namespace", "namespace"), ("uid", "UID")] {
+        let (expected, got) = (meta(original, field), meta(&converted, field));
+        if expected != got {
+            return Err(format!("must have the same {label}: {expected} != {got}"));
+        }
+    }
+    let Some(answered) = converted.get("metadata").cloned() else {
+        return Err("missing metadata in converted object".into());
+    };
+    let Value::Object(answered) = answered else {
+        return Err("invalid metadata in converted object".into());
+    };
+    let mut metadata = original["metadata"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    for field in ["labels", "annotations"] {
+        match answered.get(field) {
+            None | Some(Value::Null) => {
+                metadata.remove(field);
+            }
+            Some(Value::Object(map)) => {
+                if let Some((key, _)) = map.iter().find(|(_, v)| !v.is_string()) {
+                    return Err(format!(
+                        "metadata.{field}[{key}] must be a string in converted object"
+                    ));
+                }
+                metadata.insert(field.into(), Value::Object(map.clone()));
+            }
+            Some(_) => {
+                return Err(format!("invalid metadata.{field} in converted object"));
+            }
+        }
+    }
+    converted["metadata"] = Value::Object(metadata);
+    Ok(converted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn widget(version: &str) -> Value {
+        json!({
+            "apiVersion": format!("example.com/{version}"),
+            "kind": "Widget",
+            "metadata": {"name": "a", "namespace": "n", "uid": "u", "resourceVersion": "7",
+                         "labels": {"l": "1"}},
+            "spec": {"size": 1}
+        })
+    }
+
+    #[test]
+    fn converted_objects_keep_the_original_metadata_but_labels_and_annotations() {
+        let mut answer = widget("v2");
+        answer["metadata"] = json!({"name": "a", "namespace": "n", "uid": "u",
+            "resourceVersion": "99", "generation": 42, "labels": {"l": "2"},
+            "annotations": {"a": "b"}});
+        answer["spec"] = json!({"dimensions": {"size": 1}});
+        let checked = check_converted(&widget("v1"), answer, "example.com/v2").unwrap();
+        assert_eq!(checked["metadata"]["resourceVersion"], "7");
+        assert!(checked["metadata"].get("generation").is_none());
+        assert_eq!(checked["metadata"]["labels"], json!({"l": "2"}));
+        assert_eq!(checked["metadata"]["annotations"], json!({"a": "b"}));
+        assert_eq!(checked["spec"], json!({"dimensions": {"size": 1}}));
+    }
+
+    #[test]
+    fn converted_objects_must_be_the_same_object_at_the_desired_version() {
+        let check = |answer: Value| check_converted(&widget("v1"), answer, "example.com/v2");
+        assert_eq!(
+            check(widget("v1")).unwrap_err(),
+            "invalid groupVersion (expected example.com/v2, received example.com/v1)"
+        );
+        let mut renamed = widget("v2");
+        renamed["metadata"]["name"] = json!("b");
+        assert_eq!(
+            check(renamed).unwrap_err(),
+            "must have the same name: a != b"
+        );
+        let mut other_uid = widget("v2");
+        other_uid["metadata"]["uid"] = json!("x");
+        assert_eq!(
+            check(other_uid).unwrap_err(),
+            "must have the same UID: u != x"
+        );
+        let mut bad_label = widget("v2");
+        bad_label["metadata"]["labels"] = json!({"l": 1});
+        assert!(check(bad_label).unwrap_err().contains("must be a string"));
     }
 }

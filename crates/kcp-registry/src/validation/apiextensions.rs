@@ -2,8 +2,10 @@
 //! dotted domain, a known scope, DNS-1035 version names without repeats and exactly one
 //! storage version, the required names; group and plural never change. Schemas and the rest
 //! of the CRD semantics are not checked here, except that every version has a structural
-//! schema whose CEL rules (`x-kubernetes-validations`) compile. Defaults as in
-//! `apiextensions/v1`: `singular`, `listKind`, `conversion.strategy`.
+//! schema whose CEL rules (`x-kubernetes-validations`) compile, the conversion settings (a
+//! webhook needs a client config and a ConversionReview version the server speaks) and, on
+//! updates, `status.storedVersions`. Defaults as in `apiextensions/v1`: `singular`, `listKind`,
+//! `conversion.strategy`.
 
 use serde_json::{Value, json};
 
@@ -173,7 +175,19 @@ pub fn validate(object: &Value, errs: &mut Errors) {
             &["None", "Webhook"],
         )),
     }
-    let client_config = &conversion["webhook"]["clientConfig"];
+    if strategy != "None"
+        && !strategy.is_empty()
+        && spec["preserveUnknownFields"].as_bool() == Some(true)
+    {
+        errs.push(invalid(
+            "spec.conversion.strategy",
+            Bad::Str(strategy),
+            "must be None if spec.preserveUnknownFields is true",
+        ));
+    }
+    let webhook = &conversion["webhook"];
+    let client_config = &webhook["clientConfig"];
+    let review_versions = &webhook["conversionReviewVersions"];
     if strategy == "Webhook" {
         if client_config.is_object() {
             validate_client_config(client_config, "spec.conversion.webhookClientConfig", errs);
@@ -183,16 +197,116 @@ pub fn validate(object: &Value, errs: &mut Errors) {
                 "required when strategy is set to Webhook",
             ));
         }
-    } else if !conversion["webhook"].is_null() {
-        errs.push(forbidden(
-            "spec.conversion.webhookClientConfig",
-            "should not be set when strategy is not set to Webhook",
+        validate_review_versions(review_versions, errs);
+    } else {
+        if client_config.is_object() {
+            errs.push(forbidden(
+                "spec.conversion.webhookClientConfig",
+                "should not be set when strategy is not set to Webhook",
+            ));
+        }
+        if review_versions.as_array().is_some_and(|v| !v.is_empty()) {
+            errs.push(forbidden(
+                "spec.conversion.conversionReviewVersions",
+                "should not be set when strategy is not set to Webhook",
+            ));
+        }
+    }
+}
+
+/// The ConversionReview versions the API server understands.
+const REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
+
+/// `conversionReviewVersions`: present, no repeats, DNS-1035 labels, one the server speaks.
+fn validate_review_versions(versions: &Value, errs: &mut Errors) {
+    const PATH: &str = "spec.conversion.conversionReviewVersions";
+    let versions: Vec<&str> = versions
+        .as_array()
+        .map(|items| items.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if versions.is_empty() {
+        errs.push(required(PATH, ""));
+        return;
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, version) in versions.iter().enumerate() {
+        if seen.contains(version) {
+            errs.push(invalid(
+                index(PATH, i),
+                Bad::Str(version),
+                "duplicate version",
+            ));
+            continue;
+        }
+        seen.push(version);
+        for problem in dns1035_label_errors(version) {
+            errs.push(invalid(index(PATH, i), Bad::Str(version), &problem));
+        }
+    }
+    if !versions.iter().any(|v| REVIEW_VERSIONS.contains(v)) {
+        let quoted: Vec<String> = versions.iter().map(|v| go_quote(v)).collect();
+        errs.push(invalid(
+            PATH,
+            Bad::Go(format!("[]string{{{}}}", quoted.join(", "))),
+            &format!(
+                "must include at least one of {}",
+                REVIEW_VERSIONS.join(", ")
+            ),
         ));
     }
 }
 
-/// Group and plural make up the name and the storage location: they never change.
+/// `status.storedVersions` of a CRD being updated: not empty, holding the storage version, and
+/// only versions still in `spec.versions` (objects may be stored at any of them).
+fn validate_stored_versions(crd: &Value, errs: &mut Errors) {
+    const PATH: &str = "status.storedVersions";
+    let stored: Vec<&str> = crd["status"]["storedVersions"]
+        .as_array()
+        .map(|items| items.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let go_list = || {
+        let quoted: Vec<String> = stored.iter().map(|v| go_quote(v)).collect();
+        Bad::Go(format!("[]string{{{}}}", quoted.join(", ")))
+    };
+    if stored.is_empty() {
+        errs.push(invalid(
+            PATH,
+            go_list(),
+            "must have at least one stored version",
+        ));
+        return;
+    }
+    let versions = crd["spec"]["versions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for version in &versions {
+        let name = text(version, "name");
+        if version["storage"].as_bool() == Some(true) && !stored.contains(&name) {
+            errs.push(invalid(
+                PATH,
+                go_list(),
+                &format!("must have the storage version {name}"),
+            ));
+        }
+    }
+    for (i, name) in stored.iter().enumerate() {
+        if !versions.iter().any(|v| text(v, "name") == *name) {
+            errs.push(invalid(
+                index(PATH, i),
+                Bad::Str(name),
+                &format!(
+                    "missing from spec.versions; {name} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in {name} and removes {name} from status.storedVersions"
+                ),
+            ));
+        }
+    }
+}
+
+/// Group and plural make up the name and the storage location: they never change. The stored
+/// versions must stay served or not (see [`validate_stored_versions`]).
 pub fn validate_update(new: &Value, old: &Value, errs: &mut Errors) {
+    validate_stored_versions(new, errs);
     for (path, get) in [
         (
             "spec.group",

@@ -930,10 +930,11 @@ fn custom_resource_definitions() {
             ),
         ],
     );
-    let old = crd(
+    let mut old = crd(
         "widgets.example.com",
         json!({"group": "example.com", "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget"}, "versions": versions}),
     );
+    old["status"] = json!({"storedVersions": ["v1"]});
     let mut new = old.clone();
     new["spec"]["names"]["plural"] = json!("gadgets");
     new["metadata"]["name"] = json!("widgets.example.com");
@@ -942,6 +943,98 @@ fn custom_resource_definitions() {
         vec![
             "metadata.name: Invalid value: \"widgets.example.com\": must be spec.names.plural+\".\"+spec.group",
             "spec.names.plural: Invalid value: \"gadgets\": field is immutable",
+        ]
+    );
+}
+
+#[test]
+fn custom_resource_definition_conversion() {
+    let schema = json!({"openAPIV3Schema": {"type": "object"}});
+    let crd = |conversion: Value| {
+        json!({"metadata": {"name": "widgets.example.com"}, "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": schema}],
+            "conversion": conversion}})
+    };
+    let url = json!({"url": "https://127.0.0.1:8443/convert"});
+    check_create(
+        "apiextensions.k8s.io",
+        "CustomResourceDefinition",
+        vec![
+            (
+                "a webhook with a url",
+                crd(
+                    json!({"strategy": "Webhook", "webhook": {"clientConfig": url, "conversionReviewVersions": ["v2", "v1"]}}),
+                ),
+                &[],
+            ),
+            (
+                "a webhook without client config or review versions",
+                crd(json!({"strategy": "Webhook"})),
+                &[
+                    "spec.conversion.webhookClientConfig: Required value: required when strategy is set to Webhook",
+                    "spec.conversion.conversionReviewVersions: Required value",
+                ],
+            ),
+            (
+                "review versions the server does not speak",
+                crd(
+                    json!({"strategy": "Webhook", "webhook": {"clientConfig": url, "conversionReviewVersions": ["v2", "v2", "V3"]}}),
+                ),
+                &[
+                    "spec.conversion.conversionReviewVersions[1]: Invalid value: \"v2\": duplicate version",
+                    "spec.conversion.conversionReviewVersions[2]: Invalid value: \"V3\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+                    "spec.conversion.conversionReviewVersions: Invalid value: []string{\"v2\", \"v2\", \"V3\"}: must include at least one of v1, v1beta1",
+                ],
+            ),
+            (
+                "webhook settings without the Webhook strategy",
+                crd(
+                    json!({"strategy": "None", "webhook": {"clientConfig": url, "conversionReviewVersions": ["v1"]}}),
+                ),
+                &[
+                    "spec.conversion.webhookClientConfig: Forbidden: should not be set when strategy is not set to Webhook",
+                    "spec.conversion.conversionReviewVersions: Forbidden: should not be set when strategy is not set to Webhook",
+                ],
+            ),
+        ],
+    );
+}
+
+#[test]
+fn custom_resource_definition_stored_versions_stay_in_spec() {
+    let schema = json!({"openAPIV3Schema": {"type": "object"}});
+    let version = |name: &str, storage: bool| json!({"name": name, "served": true, "storage": storage, "schema": schema});
+    let old = json!({"metadata": {"name": "widgets.example.com"}, "spec": {
+        "group": "example.com", "scope": "Namespaced",
+        "names": {"plural": "widgets", "kind": "Widget"},
+        "versions": [version("v1beta1", false), version("v1", true)]},
+        "status": {"storedVersions": ["v1beta1", "v1"]}});
+    let mut new = old.clone();
+    new["spec"]["versions"] = json!([version("v1", true)]);
+    assert_eq!(
+        update_errors(
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            old.clone(),
+            new
+        ),
+        vec![
+            "status.storedVersions[0]: Invalid value: \"v1beta1\": missing from spec.versions; v1beta1 was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in v1beta1 and removes v1beta1 from status.storedVersions"
+        ]
+    );
+    let mut emptied = old.clone();
+    emptied["status"]["storedVersions"] = json!([]);
+    assert_eq!(
+        update_errors(
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            old,
+            emptied
+        ),
+        vec![
+            "status.storedVersions: Invalid value: []string{}: must have at least one stored version"
         ]
     );
 }
