@@ -71,7 +71,7 @@ impl Target<'_> {
         }
     }
 
-    fn conflict(&self, name: &str) -> RegistryError {
+    pub(crate) fn conflict(&self, name: &str) -> RegistryError {
         RegistryError::Conflict {
             qualified_resource: self.qualified_resource(),
             name: name.to_string(),
@@ -451,6 +451,9 @@ impl Registry {
     ) -> Result<DeleteOutcome, RegistryError> {
         if strategy::is_namespace(target.resource) {
             return self.delete_namespace(target, name).await;
+        }
+        if strategy::is_crd(target.resource) {
+            return self.delete_crd(target, name).await;
         }
         self.delete_object(target, name).await
     }

@@ -49,7 +49,7 @@ pub(crate) fn is_namespace(resource: &Resource) -> bool {
     resource.group.is_empty() && resource.name == "namespaces"
 }
 
-fn is_crd(resource: &Resource) -> bool {
+pub(crate) fn is_crd(resource: &Resource) -> bool {
     resource.group == "apiextensions.k8s.io" && resource.name == "customresourcedefinitions"
 }
 

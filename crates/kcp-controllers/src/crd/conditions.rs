@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 /// A condition to set.
+#[derive(Clone)]
 pub(crate) struct Condition<'a> {
     pub kind: &'a str,
     pub status: bool,
@@ -17,6 +18,16 @@ pub(crate) fn find<'a>(status: &'a Value, kind: &str) -> Option<&'a Value> {
         .as_array()?
         .iter()
         .find(|c| c["type"] == kind)
+}
+
+/// Whether `status` already has `condition` (same status, reason and message).
+pub(crate) fn holds(status: &Value, condition: &Condition<'_>) -> bool {
+    let value = if condition.status { "True" } else { "False" };
+    find(status, condition.kind).is_some_and(|old| {
+        old["status"] == value
+            && old["reason"] == condition.reason
+            && old["message"] == *condition.message
+    })
 }
 
 /// Sets a condition in `status.conditions`, keeping its transition time if the status stays.

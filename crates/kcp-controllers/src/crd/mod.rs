@@ -6,7 +6,12 @@
 //! `Established` once the names are accepted. The registry serves a CRD's resources once it is
 //! Established. A deleted CRD's key is reconciled too, so CRDs that lost a name conflict to it
 //! get their names.
+//!
+//! [`cleanup`] finishes the deletion of a CRD: it deletes the CRD's custom resources in its
+//! logical cluster, then removes the `customresourcecleanup.apiextensions.k8s.io` finalizer the
+//! first delete added.
 
+pub mod cleanup;
 mod conditions;
 mod naming;
 
@@ -29,7 +34,10 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         wants: |_| true,
         deletions: true,
         reconcile: |registry, key: Key| {
-            Box::pin(async move { naming::reconcile(&registry, &key.cluster, &key.name).await })
+            Box::pin(async move {
+                naming::reconcile(&registry, &key.cluster, &key.name).await?;
+                cleanup::reconcile(&registry, &key.cluster, &key.name).await
+            })
         },
     }
     .run(registry, stop)

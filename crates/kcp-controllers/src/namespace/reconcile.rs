@@ -1,6 +1,7 @@
 //! One pass over a namespace: if it is terminating, delete every object of every built-in
-//! namespaced resource in it (in its logical cluster), and once nothing is left, remove the
-//! `kubernetes` finalizer through the `finalize` subresource.
+//! namespaced resource and of every namespaced custom resource its logical cluster serves in
+//! it, and once nothing is left, remove the `kubernetes` finalizer through the `finalize`
+//! subresource.
 
 use kcp_apis::builtin::{RESOURCES, Resource};
 use kcp_registry::strategy::{NAMESPACE_FINALIZER, spec_finalizers};
@@ -22,6 +23,21 @@ fn namespaced_resources() -> impl Iterator<Item = &'static Resource> {
                 .any(|r| r.group == resource.group && r.name == resource.name);
             (stored && first).then_some(resource)
         })
+}
+
+/// The namespaced custom resources `cluster` serves, one version per CRD (its versions share
+/// one storage).
+fn namespaced_custom_resources(registry: &Registry, cluster: &str) -> Vec<&'static Resource> {
+    let mut resources: Vec<&'static Resource> = Vec::new();
+    for resource in registry.custom_resources(cluster) {
+        let seen = resources
+            .iter()
+            .any(|r| r.group == resource.group && r.name == resource.name);
+        if resource.namespaced && !seen {
+            resources.push(resource);
+        }
+    }
+    resources
 }
 
 /// Reconciles the namespace `name` of `cluster`.
@@ -57,7 +73,8 @@ pub async fn reconcile(
     }
 
     let mut remaining = 0;
-    for resource in namespaced_resources() {
+    let custom = namespaced_custom_resources(registry, cluster);
+    for resource in namespaced_resources().chain(custom) {
         let content = Target {
             cluster,
             resource,

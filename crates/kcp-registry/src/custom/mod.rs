@@ -1,9 +1,12 @@
 //! Custom resources: which ones each logical cluster serves ([`index`]) and how their objects
-//! move between the version stored and the version served ([`convert`]). Their validation,
+//! move between the version stored and the version served ([`convert`]); deleting a CRD
+//! starts its termination (`deletion`). Their validation,
 //! defaulting and pruning by schema are in `crate::validation::custom`.
 
 pub(crate) mod convert;
+mod deletion;
 pub(crate) mod index;
 
 pub use convert::WebhookConverter;
+pub use deletion::CLEANUP_FINALIZER;
 pub use index::condition_true;

@@ -1,0 +1,271 @@
+//! Deleting CRDs on the in-memory store: the first delete starts termination, the CRD
+//! controller deletes the CRD's custom resources in its logical cluster only, waits for their
+//! finalizers, then removes the CRD; terminating namespaces lose their custom resources too.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kcp_apis::builtin::Resource;
+use kcp_controllers::Controllers;
+use kcp_registry::custom::CLEANUP_FINALIZER;
+use kcp_registry::{DeleteOutcome, ListOptions, Registry, RegistryError, Target};
+use kcp_storage::MemoryStorage;
+use serde_json::{Value, json};
+
+fn builtin(group: &str, name: &str) -> &'static Resource {
+    kcp_apis::builtin::RESOURCES
+        .iter()
+        .find(|r| r.name == name && r.group == group)
+        .unwrap()
+}
+
+fn crds(cluster: &str) -> Target<'_> {
+    Target {
+        cluster,
+        resource: builtin("apiextensions.k8s.io", "customresourcedefinitions"),
+        namespace: None,
+    }
+}
+
+fn namespaces(cluster: &str) -> Target<'_> {
+    Target {
+        cluster,
+        resource: builtin("", "namespaces"),
+        namespace: None,
+    }
+}
+
+fn widget_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+            }],
+        },
+    })
+}
+
+fn widget(name: &str, finalizers: &[&str]) -> Value {
+    json!({
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": name, "finalizers": finalizers},
+    })
+}
+
+/// Polls `check` until it holds, for up to ten seconds.
+async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    for _ in 0..200 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting until {what}");
+}
+
+/// The widgets resource of `cluster`, once its CRD is Established.
+async fn widgets(registry: &Registry, cluster: &str) -> &'static Resource {
+    let mut found = None;
+    eventually("widgets are served", async || {
+        found = registry
+            .resolve(cluster, "example.com", "v1", "widgets")
+            .await;
+        found.is_some()
+    })
+    .await;
+    found.unwrap()
+}
+
+fn inside<'a>(cluster: &'a str, resource: &'static Resource, namespace: &'a str) -> Target<'a> {
+    Target {
+        cluster,
+        resource,
+        namespace: Some(namespace),
+    }
+}
+
+async fn widget_names(
+    registry: &Registry,
+    cluster: &str,
+    resource: &'static Resource,
+) -> Vec<String> {
+    let everywhere = Target {
+        cluster,
+        resource,
+        namespace: None,
+    };
+    let listed = registry
+        .list(everywhere, ListOptions::default())
+        .await
+        .unwrap();
+    listed
+        .items
+        .iter()
+        .map(|w| {
+            format!(
+                "{}/{}",
+                w["metadata"]["namespace"].as_str().unwrap(),
+                w["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+fn terminating(crd: &Value) -> (String, String) {
+    let condition = crd["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Terminating"))
+        .cloned()
+        .unwrap_or_default();
+    (
+        condition["status"].as_str().unwrap_or_default().to_string(),
+        condition["reason"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+async fn setup(registry: &Registry, cluster: &str, spaces: &[&str]) -> &'static Resource {
+    registry.create(crds(cluster), widget_crd()).await.unwrap();
+    for space in spaces {
+        registry
+            .create(namespaces(cluster), json!({"metadata": {"name": space}}))
+            .await
+            .unwrap();
+    }
+    widgets(registry, cluster).await
+}
+
+#[tokio::test]
+async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
+    let registry = Registry::new(Arc::new(MemoryStorage::new()));
+    let controllers = Controllers::start(registry.clone());
+    let (doomed, kept) = ("root:doomed", "root:kept");
+    let resource = setup(&registry, doomed, &["a", "b"]).await;
+    let kept_resource = setup(&registry, kept, &["a"]).await;
+    for (space, name, finalizers) in [
+        ("a", "one", &[][..]),
+        ("a", "two", &[][..]),
+        ("b", "held", &["example.com/hold"][..]),
+    ] {
+        registry
+            .create(inside(doomed, resource, space), widget(name, finalizers))
+            .await
+            .unwrap();
+    }
+    registry
+        .create(inside(kept, kept_resource, "a"), widget("one", &[]))
+        .await
+        .unwrap();
+
+    let DeleteOutcome::Pending(crd) = registry
+        .delete(crds(doomed), "widgets.example.com")
+        .await
+        .unwrap()
+    else {
+        panic!("the first delete of a CRD only starts its termination");
+    };
+    assert!(crd["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(crd["metadata"]["finalizers"], json!([CLEANUP_FINALIZER]));
+    assert_eq!(
+        terminating(&crd),
+        ("True".into(), "InstanceDeletionPending".into())
+    );
+    let refused = registry
+        .create(inside(doomed, resource, "a"), widget("late", &[]))
+        .await;
+    assert!(
+        matches!(&refused, Err(RegistryError::MethodNotAllowed(message)) if message == "create not allowed while custom resource definition is terminating"),
+        "{refused:?}"
+    );
+
+    eventually("only the held widget is left", async || {
+        widget_names(&registry, doomed, resource).await == ["b/held"]
+    })
+    .await;
+    let crd = registry
+        .get(crds(doomed), "widgets.example.com")
+        .await
+        .unwrap();
+    assert_eq!(
+        terminating(&crd),
+        ("True".into(), "InstanceDeletionInProgress".into())
+    );
+    let held = registry
+        .get(inside(doomed, resource, "b"), "held")
+        .await
+        .unwrap();
+    assert!(held["metadata"]["deletionTimestamp"].is_string());
+
+    registry
+        .patch(inside(doomed, resource, "b"), "held", &|current: &Value| {
+            let mut next = current.clone();
+            next["metadata"]["finalizers"] = json!([]);
+            Ok(next)
+        })
+        .await
+        .unwrap();
+    eventually("the CRD is gone", async || {
+        matches!(
+            registry.get(crds(doomed), "widgets.example.com").await,
+            Err(RegistryError::NotFound { .. })
+        )
+    })
+    .await;
+    assert!(
+        registry
+            .resolve(doomed, "example.com", "v1", "widgets")
+            .await
+            .is_none()
+    );
+    assert!(registry.custom_resources(doomed).is_empty());
+
+    // The same CRD in another cluster keeps its resources.
+    assert_eq!(
+        widget_names(&registry, kept, kept_resource).await,
+        ["a/one"]
+    );
+    let other = registry
+        .get(crds(kept), "widgets.example.com")
+        .await
+        .unwrap();
+    assert!(other["metadata"].get("deletionTimestamp").is_none());
+
+    // Created again, the CRD starts empty.
+    let resource = setup(&registry, doomed, &[]).await;
+    assert!(widget_names(&registry, doomed, resource).await.is_empty());
+    controllers.shutdown().await;
+}
+
+#[tokio::test]
+async fn terminating_namespaces_lose_their_custom_resources() {
+    let registry = Registry::new(Arc::new(MemoryStorage::new()));
+    let controllers = Controllers::start(registry.clone());
+    let cluster = "root:ns";
+    let resource = setup(&registry, cluster, &["doomed", "kept"]).await;
+    for space in ["doomed", "kept"] {
+        registry
+            .create(inside(cluster, resource, space), widget("w", &[]))
+            .await
+            .unwrap();
+    }
+    registry
+        .delete(namespaces(cluster), "doomed")
+        .await
+        .unwrap();
+    eventually("the namespace is gone", async || {
+        matches!(
+            registry.get(namespaces(cluster), "doomed").await,
+            Err(RegistryError::NotFound { .. })
+        )
+    })
+    .await;
+    assert_eq!(widget_names(&registry, cluster, resource).await, ["kept/w"]);
+    controllers.shutdown().await;
+}
