@@ -3,6 +3,7 @@
 
 mod e2e {
     pub mod crash;
+    pub mod crd_deletion;
     pub mod crds;
     pub mod kube_rs;
     pub mod kubectl;
