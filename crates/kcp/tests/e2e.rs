@@ -4,6 +4,7 @@
 mod e2e {
     pub mod crash;
     pub mod crd_cel;
+    pub mod crd_deletion;
     pub mod crd_printing;
     pub mod crd_schemas;
     pub mod crd_versions;
