@@ -24,7 +24,6 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, ListParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use super::support::Kcp;
 
@@ -45,7 +44,7 @@ async fn acknowledged_creates_survive_sigkill() {
     let namespace =
         serde_json::from_value::<Namespace>(serde_json::json!({"metadata": {"name": NAMESPACE}}))
             .unwrap();
-    Api::<Namespace>::all(client(&kcp).await)
+    Api::<Namespace>::all(kcp.kube_client().await)
         .create(&PostParams::default(), &namespace)
         .await
         .unwrap();
@@ -53,7 +52,7 @@ async fn acknowledged_creates_survive_sigkill() {
 
     for round in 0..ROUNDS {
         let running = kcp.take().unwrap();
-        let api: Api<ConfigMap> = Api::namespaced(client(&running).await, NAMESPACE);
+        let api: Api<ConfigMap> = Api::namespaced(running.kube_client().await, NAMESPACE);
         // Kill once this many creates are acknowledged, with up to IN_FLIGHT still in flight.
         let kill_after = rng.usize(IN_FLIGHT..CREATES_PER_ROUND - IN_FLIGHT);
         let (acks, mut acked) = tokio::sync::mpsc::unbounded_channel();
@@ -100,7 +99,7 @@ async fn acknowledged_creates_survive_sigkill() {
         );
 
         let restarted = start(&root).await;
-        let api: Api<ConfigMap> = Api::namespaced(client(&restarted).await, NAMESPACE);
+        let api: Api<ConfigMap> = Api::namespaced(restarted.kube_client().await, NAMESPACE);
         let stored: BTreeMap<String, BTreeMap<String, String>> = api
             .list(&ListParams::default())
             .await
@@ -150,15 +149,6 @@ async fn start(root: &Path) -> Kcp {
     tokio::task::spawn_blocking(move || Kcp::start(&root, &[]))
         .await
         .unwrap()
-}
-
-/// A kube-rs client from the kubeconfig this start wrote (the port changes on every start).
-async fn client(kcp: &Kcp) -> kube::Client {
-    let kubeconfig = Kubeconfig::read_from(kcp.kubeconfig()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
 }
 
 /// The name and data of the `i`th configmap of `round`.

@@ -54,14 +54,7 @@ fn cel_rules_validate_custom_resources() {
     kcp.kubectl_in_ok(cluster, &["create", "namespace", "default"]);
     let crd = write_file(dir.path(), "crd.yaml", CRD);
     kcp.kubectl_in_ok(cluster, &["apply", "-f", &crd]);
-    kcp.kubectl_in_ok(
-        cluster,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "crd/pools.example.com",
-        ],
-    );
+    kcp.wait_established(cluster, "pools.example.com");
 
     let bad = write_file(dir.path(), "bad.yaml", &pool(5, 1, 12, "fast"));
     let output = kcp.kubectl_in(cluster, &["create", "-f", &bad]);

@@ -31,27 +31,10 @@ fn widget(name: &str, namespace: &str, finalizers: &str) -> String {
     )
 }
 
-fn failure(kcp: &Kcp, cluster: &str, args: &[&str]) -> String {
-    let output = kcp.kubectl_in(cluster, args);
-    assert!(
-        !output.status.success(),
-        "kubectl {args:?} in {cluster} should fail"
-    );
-    String::from_utf8_lossy(&output.stderr).trim().to_string()
-}
-
 /// Creates the widgets CRD in `cluster` and waits until it is Established.
 fn create_crd(kcp: &Kcp, cluster: &str, crd: &str) {
     kcp.kubectl_in_ok(cluster, &["create", "-f", crd]);
-    kcp.kubectl_in_ok(
-        cluster,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "crd/widgets.example.com",
-            "--timeout=10s",
-        ],
-    );
+    kcp.wait_established(cluster, "widgets.example.com");
 }
 
 fn widgets(kcp: &Kcp, cluster: &str) -> String {
@@ -114,7 +97,7 @@ fn deleting_a_crd_deletes_its_resources_then_itself() {
         "{crd_state}"
     );
     let late = write_file(dir.path(), "late.yaml", &widget("late", "a", ""));
-    let stderr = failure(&kcp, cluster, &["create", "-f", &late]);
+    let stderr = kcp.kubectl_in_err(cluster, &["create", "-f", &late]);
     assert!(
         stderr.contains("(MethodNotAllowed): error when creating \"")
             && stderr
@@ -190,7 +173,7 @@ fn deleting_a_crd_deletes_its_resources_then_itself() {
     );
     let resources = kcp.kubectl_in_ok(cluster, &["api-resources", "--api-group=example.com"]);
     assert!(!resources.contains("widgets"), "{resources}");
-    let stderr = failure(&kcp, cluster, &["get", "widgets", "-A"]);
+    let stderr = kcp.kubectl_in_err(cluster, &["get", "widgets", "-A"]);
     assert!(
         stderr.contains("the server doesn't have a resource type \"widgets\""),
         "{stderr}"
@@ -211,7 +194,7 @@ fn deleting_a_crd_deletes_its_resources_then_itself() {
         deleted.trim(),
         "customresourcedefinition.apiextensions.k8s.io \"widgets.example.com\" deleted"
     );
-    let stderr = failure(&kcp, cluster, &["get", "crd", "widgets.example.com"]);
+    let stderr = kcp.kubectl_in_err(cluster, &["get", "crd", "widgets.example.com"]);
     assert!(stderr.contains("NotFound"), "{stderr}");
 }
 
@@ -232,7 +215,7 @@ fn deleting_a_namespace_deletes_its_custom_resources() {
     let objects = write_file(dir.path(), "widgets.yaml", &objects);
     kcp.kubectl_in_ok(cluster, &["create", "-f", &objects]);
     kcp.kubectl_in_ok(cluster, &["delete", "namespace", "doomed", "--timeout=20s"]);
-    let stderr = failure(&kcp, cluster, &["get", "namespace", "doomed"]);
+    let stderr = kcp.kubectl_in_err(cluster, &["get", "namespace", "doomed"]);
     assert!(stderr.contains("NotFound"), "{stderr}");
     assert_eq!(widgets(&kcp, cluster), "kept/w");
 }

@@ -80,15 +80,7 @@ fn start(dir: &std::path::Path, cluster: &str) -> Kcp {
     for (name, text) in [("widgets", WIDGETS), ("gadgets", GADGETS)] {
         let file = write_file(dir, &format!("{name}.yaml"), text);
         kcp.kubectl_in_ok(cluster, &["apply", "-f", &file]);
-        kcp.kubectl_in_ok(
-            cluster,
-            &[
-                "wait",
-                "--for=condition=Established",
-                &format!("crd/{name}.example.com"),
-                "--timeout=10s",
-            ],
-        );
+        kcp.wait_established(cluster, &format!("{name}.example.com"));
     }
     kcp
 }
@@ -102,13 +94,6 @@ fn widget(name: &str, spec: &str) -> String {
 fn create(kcp: &Kcp, dir: &std::path::Path, cluster: &str, name: &str, text: &str) {
     let file = write_file(dir, &format!("{name}.yaml"), text);
     kcp.kubectl_in_ok(cluster, &["create", "-f", &file]);
-}
-
-/// kubectl's stderr for a command that must fail.
-fn failure(kcp: &Kcp, cluster: &str, args: &[&str]) -> String {
-    let output = kcp.kubectl_in(cluster, args);
-    assert!(!output.status.success(), "kubectl {args:?} should fail");
-    String::from_utf8_lossy(&output.stderr).trim().to_string()
 }
 
 /// The whitespace-separated words of each line.
@@ -259,8 +244,7 @@ fn selectable_fields_select_in_lists_and_watches() {
     assert_eq!(select("metadata.name=blue-big"), ["blue-big"]);
 
     // A field the CRD does not declare selectable is refused.
-    let stderr = failure(
-        &kcp,
+    let stderr = kcp.kubectl_in_err(
         cluster,
         &[
             "get",
@@ -276,8 +260,7 @@ fn selectable_fields_select_in_lists_and_watches() {
         "{stderr}"
     );
     // So is any field of a CRD without selectable fields.
-    let stderr = failure(
-        &kcp,
+    let stderr = kcp.kubectl_in_err(
         cluster,
         &[
             "get",
@@ -315,9 +298,7 @@ fn selectable_fields_select_in_lists_and_watches() {
         .collect();
     watched.sort();
     assert_eq!(watched, ["blue-big", "red-big"]);
-    let stderr = failure(
-        &kcp,
-        cluster,
+    let stderr = kcp.kubectl_in_err(cluster,
         &[
             "get",
             "--raw",
@@ -414,8 +395,7 @@ fn the_scale_subresource_reads_and_writes_spec_replicas() {
         ],
     );
     assert_eq!(get("{.spec.replicas}"), "7");
-    let stderr = failure(
-        &kcp,
+    let stderr = kcp.kubectl_in_err(
         cluster,
         &[
             "scale",
@@ -437,11 +417,7 @@ fn the_scale_subresource_reads_and_writes_spec_replicas() {
         "negative.json",
         r#"{"kind":"Scale","apiVersion":"autoscaling/v1","metadata":{"name":"w","namespace":"ns"},"spec":{"replicas":-1}}"#,
     );
-    let stderr = failure(
-        &kcp,
-        cluster,
-        &["replace", "--raw", scale_url, "-f", &negative],
-    );
+    let stderr = kcp.kubectl_in_err(cluster, &["replace", "--raw", scale_url, "-f", &negative]);
     assert!(
         stderr.contains(".spec.replicas: Invalid value: -1: should be a non-negative integer"),
         "{stderr}"
@@ -452,16 +428,11 @@ fn the_scale_subresource_reads_and_writes_spec_replicas() {
         "stale.json",
         r#"{"kind":"Scale","apiVersion":"autoscaling/v1","metadata":{"name":"w","namespace":"ns","resourceVersion":"1"},"spec":{"replicas":2}}"#,
     );
-    let stderr = failure(
-        &kcp,
-        cluster,
-        &["replace", "--raw", scale_url, "-f", &stale],
-    );
+    let stderr = kcp.kubectl_in_err(cluster, &["replace", "--raw", scale_url, "-f", &stale]);
     assert!(stderr.contains("the object has been modified"), "{stderr}");
     assert_eq!(get("{.spec.replicas}"), "7");
     // Creating with a negative count fails the same way.
-    let stderr = failure(
-        &kcp,
+    let stderr = kcp.kubectl_in_err(
         cluster,
         &[
             "create",
@@ -475,8 +446,7 @@ fn the_scale_subresource_reads_and_writes_spec_replicas() {
     );
 
     // Gadgets have no scale subresource.
-    let stderr = failure(
-        &kcp,
+    let stderr = kcp.kubectl_in_err(
         cluster,
         &[
             "get",

@@ -80,14 +80,7 @@ fn schemas_validate_prune_and_preserve_as_kubernetes_does() {
     let cluster = "root:crd-schemas";
     let crd = write_file(dir.path(), "shapes.yaml", SHAPES);
     kcp.kubectl_in_ok(cluster, &["apply", "-f", &crd]);
-    kcp.kubectl_in_ok(
-        cluster,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "crd/shapes.example.com",
-        ],
-    );
+    kcp.wait_established(cluster, "shapes.example.com");
 
     let bad = write_file(dir.path(), "bad.yaml", BAD);
     let output = kcp.kubectl_in(cluster, &["create", "-f", &bad]);

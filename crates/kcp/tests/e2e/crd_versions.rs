@@ -30,10 +30,7 @@ fn stderr_of(kcp: &Kcp, args: &[&str]) -> (bool, String) {
 }
 
 fn wait_established(kcp: &Kcp, crd: &str) {
-    kcp.kubectl_in_ok(
-        CLUSTER,
-        &["wait", "--for=condition=Established", crd, "--timeout=10s"],
-    );
+    kcp.wait_established(CLUSTER, crd.trim_start_matches("crd/"));
 }
 
 /// `widgets.example.com` with a deprecated `v1beta1` (sizes up to 5, no defaults) and `v1`

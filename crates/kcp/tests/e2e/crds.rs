@@ -34,15 +34,6 @@ spec:
     )
 }
 
-fn failure(kcp: &Kcp, cluster: &str, args: &[&str]) -> String {
-    let output = kcp.kubectl_in(cluster, args);
-    assert!(
-        !output.status.success(),
-        "kubectl {args:?} in {cluster} should fail"
-    );
-    String::from_utf8_lossy(&output.stderr).trim().to_string()
-}
-
 #[test]
 fn the_same_crd_validates_and_defaults_by_each_clusters_schema() {
     let dir = tempfile::tempdir().unwrap();
@@ -67,15 +58,7 @@ fn the_same_crd_validates_and_defaults_by_each_clusters_schema() {
     for (cluster, crd) in [(a, &crd_a), (b, &crd_b)] {
         kcp.kubectl_in_ok(cluster, &["create", "namespace", "crds"]);
         kcp.kubectl_in_ok(cluster, &["apply", "-f", crd]);
-        kcp.kubectl_in_ok(
-            cluster,
-            &[
-                "wait",
-                "--for=condition=Established",
-                "crd/widgets.example.com",
-                "--timeout=10s",
-            ],
-        );
+        kcp.wait_established(cluster, "widgets.example.com");
     }
     let conditions = kcp.kubectl_in_ok(
         a,
@@ -99,7 +82,7 @@ fn the_same_crd_validates_and_defaults_by_each_clusters_schema() {
         "{resources}"
     );
     assert!(!resources.contains("wb"), "{resources}");
-    let stderr = failure(&kcp, "root", &["get", "widgets"]);
+    let stderr = kcp.kubectl_in_err("root", &["get", "widgets"]);
     assert!(
         stderr.contains("the server doesn't have a resource type \"widgets\""),
         "{stderr}"
@@ -128,12 +111,12 @@ fn the_same_crd_validates_and_defaults_by_each_clusters_schema() {
     // Validation too: every problem at once, with Kubernetes' paths and messages.
     let odd = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: odd\n  namespace: crds\nspec:\n  size: 0\n  color: green\n";
     let odd = write_file(dir.path(), "odd.yaml", odd);
-    let stderr = failure(&kcp, a, &["create", "-f", &odd]);
+    let stderr = kcp.kubectl_in_err(a, &["create", "-f", &odd]);
     assert!(
         stderr.contains("The Widget \"odd\" is invalid: \n* spec.color: Unsupported value: \"green\": supported values: \"red\", \"blue\"\n* spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1"),
         "{stderr}"
     );
-    let stderr = failure(&kcp, b, &["create", "-f", &odd]);
+    let stderr = kcp.kubectl_in_err(b, &["create", "-f", &odd]);
     assert!(
         stderr.contains("spec.size: Invalid value: \"integer\": spec.size in body must be of type string: \"integer\""),
         "{stderr}"
@@ -142,7 +125,7 @@ fn the_same_crd_validates_and_defaults_by_each_clusters_schema() {
     // Unknown fields: kubectl asks for Strict (400 naming them); Warn drops them with a warning.
     let extra = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: extra\n  namespace: crds\nspec:\n  color: blue\n  bogus: 1\n";
     let extra = write_file(dir.path(), "extra.yaml", extra);
-    let stderr = failure(&kcp, a, &["create", "-f", &extra]);
+    let stderr = kcp.kubectl_in_err(a, &["create", "-f", &extra]);
     assert!(
         stderr.contains("Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: unknown field \"spec.bogus\""),
         "{stderr}"
@@ -178,14 +161,7 @@ fn status_is_its_own_subresource_and_generation_follows_the_spec() {
     );
     kcp.kubectl_in_ok(cluster, &["create", "namespace", "s"]);
     kcp.kubectl_in_ok(cluster, &["apply", "-f", &crd]);
-    kcp.kubectl_in_ok(
-        cluster,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "crd/widgets.example.com",
-        ],
-    );
+    kcp.wait_established(cluster, "widgets.example.com");
     // Status sent with a create is dropped.
     let widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: s\nspec:\n  size: 1\nstatus:\n  ready: true\n";
     let widget = write_file(dir.path(), "w.yaml", widget);
@@ -250,8 +226,7 @@ fn status_is_its_own_subresource_and_generation_follows_the_spec() {
     assert_eq!(get("{.metadata.generation}"), "2");
 
     // Strategic merge patch is not for custom resources.
-    let stderr = failure(
-        &kcp,
+    let stderr = kcp.kubectl_in_err(
         cluster,
         &[
             "patch",
@@ -281,14 +256,7 @@ fn conflicting_names_are_not_accepted_until_freed() {
         &widget_crd("{type: object, properties: {size: {type: integer}}}", "wd"),
     );
     kcp.kubectl_in_ok(cluster, &["apply", "-f", &widgets]);
-    kcp.kubectl_in_ok(
-        cluster,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "crd/widgets.example.com",
-        ],
-    );
+    kcp.wait_established(cluster, "widgets.example.com");
     // `kubectl explain` reads the CRD's schema from OpenAPI v3 as soon as it is Established.
     let explained = kcp.kubectl_in_ok(cluster, &["explain", "widgets.spec.size"]);
     assert!(explained.contains("FIELD: size <integer>"), "{explained}");
@@ -324,19 +292,12 @@ fn conflicting_names_are_not_accepted_until_freed() {
         status.trim(),
         "NamesAccepted=False/ShortNamesConflict: \"wd\" is already in use; Established=False/NotAccepted: not all names are accepted;"
     );
-    let stderr = failure(&kcp, cluster, &["get", "gadgets"]);
+    let stderr = kcp.kubectl_in_err(cluster, &["get", "gadgets"]);
     assert!(stderr.contains("doesn't have a resource type"), "{stderr}");
 
     // Once widgets is gone, gadgets gets its names.
     kcp.kubectl_in_ok(cluster, &["delete", "crd", "widgets.example.com"]);
-    kcp.kubectl_in_ok(
-        cluster,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "crd/gadgets.example.com",
-        ],
-    );
+    kcp.wait_established(cluster, "gadgets.example.com");
     let listed = kcp.kubectl_in_ok(cluster, &["get", "gadgets", "-A"]);
     assert_eq!(listed.trim(), "");
 }

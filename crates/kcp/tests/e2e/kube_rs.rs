@@ -5,7 +5,6 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 
 use super::support::Kcp;
@@ -22,11 +21,7 @@ async fn kube_rs_lists_watches_and_reflects() {
     let kcp = tokio::task::spawn_blocking(move || Kcp::start(&root, &[]))
         .await
         .unwrap();
-    let kubeconfig = Kubeconfig::read_from(kcp.kubeconfig()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    let client = kube::Client::try_from(config).unwrap();
+    let client = kcp.kube_client().await;
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
 
     api.create(&PostParams::default(), &configmap("first"))

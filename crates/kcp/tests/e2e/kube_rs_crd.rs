@@ -6,7 +6,6 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{CustomResource, CustomResourceExt};
@@ -41,11 +40,7 @@ async fn kube_rs_serves_a_derived_custom_resource() {
     let kcp = tokio::task::spawn_blocking(move || Kcp::start(&root, &[]))
         .await
         .unwrap();
-    let kubeconfig = Kubeconfig::read_from(kcp.kubeconfig()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    let client = kube::Client::try_from(config).unwrap();
+    let client = kcp.kube_client().await;
 
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     crds.create(&PostParams::default(), &Gizmo::crd())

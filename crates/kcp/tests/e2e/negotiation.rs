@@ -408,7 +408,6 @@ fn large_lists_are_gzipped_for_clients_that_ask() {
 
 #[tokio::test]
 async fn kube_rs_aggregated_discovery_resolves_built_in_kinds() {
-    use kube::config::{KubeConfigOptions, Kubeconfig};
     use kube::discovery::{Discovery, Scope};
 
     let dir = tempfile::tempdir().unwrap();
@@ -416,11 +415,7 @@ async fn kube_rs_aggregated_discovery_resolves_built_in_kinds() {
     let kcp = tokio::task::spawn_blocking(move || Kcp::start(&root, &[]))
         .await
         .unwrap();
-    let kubeconfig = Kubeconfig::read_from(kcp.kubeconfig()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    let client = kube::Client::try_from(config).unwrap();
+    let client = kcp.kube_client().await;
     let discovery = Discovery::new(client).run_aggregated().await.unwrap();
 
     let namespace = kube::api::GroupVersionKind::gvk("", "v1", "Namespace");

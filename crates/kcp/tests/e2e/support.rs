@@ -109,6 +109,36 @@ impl Kcp {
         String::from_utf8(output.stdout).unwrap()
     }
 
+    /// [`Kcp::kubectl_in`] requiring failure; returns stderr, trimmed.
+    pub fn kubectl_in_err(&self, cluster: &str, args: &[&str]) -> String {
+        let output = self.kubectl_in(cluster, args);
+        assert!(
+            !output.status.success(),
+            "kubectl {args:?} in {cluster} should fail"
+        );
+        String::from_utf8_lossy(&output.stderr).trim().to_string()
+    }
+
+    /// Waits until the CRD `name` of `cluster` is Established.
+    pub fn wait_established(&self, cluster: &str, name: &str) {
+        let crd = format!("crd/{name}");
+        self.kubectl_in_ok(
+            cluster,
+            &["wait", "--for=condition=Established", &crd, "--timeout=10s"],
+        );
+    }
+
+    /// A kube-rs client from the kubeconfig this start wrote (the port changes on every start).
+    pub async fn kube_client(&self) -> kube::Client {
+        use kube::config::{KubeConfigOptions, Kubeconfig};
+        let kubeconfig = Kubeconfig::read_from(self.kubeconfig()).unwrap();
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+
     /// Runs kubectl and requires success; returns stdout.
     pub fn kubectl_ok(&self, args: &[&str]) -> String {
         let output = self.kubectl(args);
