@@ -6,3 +6,4 @@
 pub mod builtin;
 pub mod custom;
 pub mod schema;
+pub mod system;

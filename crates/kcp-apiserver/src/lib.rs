@@ -35,6 +35,7 @@ mod table;
 mod test_support;
 pub mod version;
 mod watch;
+mod workspaces;
 mod yaml;
 
 pub use serve::{ServeHandle, serve};

@@ -89,7 +89,7 @@ impl Router {
         response
     }
 
-    async fn answer<B>(&self, request: Request<B>, info: RequestInfo) -> Response<Body>
+    async fn answer<B>(&self, request: Request<B>, mut info: RequestInfo) -> Response<Body>
     where
         B: http_body::Body<Data = Bytes>,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -111,8 +111,21 @@ impl Router {
             .headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
-        if self.authn.authenticate(authorization).is_none() {
+        let Some(user) = self.authn.authenticate(authorization) else {
             return failure(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized");
+        };
+        // The OpenAPI index points back at the path the client used.
+        let requested_cluster = match &info {
+            RequestInfo::Resource(r) => r.cluster.clone(),
+            RequestInfo::NonResource { cluster, .. } => cluster.clone(),
+        };
+        if let Err(not_found) = crate::workspaces::resolve(&self.registry, &mut info).await {
+            return not_found;
+        }
+        if let RequestInfo::Resource(resource) = &info
+            && crate::workspaces::is_home(resource)
+        {
+            return crate::workspaces::home(&self.registry, &user.name).await;
         }
         match info {
             RequestInfo::NonResource { path, .. } if path == "/metrics" && read_only => {
@@ -129,7 +142,7 @@ impl Router {
             RequestInfo::NonResource { path, cluster, .. }
                 if read_only && (path == "/openapi/v3" || path.starts_with("/openapi/v3/")) =>
             {
-                let prefix = cluster
+                let prefix = requested_cluster
                     .as_ref()
                     .map(|name| format!("/clusters/{name}"))
                     .unwrap_or_default();

@@ -1,5 +1,5 @@
-//! What one logical cluster serves: the built-in resources every cluster has, then the custom
-//! resources of its Established CRDs. Discovery and OpenAPI documents are built from this view.
+//! What one logical cluster serves: the built-in resources every cluster has, then kcp's own
+//! kinds (workspaces, logical clusters), then the custom resources of its Established CRDs. Discovery and OpenAPI documents are built from this view.
 
 use kcp_apis::builtin::{self, Resource};
 use kcp_registry::Registry;
@@ -14,7 +14,7 @@ impl Served {
     pub fn of(registry: &Registry, cluster: Option<&str>) -> Served {
         Served {
             custom: cluster
-                .map(|cluster| registry.custom_resources(cluster))
+                .map(|cluster| registry.non_builtin_resources(cluster))
                 .unwrap_or_default(),
         }
     }

@@ -1,7 +1,9 @@
 //! The loop every controller runs: list its resource across all logical clusters, queue the
 //! `(cluster, name)` of each object it cares about, follow one cross-cluster watch, and run a
 //! few reconciles at once, each retried with backoff on error or again after a delay when it
-//! asks to. A broken watch (compaction, storage restart) is followed by a fresh list.
+//! asks to. A broken watch (compaction, storage restart) is followed by a fresh list. A
+//! controller may also follow a second resource whose events map to keys of its own objects
+//! (the workspace controller follows LogicalClusters to their Workspaces).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -36,7 +38,14 @@ pub enum Outcome {
     Again(Duration),
 }
 
-type Events = Pin<Box<dyn Stream<Item = Result<ClusterEvent, RegistryError>> + Send>>;
+/// What woke the controller: an event of its own resource, or the key an event of the
+/// resource it also follows maps to.
+enum Trigger {
+    Own(ClusterEvent),
+    Key(Option<Key>),
+}
+
+type Events = Pin<Box<dyn Stream<Item = Result<Trigger, RegistryError>> + Send>>;
 type Reconciled = Pin<Box<dyn Future<Output = Result<Outcome, RegistryError>> + Send>>;
 
 /// One controller: its resource, which objects it cares about, and its reconcile.
@@ -48,6 +57,15 @@ pub(crate) struct Controller {
     /// Whether a DELETED event needs a reconcile of its key.
     pub deletions: bool,
     pub reconcile: fn(Registry, Key) -> Reconciled,
+    /// A second resource to watch (no list: the own list covers every object).
+    pub also: Option<Also>,
+}
+
+/// A second resource whose events concern the controller's objects.
+pub(crate) struct Also {
+    pub resource: &'static Resource,
+    /// The key of the controller's object an object of `resource` in a cluster concerns.
+    pub key: fn(&str, &Value) -> Option<Key>,
 }
 
 fn name_of(object: &Value) -> String {
@@ -72,9 +90,19 @@ impl Controller {
                 cluster: found.cluster,
             });
         }
-        Ok(Box::pin(
-            registry.watch_all_clusters(self.resource, revision).await?,
-        ))
+        let own = registry
+            .watch_all_clusters(self.resource, revision)
+            .await?
+            .map(|event| event.map(Trigger::Own));
+        let Some(also) = &self.also else {
+            return Ok(Box::pin(own));
+        };
+        let key = also.key;
+        let other = registry
+            .watch_all_clusters(also.resource, revision)
+            .await?
+            .map(move |event| event.map(|e| Trigger::Key(key(&e.cluster, &e.event.object))));
+        Ok(Box::pin(futures::stream::select(own, other)))
     }
 
     /// Runs the controller until `stop` turns true.
@@ -108,7 +136,12 @@ impl Controller {
             tokio::select! {
                 _ = stop.wait_for(|stopped| *stopped) => return,
                 event = next_event(&mut events) => match event {
-                    Some(Ok(ClusterEvent { cluster, event })) => {
+                    Some(Ok(Trigger::Key(key))) => {
+                        if let Some(key) = key {
+                            queue.add(key);
+                        }
+                    }
+                    Some(Ok(Trigger::Own(ClusterEvent { cluster, event }))) => {
                         let wanted = if event.kind == "DELETED" {
                             self.deletions
                         } else {
@@ -149,7 +182,7 @@ impl Controller {
 }
 
 /// The next watch event, or never while there is no watch.
-async fn next_event(events: &mut Option<Events>) -> Option<Result<ClusterEvent, RegistryError>> {
+async fn next_event(events: &mut Option<Events>) -> Option<Result<Trigger, RegistryError>> {
     match events {
         Some(stream) => stream.next().await,
         None => std::future::pending().await,

@@ -7,10 +7,13 @@
 //! Until a cluster-aware client exists, controllers call the registry directly; they must not
 //! know HTTP, storage backends or how the server is configured.
 
+mod conditions;
 pub mod crd;
 mod driver;
+pub mod logicalcluster;
 pub mod namespace;
 mod queue;
+pub mod workspace;
 
 pub use driver::{Key, Outcome};
 
@@ -31,6 +34,8 @@ impl Controllers {
         let tasks = vec![
             tokio::spawn(namespace::run(registry.clone(), stopped.clone())),
             tokio::spawn(crd::run(registry.clone(), stopped.clone())),
+            tokio::spawn(workspace::run(registry.clone(), stopped.clone())),
+            tokio::spawn(logicalcluster::run(registry.clone(), stopped.clone())),
             tokio::spawn(follow_crds(registry, stopped)),
         ];
         Controllers { stop, tasks }

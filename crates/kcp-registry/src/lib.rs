@@ -19,6 +19,7 @@ mod names;
 mod namespaces;
 mod store;
 pub mod strategy;
+pub mod tenancy;
 mod validation;
 mod watch;
 mod watch_cache;

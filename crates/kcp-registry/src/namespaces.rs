@@ -24,7 +24,7 @@ impl Registry {
         target: Target<'_>,
         name: &str,
     ) -> Result<DeleteOutcome, RegistryError> {
-        if IMMORTAL_NAMESPACES.contains(&name) {
+        if IMMORTAL_NAMESPACES.contains(&name) && !self.is_privileged() {
             return Err(RegistryError::Forbidden {
                 qualified_resource: target.qualified_resource(),
                 name: name.to_string(),

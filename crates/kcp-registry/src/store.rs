@@ -79,7 +79,7 @@ impl Target<'_> {
         }
     }
 
-    fn invalid(&self, name: &str, causes: Vec<Cause>) -> RegistryError {
+    pub(crate) fn invalid(&self, name: &str, causes: Vec<Cause>) -> RegistryError {
         RegistryError::Invalid {
             kind: self.resource.kind.to_string(),
             group: self.resource.group.to_string(),
@@ -160,6 +160,20 @@ impl Registry {
             part: Part::of_subresource(name)?,
             ..self.clone()
         })
+    }
+
+    /// The same registry writing objects whole, status included, on create and update, and
+    /// allowed to delete the namespaces users may not (`default`, ...): for the server's own
+    /// controllers, e.g. when a logical cluster is deleted with everything in it.
+    pub fn privileged(&self) -> Registry {
+        Registry {
+            part: Part::Everything,
+            ..self.clone()
+        }
+    }
+
+    pub(crate) fn is_privileged(&self) -> bool {
+        self.part == Part::Everything
     }
 
     /// Creates `key`, or in dry-run mode only checks that it could.
@@ -253,6 +267,7 @@ impl Registry {
         if !name.is_empty() {
             meta::metadata_mut(&mut object).insert("name".into(), json!(name));
         }
+        self.admit_tenancy_create(&target, &mut object).await?;
         let causes = validation::validate_create(target.resource, &object);
         if !causes.is_empty() {
             return Err(target.invalid(&name, causes));
@@ -267,7 +282,7 @@ impl Registry {
         } else {
             metadata.insert("generation".into(), json!(1));
         }
-        strategy::prepare_create(target.resource, &mut object);
+        strategy::prepare_create(target.resource, self.part, &mut object);
         let stored_form = self.encode_for_storage(&target, &object).await?;
         let kv = match self.put_new(&target.key(&name), stored_form).await {
             Err(StorageError::AlreadyExists { .. }) => {

@@ -32,6 +32,9 @@ pub enum Part {
     Status,
     /// The `finalize` subresource of namespaces: only `.spec.finalizers` changes.
     Finalize,
+    /// Everything, status included, on create and update: for the server's own controllers,
+    /// which also may delete the namespaces no user may (see [`crate::Registry::privileged`]).
+    Everything,
 }
 
 impl Part {
@@ -89,8 +92,9 @@ fn has_status(resource: &Resource) -> bool {
 }
 
 /// Server-set fields of a new object.
-pub(crate) fn prepare_create(resource: &Resource, object: &mut Value) {
+pub(crate) fn prepare_create(resource: &Resource, part: Part, object: &mut Value) {
     if has_status(resource)
+        && part != Part::Everything
         && let Some(fields) = object.as_object_mut()
     {
         // Status is written through its subresource, not set by whoever creates the object.
@@ -119,12 +123,12 @@ pub(crate) fn prepare_update(
     requested: Value,
 ) -> Value {
     match part {
-        Part::Whole => {
+        Part::Whole | Part::Everything => {
             let mut next = requested;
             if is_namespace(resource) {
                 set_spec_finalizers(&mut next, &spec_finalizers(stored));
             }
-            if has_status(resource) {
+            if has_status(resource) && part == Part::Whole {
                 copy_field(stored, &mut next, "status");
             }
             if is_crd(resource) {
@@ -214,7 +218,7 @@ mod tests {
     #[test]
     fn namespaces_get_the_kubernetes_finalizer_and_phase_active_on_create() {
         let mut ns = json!({"metadata": {"name": "a"}, "spec": {"finalizers": ["x"]}, "status": {"phase": "Terminating"}});
-        prepare_create(namespaces(), &mut ns);
+        prepare_create(namespaces(), Part::Whole, &mut ns);
         assert_eq!(ns["spec"]["finalizers"], json!(["x", "kubernetes"]));
         assert_eq!(ns["status"], json!({"phase": "Active"}));
     }

@@ -52,10 +52,6 @@ impl Server {
         let registry = Registry::new(store.storage()).with_webhook_converter(Arc::new(
             kcp_apiserver::conversion_webhook::HttpsConversionWebhooks::default(),
         ));
-        registry
-            .ensure_namespace(ROOT_CLUSTER, "default")
-            .await
-            .context("create the default namespace")?;
 
         let pki = pki::load_or_create(root, &options.bind_address)?;
         let token = token::load_or_create(root)?;
@@ -81,6 +77,13 @@ impl Server {
             &pki.ca_pem,
             &token,
         )?;
+        registry
+            .bootstrap_root(&format!(
+                "{}/clusters/{ROOT_CLUSTER}",
+                kubeconfig::server_base(address)
+            ))
+            .await
+            .context("bootstrap the root workspace")?;
         let controllers = Controllers::start(registry.clone());
         let compactor = compactor::start(store.storage(), options.etcd_compaction_interval);
         let serving = serve(

@@ -38,6 +38,10 @@ fn prune_at(schema: &Value, value: &mut Value, path: &str, root: bool, pruned: &
                 });
             }
             for (name, field) in fields.iter_mut() {
+                if keeps_object_fields && name == "metadata" {
+                    // ObjectMeta's rules, not the schema's, decide what metadata keeps.
+                    continue;
+                }
                 let field_schema = properties.and_then(|p| p.get(name)).or(additional);
                 if let Some(field_schema) = field_schema {
                     prune_at(field_schema, field, &child(path, name), false, pruned);
@@ -52,6 +56,23 @@ fn prune_at(schema: &Value, value: &mut Value, path: &str, root: bool, pruned: &
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod metadata_tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_declared_metadata_schema_does_not_prune_object_meta() {
+        let schema = json!({"type": "object", "properties": {
+            "metadata": {"type": "object"},
+            "spec": {"type": "object"},
+        }});
+        let mut object = json!({"metadata": {"name": "a", "labels": {"x": "y"}}, "spec": {"z": 1}});
+        assert_eq!(super::prune(&schema, &mut object), vec!["spec.z"]);
+        assert_eq!(object["metadata"]["name"], "a");
+        assert_eq!(object["metadata"]["labels"]["x"], "y");
     }
 }
 

@@ -16,8 +16,8 @@ use kcp_registry::custom::{CLEANUP_FINALIZER, condition_true};
 use kcp_registry::{ListOptions, Registry, RegistryError, Target};
 use serde_json::{Value, json};
 
-use super::conditions::{self, Condition};
 use super::crds;
+use crate::conditions::{self, Condition};
 use crate::driver::Outcome;
 
 /// The wait before looking again at a CRD whose custom resources finalizers still hold.

@@ -12,7 +12,6 @@
 //! first delete added.
 
 pub mod cleanup;
-mod conditions;
 mod naming;
 
 use kcp_registry::Registry;
@@ -39,6 +38,7 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
                 cleanup::reconcile(&registry, &key.cluster, &key.name).await
             })
         },
+        also: None,
     }
     .run(registry, stop)
     .await

@@ -6,8 +6,8 @@
 use kcp_registry::{ListOptions, Registry, RegistryError, Target};
 use serde_json::{Value, json};
 
-use super::conditions::{self, Condition};
 use super::crds;
+use crate::conditions::{self, Condition};
 use crate::driver::Outcome;
 
 fn text<'a>(value: &'a Value, field: &str) -> &'a str {

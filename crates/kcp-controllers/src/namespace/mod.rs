@@ -40,6 +40,7 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         reconcile: |registry, key: Key| {
             Box::pin(async move { reconcile(&registry, &key.cluster, &key.name).await })
         },
+        also: None,
     }
     .run(registry, stop)
     .await

@@ -134,6 +134,9 @@ impl Registry {
         {
             return Some(builtin);
         }
+        if let Some(system) = kcp_apis::system::find(group, version, plural) {
+            return Some(system);
+        }
         let pick = |served: Served| served.resources.iter().find(|r| r.version == version);
         if let Some(served) = self.custom_index().find(cluster, group, version, plural) {
             return pick(served);
@@ -152,6 +155,14 @@ impl Registry {
     /// The custom resources `cluster` serves (every served version of each Established CRD).
     pub fn custom_resources(&self, cluster: &str) -> Vec<&'static Resource> {
         self.custom_index().served(cluster)
+    }
+
+    /// The resources `cluster` serves besides the built-in ones: kcp's own kinds
+    /// ([`kcp_apis::system`]), then its custom resources.
+    pub fn non_builtin_resources(&self, cluster: &str) -> Vec<&'static Resource> {
+        let mut served = kcp_apis::system::resources().to_vec();
+        served.extend(self.custom_index().served(cluster));
+        served
     }
 
     /// Whether the CRD behind `resource` is being deleted in `cluster`.

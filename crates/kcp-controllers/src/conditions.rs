@@ -1,4 +1,4 @@
-//! Conditions of a CRD's status, as Kubernetes writes them: one per type, whose
+//! Conditions of an object's status, as Kubernetes writes them: one per type, whose
 //! `lastTransitionTime` moves only when the status changes.
 
 use serde_json::{Value, json};
@@ -25,8 +25,8 @@ pub(crate) fn holds(status: &Value, condition: &Condition<'_>) -> bool {
     let value = if condition.status { "True" } else { "False" };
     find(status, condition.kind).is_some_and(|old| {
         old["status"] == value
-            && old["reason"] == condition.reason
-            && old["message"] == *condition.message
+            && old["reason"].as_str().unwrap_or_default() == condition.reason
+            && old["message"].as_str().unwrap_or_default() == condition.message
     })
 }
 
@@ -37,13 +37,18 @@ pub(crate) fn set(status: &mut Value, condition: Condition<'_>) {
         Some(old) if old["status"] == value => old["lastTransitionTime"].clone(),
         _ => json!(kcp_registry::now()),
     };
-    let next = json!({
+    let mut next = json!({
         "type": condition.kind,
         "status": value,
         "lastTransitionTime": since,
-        "reason": condition.reason,
-        "message": condition.message,
     });
+    // Empty reasons and messages are left out, as Go's omitempty does.
+    if !condition.reason.is_empty() {
+        next["reason"] = json!(condition.reason);
+    }
+    if !condition.message.is_empty() {
+        next["message"] = json!(condition.message);
+    }
     if !status["conditions"].is_array() {
         status["conditions"] = json!([]);
     }

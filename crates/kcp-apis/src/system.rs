@@ -1,0 +1,94 @@
+//! kcp's own kinds, served in every logical cluster as kcp serves its "system CRDs": defined like
+//! CustomResourceDefinitions (so they get schemas, printer columns and a status subresource from
+//! the same machinery as custom resources), but there is no CRD object to list or delete.
+//!
+//! - `tenancy.kcp.io/v1alpha1` `workspaces` (short name `ws`) and `workspacetypes`;
+//! - `core.kcp.io/v1alpha1` `logicalclusters` (the singleton `cluster` of every logical cluster).
+
+use std::sync::LazyLock;
+
+use crate::builtin::Resource;
+
+/// The CRD specs of the system kinds, as YAML.
+const SPECS: &[&str] = &[
+    include_str!("system/logicalclusters.yaml"),
+    include_str!("system/workspaces.yaml"),
+    include_str!("system/workspacetypes.yaml"),
+];
+
+static RESOURCES: LazyLock<Vec<&'static Resource>> = LazyLock::new(|| {
+    SPECS
+        .iter()
+        .flat_map(|yaml| {
+            let spec: serde_json::Value =
+                serde_saphyr::from_str(yaml).expect("the system CRD specs are valid YAML");
+            let built: &'static [Resource] =
+                Box::leak(crate::custom::build(&spec).into_boxed_slice());
+            built.iter()
+        })
+        .collect()
+});
+
+/// Every system resource, in the order discovery lists them.
+pub fn resources() -> &'static [&'static Resource] {
+    &RESOURCES
+}
+
+/// The system resource `plural` of `group/version`, if there is one.
+pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
+    resources()
+        .iter()
+        .copied()
+        .find(|r| r.group == group && r.version == version && r.name == plural)
+}
+
+/// The `Workspace` resource.
+pub fn workspaces() -> &'static Resource {
+    find("tenancy.kcp.io", "v1alpha1", "workspaces").expect("workspaces are a system resource")
+}
+
+/// The `WorkspaceType` resource.
+pub fn workspace_types() -> &'static Resource {
+    find("tenancy.kcp.io", "v1alpha1", "workspacetypes")
+        .expect("workspacetypes are a system resource")
+}
+
+/// The `LogicalCluster` resource.
+pub fn logical_clusters() -> &'static Resource {
+    find("core.kcp.io", "v1alpha1", "logicalclusters")
+        .expect("logicalclusters are a system resource")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_system_kinds_are_served_with_their_names_and_subresources() {
+        let ws = workspaces();
+        assert_eq!(ws.kind, "Workspace");
+        assert!(!ws.namespaced);
+        assert_eq!(ws.short_names, ["ws"]);
+        assert_eq!(ws.categories, ["kcp"]);
+        assert!(ws.subresources.iter().any(|(name, _)| *name == "status"));
+        let columns: Vec<&str> = ws
+            .custom
+            .unwrap()
+            .printer_columns
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(columns, ["Type", "Region", "Phase", "URL", "Age"]);
+        assert_eq!(workspace_types().kind, "WorkspaceType");
+        assert_eq!(logical_clusters().kind, "LogicalCluster");
+        assert_eq!(resources().len(), 3);
+    }
+
+    #[test]
+    fn workspace_defaults_come_from_the_schema() {
+        let schema = &workspaces().custom.unwrap().schema;
+        let mut ws = serde_json::json!({"metadata": {"name": "a"}});
+        kcp_apimachinery::schema::default(schema.as_ref().unwrap(), &mut ws);
+        assert_eq!(ws["status"]["phase"], "Scheduling");
+    }
+}

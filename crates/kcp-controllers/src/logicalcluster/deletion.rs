@@ -1,0 +1,96 @@
+//! Deletion of a logical cluster's content: every object of every resource the cluster serves
+//! is deleted (custom resources, then built-in and kcp kinds, CRDs, and namespaces last, which
+//! the namespace controller then finalizes). Finalizers are honoured: while anything is left the
+//! LogicalCluster shows phase Deleting and the pass comes back shortly; once nothing is left
+//! its finalizer goes, which removes it (and lets its Workspace go).
+
+use std::time::Duration;
+
+use kcp_apis::builtin::{RESOURCES, Resource};
+use kcp_apis::system;
+use kcp_registry::tenancy::{LOGICAL_CLUSTER, LOGICAL_CLUSTER_FINALIZER};
+use kcp_registry::{Registry, RegistryError, Target};
+use serde_json::{Value, json};
+
+use crate::driver::Outcome;
+
+/// The wait before looking again at content that finalizers (or nested workspaces) still hold.
+const CONTENT_REMAINING_DELAY: Duration = Duration::from_millis(500);
+
+/// Every resource whose objects a cluster may hold, each storage once, in deletion order.
+fn resources(registry: &Registry, cluster: &str) -> Vec<&'static Resource> {
+    let custom = registry.non_builtin_resources(cluster);
+    let deletable =
+        |r: &&'static Resource| r.verbs.contains(&"delete") && r.verbs.contains(&"list");
+    let is = |r: &Resource, group: &str, name: &str| r.group == group && r.name == name;
+    let mut ordered: Vec<&'static Resource> = Vec::new();
+    let custom_first = custom.iter().copied().filter(|r| r.custom.is_some());
+    let builtin = RESOURCES.iter();
+    let all = custom_first.chain(builtin).filter(deletable).filter(|r| {
+        !is(r, "", "namespaces")
+            && !is(r, "apiextensions.k8s.io", "customresourcedefinitions")
+            && !std::ptr::eq(*r, system::logical_clusters())
+    });
+    for r in all.chain(
+        RESOURCES
+            .iter()
+            .filter(|r| is(r, "apiextensions.k8s.io", "customresourcedefinitions")),
+    ) {
+        if !ordered
+            .iter()
+            .any(|o| o.group == r.group && o.name == r.name)
+        {
+            ordered.push(r);
+        }
+    }
+    ordered.extend(RESOURCES.iter().filter(|r| is(r, "", "namespaces")));
+    ordered
+}
+
+pub(super) async fn reconcile(
+    registry: &Registry,
+    cluster: &str,
+    logical_cluster: &Value,
+) -> Result<Outcome, RegistryError> {
+    let privileged = registry.privileged();
+    let mut remaining = 0;
+    for resource in resources(registry, cluster) {
+        let target = Target {
+            cluster,
+            resource,
+            namespace: None,
+        };
+        let deleted = privileged.delete_collection(target, None).await?;
+        remaining += deleted.pending;
+    }
+    let target = Target {
+        cluster,
+        resource: system::logical_clusters(),
+        namespace: None,
+    };
+    if remaining > 0 {
+        if logical_cluster["status"]["phase"] != "Deleting" {
+            privileged
+                .patch(target, LOGICAL_CLUSTER, &|current: &Value| {
+                    let mut next = current.clone();
+                    next["status"]["phase"] = json!("Deleting");
+                    Ok(next)
+                })
+                .await?;
+        }
+        return Ok(Outcome::Again(CONTENT_REMAINING_DELAY));
+    }
+    let result = privileged
+        .patch(target, LOGICAL_CLUSTER, &|current: &Value| {
+            let mut next = current.clone();
+            if let Some(list) = next["metadata"]["finalizers"].as_array_mut() {
+                list.retain(|f| f != LOGICAL_CLUSTER_FINALIZER);
+            }
+            Ok(next)
+        })
+        .await;
+    match result {
+        Ok(_) | Err(RegistryError::NotFound { .. }) => Ok(Outcome::Finished),
+        Err(other) => Err(other),
+    }
+}

@@ -1,0 +1,60 @@
+//! Initialization: the `root:universal` initializer's work (namespaces `default` and
+//! `kube-system`), and phase Ready once no initializer is left.
+
+use kcp_apis::system;
+use kcp_registry::tenancy::{LOGICAL_CLUSTER, UNIVERSAL_INITIALIZER};
+use kcp_registry::{Registry, RegistryError, Target};
+use serde_json::{Value, json};
+
+use crate::driver::Outcome;
+
+/// The namespaces a universal workspace starts with.
+const NAMESPACES: &[&str] = &["default", "kube-system"];
+
+fn initializers(logical_cluster: &Value) -> Vec<String> {
+    logical_cluster["status"]["initializers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i.as_str().map(str::to_string))
+        .collect()
+}
+
+pub(super) async fn reconcile(
+    registry: &Registry,
+    cluster: &str,
+    logical_cluster: &Value,
+) -> Result<Outcome, RegistryError> {
+    let mut remaining = initializers(logical_cluster);
+    if remaining.iter().any(|i| i == UNIVERSAL_INITIALIZER) {
+        for namespace in NAMESPACES {
+            registry.ensure_namespace(cluster, namespace).await?;
+        }
+        remaining.retain(|i| i != UNIVERSAL_INITIALIZER);
+    } else if !remaining.is_empty() {
+        // Someone else's initializer: its owner removes it.
+        return Ok(Outcome::Finished);
+    }
+    let target = Target {
+        cluster,
+        resource: system::logical_clusters(),
+        namespace: None,
+    };
+    registry
+        .privileged()
+        .patch(target, LOGICAL_CLUSTER, &move |current: &Value| {
+            let mut next = current.clone();
+            // Others may have removed theirs meanwhile: only ours goes.
+            let left: Vec<String> = initializers(current)
+                .into_iter()
+                .filter(|i| i != UNIVERSAL_INITIALIZER)
+                .collect();
+            if left.is_empty() && next["status"]["phase"] == "Initializing" {
+                next["status"]["phase"] = json!("Ready");
+            }
+            next["status"]["initializers"] = json!(left);
+            Ok(next)
+        })
+        .await?;
+    Ok(Outcome::Finished)
+}

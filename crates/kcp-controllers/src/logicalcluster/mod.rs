@@ -1,0 +1,60 @@
+//! The logical cluster controller: initializes new logical clusters and empties deleted ones.
+//!
+//! - [`initialization`]: an Initializing LogicalCluster whose initializers include
+//!   `root:universal` gets the namespaces `default` and `kube-system` (what kcp's universal
+//!   bootstrap creates) and loses that initializer; one with no initializers left becomes Ready
+//!   (other initializers are removed by their owners, through the LogicalCluster's status);
+//! - [`deletion`]: a deleting LogicalCluster has everything in its logical cluster deleted
+//!   (nested workspaces included, honouring finalizers), then loses its finalizer.
+//!
+//! One task for every logical cluster, keyed by the cluster (the object is always `cluster`).
+
+mod deletion;
+mod initialization;
+
+use kcp_apis::system;
+use kcp_registry::tenancy::LOGICAL_CLUSTER;
+use kcp_registry::{Registry, RegistryError};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::driver::{Controller, Key, Outcome};
+
+/// Whether a LogicalCluster needs the controller.
+fn needs_work(logical_cluster: &Value) -> bool {
+    logical_cluster["metadata"]["deletionTimestamp"].is_string()
+        || logical_cluster["status"]["phase"] == "Initializing"
+}
+
+/// Reconciles the LogicalCluster of one logical cluster.
+pub async fn reconcile(registry: &Registry, key: &Key) -> Result<Outcome, RegistryError> {
+    if key.name != LOGICAL_CLUSTER {
+        return Ok(Outcome::Finished);
+    }
+    let logical_cluster = match registry.logical_cluster(&key.cluster).await {
+        Ok(found) => found,
+        Err(RegistryError::NotFound { .. }) => return Ok(Outcome::Finished),
+        Err(other) => return Err(other),
+    };
+    if logical_cluster["metadata"]["deletionTimestamp"].is_string() {
+        return deletion::reconcile(registry, &key.cluster, &logical_cluster).await;
+    }
+    if logical_cluster["status"]["phase"] == "Initializing" {
+        return initialization::reconcile(registry, &key.cluster, &logical_cluster).await;
+    }
+    Ok(Outcome::Finished)
+}
+
+/// Runs the controller until `stop` turns true.
+pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
+    Controller {
+        name: "logicalcluster",
+        resource: system::logical_clusters(),
+        wants: needs_work,
+        deletions: false,
+        reconcile: |registry, key: Key| Box::pin(async move { reconcile(&registry, &key).await }),
+        also: None,
+    }
+    .run(registry, stop)
+    .await
+}

@@ -1,0 +1,108 @@
+//! The workspace controller: gives each Workspace its logical cluster and follows it through
+//! its lifecycle, as kcp's workspace reconciler does (one file per step):
+//!
+//! - [`scheduling`]: a Scheduling workspace gets its LogicalCluster (in the cluster named by the
+//!   annotation admission chose), then `spec.cluster`, `spec.URL` and phase Initializing;
+//! - [`phase`]: an Initializing workspace mirrors its LogicalCluster's initializers and becomes
+//!   Ready when the LogicalCluster is;
+//! - [`deletion`]: a deleting workspace deletes its LogicalCluster and lets go of its finalizer
+//!   once the LogicalCluster (and so everything in it) is gone.
+//!
+//! One task for every logical cluster; it also follows LogicalClusters, whose `spec.owner`
+//! names the Workspace an event concerns.
+
+mod deletion;
+mod phase;
+mod scheduling;
+
+use kcp_apis::system;
+use kcp_registry::tenancy::WORKSPACE_FINALIZER;
+use kcp_registry::{Registry, RegistryError, Target};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::driver::{Also, Controller, Key, Outcome};
+
+/// Whether a workspace still needs the controller.
+fn needs_work(workspace: &Value) -> bool {
+    workspace["metadata"]["deletionTimestamp"].is_string()
+        || workspace["status"]["phase"] != "Ready"
+}
+
+/// The Workspace a LogicalCluster belongs to, from its `spec.owner`.
+fn owner(_cluster: &str, logical_cluster: &Value) -> Option<Key> {
+    let owner = &logical_cluster["spec"]["owner"];
+    if owner["resource"] != "workspaces" {
+        return None;
+    }
+    Some(Key {
+        cluster: owner["cluster"].as_str()?.to_string(),
+        name: owner["name"].as_str()?.to_string(),
+    })
+}
+
+pub(crate) fn workspaces(cluster: &str) -> Target<'_> {
+    Target {
+        cluster,
+        resource: system::workspaces(),
+        namespace: None,
+    }
+}
+
+/// Reconciles one workspace.
+pub async fn reconcile(registry: &Registry, key: &Key) -> Result<Outcome, RegistryError> {
+    let workspace = match registry.get(workspaces(&key.cluster), &key.name).await {
+        Ok(workspace) => workspace,
+        Err(RegistryError::NotFound { .. }) => return Ok(Outcome::Finished),
+        Err(other) => return Err(other),
+    };
+    if workspace["metadata"]["deletionTimestamp"].is_string() {
+        return deletion::reconcile(registry, key, &workspace).await;
+    }
+    let has_finalizer = workspace["metadata"]["finalizers"]
+        .as_array()
+        .is_some_and(|f| f.iter().any(|f| f == WORKSPACE_FINALIZER));
+    if !has_finalizer {
+        // Admission adds it; a client may have removed it since.
+        registry
+            .privileged()
+            .patch(workspaces(&key.cluster), &key.name, &|current: &Value| {
+                let mut next = current.clone();
+                let finalizers = &mut next["metadata"]["finalizers"];
+                if !finalizers.is_array() {
+                    *finalizers = serde_json::json!([]);
+                }
+                if let Some(list) = finalizers.as_array_mut() {
+                    list.push(serde_json::json!(WORKSPACE_FINALIZER));
+                }
+                Ok(next)
+            })
+            .await?;
+        return Ok(Outcome::Finished);
+    }
+    match workspace["status"]["phase"].as_str() {
+        Some("Initializing") => phase::reconcile(registry, key, &workspace).await,
+        Some("Ready") => Ok(Outcome::Finished),
+        _ if workspace["spec"]["cluster"].is_string() => {
+            phase::reconcile(registry, key, &workspace).await
+        }
+        _ => scheduling::reconcile(registry, key, &workspace).await,
+    }
+}
+
+/// Runs the controller until `stop` turns true.
+pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
+    Controller {
+        name: "workspace",
+        resource: system::workspaces(),
+        wants: needs_work,
+        deletions: false,
+        reconcile: |registry, key: Key| Box::pin(async move { reconcile(&registry, &key).await }),
+        also: Some(Also {
+            resource: system::logical_clusters(),
+            key: owner,
+        }),
+    }
+    .run(registry, stop)
+    .await
+}

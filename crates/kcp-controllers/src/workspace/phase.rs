@@ -1,0 +1,68 @@
+//! Phase: an Initializing workspace shows its LogicalCluster's remaining initializers and
+//! becomes Ready (with `WorkspaceInitialized`) once the LogicalCluster is Ready. A
+//! LogicalCluster not (yet) there is looked at again shortly.
+
+use std::time::Duration;
+
+use kcp_registry::{Registry, RegistryError};
+use serde_json::{Value, json};
+
+use super::workspaces;
+use crate::conditions::{self, Condition};
+use crate::driver::{Key, Outcome};
+
+/// The wait before looking again for a LogicalCluster that is not there.
+const MISSING_DELAY: Duration = Duration::from_secs(1);
+
+pub(super) async fn reconcile(
+    registry: &Registry,
+    key: &Key,
+    workspace: &Value,
+) -> Result<Outcome, RegistryError> {
+    let Some(cluster) = workspace["spec"]["cluster"].as_str() else {
+        return Ok(Outcome::Finished);
+    };
+    let logical_cluster = match registry.logical_cluster(cluster).await {
+        Ok(found) => found,
+        Err(RegistryError::NotFound { .. }) => return Ok(Outcome::Again(MISSING_DELAY)),
+        Err(other) => return Err(other),
+    };
+    let ready = logical_cluster["status"]["phase"] == "Ready";
+    let initializers = logical_cluster["status"]["initializers"].clone();
+    let initializers = if initializers.is_array() {
+        initializers
+    } else {
+        json!([])
+    };
+    let phase = if ready { "Ready" } else { "Initializing" };
+    if workspace["status"]["phase"] == phase && workspace["status"]["initializers"] == initializers
+    {
+        return Ok(Outcome::Finished);
+    }
+    registry
+        .privileged()
+        .patch(
+            workspaces(&key.cluster),
+            &key.name,
+            &move |current: &Value| {
+                let mut next = current.clone();
+                let status = &mut next["status"];
+                status["phase"] = json!(phase);
+                status["initializers"] = initializers.clone();
+                if ready {
+                    conditions::set(
+                        status,
+                        Condition {
+                            kind: "WorkspaceInitialized",
+                            status: true,
+                            reason: "",
+                            message: String::new(),
+                        },
+                    );
+                }
+                Ok(next)
+            },
+        )
+        .await?;
+    Ok(Outcome::Finished)
+}

@@ -1,0 +1,145 @@
+//! Scheduling: creates the workspace's LogicalCluster in the logical cluster admission named
+//! (annotation `internal.tenancy.kcp.io/cluster`), owned by the workspace, with the initializers
+//! of the workspace's type set, its path and URL, phase Initializing (Ready at once when there
+//! is nothing to initialize); then writes `spec.cluster`, `spec.URL` and the phase to the
+//! workspace in one write. A name another owner already holds is replaced by a new random one.
+
+use kcp_apis::system;
+use kcp_registry::tenancy::{
+    CLUSTER_ANNOTATION, LOGICAL_CLUSTER, LOGICAL_CLUSTER_FINALIZER, PATH_ANNOTATION,
+    TYPE_ANNOTATION, names, types,
+};
+use kcp_registry::{Registry, RegistryError, Target};
+use serde_json::{Value, json};
+
+use super::workspaces;
+use crate::conditions::{self, Condition};
+use crate::driver::{Key, Outcome};
+
+pub(super) async fn reconcile(
+    registry: &Registry,
+    key: &Key,
+    workspace: &Value,
+) -> Result<Outcome, RegistryError> {
+    let Some(cluster) = workspace["metadata"]["annotations"][CLUSTER_ANNOTATION].as_str() else {
+        let name = names::random_cluster_name();
+        registry
+            .privileged()
+            .patch(
+                workspaces(&key.cluster),
+                &key.name,
+                &move |current: &Value| {
+                    let mut next = current.clone();
+                    next["metadata"]["annotations"][CLUSTER_ANNOTATION] = json!(name);
+                    Ok(next)
+                },
+            )
+            .await?;
+        return Ok(Outcome::Finished);
+    };
+    let parent = registry.logical_cluster(&key.cluster).await?;
+    let parent_path = parent["metadata"]["annotations"][PATH_ANNOTATION]
+        .as_str()
+        .unwrap_or(&key.cluster);
+    let path = format!("{parent_path}:{}", key.name);
+    let url = format!(
+        "{}:{}",
+        parent["status"]["URL"].as_str().unwrap_or_default(),
+        key.name
+    );
+    let (type_path, type_name) = types::workspace_type_reference(workspace);
+    let ty = registry
+        .resolve_workspace_type(parent_path, &type_path, &type_name)
+        .await?;
+    let type_annotation = ty.qualified();
+    let initializers = types::initializers(&registry.workspace_type_set(ty).await?);
+    let phase = if initializers.is_empty() {
+        "Ready"
+    } else {
+        "Initializing"
+    };
+    let uid = workspace["metadata"]["uid"].clone();
+    let logical_cluster = json!({
+        "apiVersion": "core.kcp.io/v1alpha1",
+        "kind": "LogicalCluster",
+        "metadata": {
+            "name": LOGICAL_CLUSTER,
+            "finalizers": [LOGICAL_CLUSTER_FINALIZER],
+            "annotations": {PATH_ANNOTATION: path, TYPE_ANNOTATION: type_annotation},
+        },
+        "spec": {
+            "owner": {
+                "apiVersion": "tenancy.kcp.io/v1alpha1",
+                "resource": "workspaces",
+                "name": key.name,
+                "cluster": key.cluster,
+                "uid": uid,
+            },
+            "initializers": initializers,
+        },
+        "status": {"phase": phase, "URL": url, "initializers": initializers},
+    });
+    let target = Target {
+        cluster,
+        resource: system::logical_clusters(),
+        namespace: None,
+    };
+    match registry.privileged().create(target, logical_cluster).await {
+        Ok(_) => {}
+        Err(RegistryError::AlreadyExists { .. }) => {
+            let existing = registry.get(target, LOGICAL_CLUSTER).await?;
+            if existing["spec"]["owner"]["uid"] != uid {
+                // Taken by someone else: choose another name next time.
+                registry
+                    .privileged()
+                    .patch(workspaces(&key.cluster), &key.name, &|current: &Value| {
+                        let mut next = current.clone();
+                        next["metadata"]["annotations"][CLUSTER_ANNOTATION] =
+                            json!(names::random_cluster_name());
+                        Ok(next)
+                    })
+                    .await?;
+                return Ok(Outcome::Finished);
+            }
+        }
+        Err(other) => return Err(other),
+    }
+    let cluster = cluster.to_string();
+    registry
+        .privileged()
+        .patch(
+            workspaces(&key.cluster),
+            &key.name,
+            &move |current: &Value| {
+                let mut next = current.clone();
+                next["spec"]["cluster"] = json!(cluster);
+                next["spec"]["URL"] = json!(url);
+                let status = &mut next["status"];
+                status["phase"] = json!(phase);
+                status["initializers"] = json!(initializers);
+                conditions::set(
+                    status,
+                    Condition {
+                        kind: "WorkspaceScheduled",
+                        status: true,
+                        reason: "",
+                        message: String::new(),
+                    },
+                );
+                if phase == "Ready" {
+                    conditions::set(
+                        status,
+                        Condition {
+                            kind: "WorkspaceInitialized",
+                            status: true,
+                            reason: "",
+                            message: String::new(),
+                        },
+                    );
+                }
+                Ok(next)
+            },
+        )
+        .await?;
+    Ok(Outcome::Finished)
+}

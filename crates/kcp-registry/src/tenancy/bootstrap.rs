@@ -1,0 +1,124 @@
+//! The root logical cluster as kcp bootstraps it: its LogicalCluster (`kcp.io/path: root`, type
+//! `root:root`, Ready, with the server's URL), namespaces `default` and `kube-system`, and the
+//! WorkspaceTypes `root`, `universal`, `organization`, `team` and `home`. Objects that exist are
+//! kept (create only), but the root's URL follows the address of this start.
+
+use kcp_apis::system;
+use serde_json::{Value, json};
+
+use super::{LOGICAL_CLUSTER, PATH_ANNOTATION, ROOT, TYPE_ANNOTATION};
+use crate::error::RegistryError;
+use crate::store::{Registry, Target};
+
+/// A `{name, path: root}` type reference.
+fn root_type(name: &str) -> Value {
+    json!({"name": name, "path": ROOT})
+}
+
+/// The built-in WorkspaceTypes, as kcp's root bootstrap (with the `workspace-types` battery).
+fn workspace_types() -> Vec<Value> {
+    let ty = |name: &str, spec: Value| {
+        json!({
+            "apiVersion": "tenancy.kcp.io/v1alpha1",
+            "kind": "WorkspaceType",
+            "metadata": {"name": name},
+            "spec": spec,
+        })
+    };
+    vec![
+        ty("universal", json!({"initializer": true})),
+        ty(
+            "root",
+            json!({
+                "extend": {"with": [root_type("universal")]},
+                "defaultChildWorkspaceType": root_type("organization"),
+                "limitAllowedParents": {"none": true},
+            }),
+        ),
+        ty(
+            "organization",
+            json!({
+                "extend": {"with": [root_type("universal")]},
+                "defaultChildWorkspaceType": root_type("universal"),
+                "limitAllowedChildren": {"types": [root_type("universal")]},
+                "limitAllowedParents": {"types": [root_type("root")]},
+            }),
+        ),
+        ty(
+            "team",
+            json!({
+                "extend": {"with": [root_type("universal")]},
+                "defaultChildWorkspaceType": root_type("universal"),
+                "limitAllowedParents": {"types": [root_type("organization"), root_type("team")]},
+            }),
+        ),
+        ty(
+            "home",
+            json!({
+                "extend": {"with": [root_type("universal")]},
+                "defaultChildWorkspaceType": root_type("universal"),
+                "limitAllowedParents": {"none": true},
+            }),
+        ),
+    ]
+}
+
+impl Registry {
+    /// Creates what the root logical cluster starts with (see the module docs); `url` is how
+    /// clients reach it (`https://<host>:<port>/clusters/root`).
+    pub async fn bootstrap_root(&self, url: &str) -> Result<(), RegistryError> {
+        let privileged = self.privileged();
+        let logical_clusters = Target {
+            cluster: ROOT,
+            resource: system::logical_clusters(),
+            namespace: None,
+        };
+        let root = json!({
+            "apiVersion": "core.kcp.io/v1alpha1",
+            "kind": "LogicalCluster",
+            "metadata": {
+                "name": LOGICAL_CLUSTER,
+                "annotations": {
+                    PATH_ANNOTATION: ROOT,
+                    TYPE_ANNOTATION: "root:root",
+                    "experimental.tenancy.kcp.io/owner": "{\"username\":\"system:kcp-bootstrapper\"}",
+                },
+            },
+            "spec": {},
+            "status": {"phase": "Ready", "URL": url},
+        });
+        match privileged.create(logical_clusters, root).await {
+            Ok(_) => {}
+            Err(RegistryError::AlreadyExists { .. }) => {
+                let url = url.to_string();
+                privileged
+                    .patch(
+                        logical_clusters,
+                        LOGICAL_CLUSTER,
+                        &move |current: &Value| {
+                            let mut next = current.clone();
+                            next["status"]["URL"] = json!(url);
+                            Ok(next)
+                        },
+                    )
+                    .await?;
+            }
+            Err(other) => return Err(other),
+        }
+        for namespace in ["default", "kube-system"] {
+            self.ensure_namespace(ROOT, namespace).await?;
+        }
+        let types = Target {
+            cluster: ROOT,
+            resource: system::workspace_types(),
+            namespace: None,
+        };
+        for ty in workspace_types() {
+            match self.create(types, ty).await {
+                Ok(_) | Err(RegistryError::AlreadyExists { .. }) => {}
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(())
+    }
+}

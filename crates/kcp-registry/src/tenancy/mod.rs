@@ -1,0 +1,52 @@
+//! kcp's tenancy: workspaces, their types and the logical clusters behind them.
+//!
+//! - [`names`]: logical cluster names (random for workspaces, derived from the user for homes);
+//! - [`paths`]: `/clusters/root:org:team` resolved to a logical cluster name through Workspaces;
+//! - [`types`]: WorkspaceType references, `extend`, allowed parents and children, initializers;
+//! - `admission`: what creating a Workspace, LogicalCluster or WorkspaceType checks and sets;
+//! - `bootstrap`: the root logical cluster and the built-in WorkspaceTypes;
+//! - `home`: users' home workspaces (`~`).
+//!
+//! The lifecycle (Scheduling → Initializing → Ready, deletion) is driven by controllers in
+//! `kcp-controllers`; this module holds what they and the request path share.
+
+mod admission;
+mod bootstrap;
+mod home;
+pub mod names;
+pub mod paths;
+pub mod types;
+
+use serde_json::Value;
+
+pub use home::HomeWorkspace;
+
+/// The root logical cluster.
+pub const ROOT: &str = "root";
+/// The name of the one LogicalCluster of every logical cluster.
+pub const LOGICAL_CLUSTER: &str = "cluster";
+/// The canonical path of a logical cluster, on its LogicalCluster.
+pub const PATH_ANNOTATION: &str = "kcp.io/path";
+/// `<type path>:<type name>` of a logical cluster, on its LogicalCluster.
+pub const TYPE_ANNOTATION: &str = "internal.tenancy.kcp.io/type";
+/// The logical cluster name chosen for a Workspace, on the Workspace.
+pub const CLUSTER_ANNOTATION: &str = "internal.tenancy.kcp.io/cluster";
+/// Keeps a Workspace until its logical cluster is gone.
+pub const WORKSPACE_FINALIZER: &str = "core.kcp.io/logicalcluster";
+/// Keeps a LogicalCluster until everything in its cluster is gone.
+pub const LOGICAL_CLUSTER_FINALIZER: &str = "core.kcp.io/logicalcluster-deletion";
+/// The initializer of the `universal` type, which the bootstrap controller serves.
+pub const UNIVERSAL_INITIALIZER: &str = "root:universal";
+
+/// A string field of an object by its dotted path, if present.
+pub(crate) fn text<'a>(object: &'a Value, path: &[&str]) -> Option<&'a str> {
+    path.iter()
+        .try_fold(object, |value, field| value.get(field))?
+        .as_str()
+        .filter(|s| !s.is_empty())
+}
+
+/// The parent path of `path` (`root:a` for `root:a:b`), if it has one.
+pub fn parent_path(path: &str) -> Option<&str> {
+    path.rsplit_once(':').map(|(parent, _)| parent)
+}
