@@ -22,4 +22,5 @@ mod e2e {
     pub mod support;
     pub mod validation;
     pub mod watch;
+    pub mod workspaces;
 }

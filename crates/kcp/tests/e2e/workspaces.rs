@@ -1,0 +1,345 @@
+//! Workspaces with kubectl alone (the plugins have their own tests): creation walks to Ready with
+//! a URL, paths and logical cluster names reach the same workspace, types constrain where
+//! workspaces may live, initializers hold a workspace in Initializing, deletion removes a whole
+//! tree, homes, and a restart keeps it all.
+
+use super::support::{Kcp, write_file};
+
+fn workspace(name: &str, type_name: Option<&str>) -> String {
+    let spec = type_name
+        .map(|t| format!("spec:\n  type:\n    name: {t}\n"))
+        .unwrap_or_default();
+    format!(
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\n{spec}"
+    )
+}
+
+/// Creates the workspace `name` in `parent` and waits until it is Ready.
+fn create_ready(kcp: &Kcp, dir: &std::path::Path, parent: &str, name: &str, ty: Option<&str>) {
+    let file = write_file(dir, &format!("{parent}-{name}.yaml"), &workspace(name, ty));
+    kcp.kubectl_in_ok(parent, &["create", "-f", &file]);
+    wait_phase(kcp, parent, name, "Ready");
+}
+
+fn wait_phase(kcp: &Kcp, parent: &str, name: &str, phase: &str) {
+    let condition = format!("--for=jsonpath={{.status.phase}}={phase}");
+    kcp.kubectl_in_ok(
+        parent,
+        &[
+            "wait",
+            &condition,
+            &format!("workspace/{name}"),
+            "--timeout=10s",
+        ],
+    );
+}
+
+fn field(kcp: &Kcp, cluster: &str, args: &[&str], path: &str) -> String {
+    let jsonpath = format!("-o=jsonpath={path}");
+    let mut all = args.to_vec();
+    all.push(&jsonpath);
+    kcp.kubectl_in_ok(cluster, &all)
+}
+
+#[test]
+fn workspaces_become_ready_and_are_reached_by_path_and_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join(".kcp"), &[]);
+    create_ready(&kcp, dir.path(), "root", "org", None);
+    create_ready(&kcp, dir.path(), "root:org", "team", Some("team"));
+
+    let listed = kcp.kubectl_in_ok("root", &["get", "ws"]);
+    let header: Vec<&str> = listed.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "TYPE", "REGION", "PHASE", "URL", "AGE"]);
+    let row: Vec<&str> = listed.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(&row[..3], ["org", "organization", "Ready"], "{listed}");
+    assert!(row[3].starts_with("https://127.0.0.1:"), "{listed}");
+    assert!(row[3].ends_with("/clusters/root:org"), "{listed}");
+    let team_url = field(&kcp, "root:org", &["get", "ws", "team"], "{.spec.URL}");
+    assert!(team_url.ends_with("/clusters/root:org:team"), "{team_url}");
+    assert_eq!(
+        field(
+            &kcp,
+            "root:org",
+            &["get", "ws", "team"],
+            "{.spec.type.path}:{.spec.type.name}"
+        ),
+        "root:team"
+    );
+
+    // The universal bootstrap made the namespaces; the LogicalCluster knows its path.
+    let namespaces = kcp.kubectl_in_ok("root:org:team", &["get", "ns", "-o", "name"]);
+    assert_eq!(namespaces, "namespace/default\nnamespace/kube-system\n");
+    assert_eq!(
+        field(
+            &kcp,
+            "root:org:team",
+            &["get", "logicalcluster", "cluster"],
+            "{.metadata.annotations.kcp\\.io/path} {.status.phase}"
+        ),
+        "root:org:team Ready"
+    );
+
+    // The path and the logical cluster name are the same workspace.
+    let cluster = field(&kcp, "root:org", &["get", "ws", "team"], "{.spec.cluster}");
+    assert_eq!(cluster.len(), 16, "{cluster}");
+    assert!(
+        cluster
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    );
+    kcp.kubectl_in_ok(
+        "root:org:team",
+        &["create", "configmap", "shared", "--from-literal=k=v"],
+    );
+    assert_eq!(
+        field(&kcp, &cluster, &["get", "configmap", "shared"], "{.data.k}"),
+        "v"
+    );
+
+    // Unknown paths answer kcp's 404.
+    let missing = kcp.kubectl_in_err(
+        "root",
+        &["get", "--raw", "/clusters/root:org:nope/api/v1/namespaces"],
+    );
+    assert!(
+        missing.contains(r#"workspaces.tenancy.kcp.io \"root:org:nope\" not found"#)
+            || missing.contains(r#"workspaces.tenancy.kcp.io "root:org:nope" not found"#),
+        "{missing}"
+    );
+
+    // kcp's kinds are served everywhere but are not CRDs anyone can delete.
+    let resources = kcp.kubectl_in_ok(
+        "root:org:team",
+        &["api-resources", "--api-group=tenancy.kcp.io"],
+    );
+    assert!(
+        resources.contains("workspaces") && resources.contains(" ws "),
+        "{resources}"
+    );
+    assert!(
+        kcp.kubectl_in_ok("root:org:team", &["get", "crd", "-o", "name"])
+            .is_empty()
+    );
+    let refused = kcp.kubectl_in_err("root", &["delete", "crd", "workspaces.tenancy.kcp.io"]);
+    assert!(
+        refused.contains("NotFound") || refused.contains("not found"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn types_decide_where_workspaces_may_live_and_initializers_hold_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join(".kcp"), &[]);
+    let unknown = write_file(dir.path(), "unknown.yaml", &workspace("u", Some("nosuch")));
+    let refused = kcp.kubectl_in_err("root", &["create", "-f", &unknown]);
+    assert!(
+        refused.contains(r#"workspaces.tenancy.kcp.io "u" is forbidden: workspace type "nosuch" cannot be resolved"#),
+        "{refused}"
+    );
+    let team = write_file(dir.path(), "team.yaml", &workspace("t", Some("team")));
+    let refused = kcp.kubectl_in_err("root", &["create", "-f", &team]);
+    assert!(
+        refused.contains("workspace type root:team only allows [root:organization root:team] parent workspaces, but parent type root:root only implements [root:root root:universal]"),
+        "{refused}"
+    );
+
+    // A type with its own initializer keeps its workspaces Initializing until it is removed.
+    let custom = write_file(
+        dir.path(),
+        "custom.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata:\n  name: gated\nspec:\n  initializer: true\n  extend:\n    with:\n    - name: universal\n      path: root\n",
+    );
+    kcp.kubectl_in_ok("root", &["create", "-f", &custom]);
+    let gated = write_file(dir.path(), "gated.yaml", &workspace("gated", Some("gated")));
+    kcp.kubectl_in_ok("root", &["create", "-f", &gated]);
+    wait_phase(&kcp, "root", "gated", "Initializing");
+    let waiting = || {
+        field(
+            &kcp,
+            "root",
+            &["get", "ws", "gated"],
+            "{.status.initializers}",
+        )
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while waiting() != r#"["root:gated"]"# {
+        assert!(std::time::Instant::now() < deadline, "{}", waiting());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        field(&kcp, "root", &["get", "ws", "gated"], "{.status.phase}"),
+        "Initializing"
+    );
+    kcp.kubectl_in_ok(
+        "root:gated",
+        &[
+            "patch",
+            "logicalcluster",
+            "cluster",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"initializers":[]}}"#,
+        ],
+    );
+    // Ready once nothing initializes it any more (the universal bootstrap already ran).
+    wait_phase(&kcp, "root", "gated", "Ready");
+    let namespaces = kcp.kubectl_in_ok("root:gated", &["get", "ns", "-o", "name"]);
+    assert!(namespaces.contains("namespace/default"), "{namespaces}");
+}
+
+#[test]
+fn deleting_a_workspace_deletes_its_tree_and_honours_finalizers() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join(".kcp"), &[]);
+    create_ready(&kcp, dir.path(), "root", "doomed", None);
+    create_ready(&kcp, dir.path(), "root:doomed", "team", None);
+    create_ready(&kcp, dir.path(), "root", "kept", None);
+    let team_cluster = field(
+        &kcp,
+        "root:doomed",
+        &["get", "ws", "team"],
+        "{.spec.cluster}",
+    );
+    kcp.kubectl_in_ok("root:doomed:team", &["create", "namespace", "apps"]);
+    kcp.kubectl_in_ok(
+        "root:doomed:team",
+        &["-n", "apps", "create", "configmap", "held"],
+    );
+    kcp.kubectl_in_ok(
+        "root:doomed:team",
+        &[
+            "-n",
+            "apps",
+            "patch",
+            "configmap",
+            "held",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":["example.com/hold"]}}"#,
+        ],
+    );
+    kcp.kubectl_in_ok("root:kept", &["create", "configmap", "safe"]);
+
+    kcp.kubectl_in_ok("root", &["delete", "ws", "doomed", "--wait=false"]);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    // The finalizer holds the configmap, and so the team, and so the org.
+    assert!(
+        field(
+            &kcp,
+            "root",
+            &["get", "ws", "doomed"],
+            "{.metadata.deletionTimestamp}"
+        )
+        .len()
+            > 0
+    );
+    assert_eq!(
+        field(
+            &kcp,
+            &team_cluster,
+            &["-n", "apps", "get", "configmap", "held"],
+            "{.metadata.name}"
+        ),
+        "held"
+    );
+    kcp.kubectl_in_ok(
+        &team_cluster,
+        &[
+            "-n",
+            "apps",
+            "patch",
+            "configmap",
+            "held",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ],
+    );
+    kcp.kubectl_in_ok(
+        "root",
+        &["wait", "--for=delete", "ws/doomed", "--timeout=20s"],
+    );
+    let gone = kcp.kubectl_in_err(
+        "root",
+        &["get", "--raw", "/clusters/root:doomed/api/v1/namespaces"],
+    );
+    assert!(gone.contains("root:doomed"), "{gone}");
+    // Nothing is left behind in the team's logical cluster.
+    for resource in ["configmaps", "namespaces", "logicalclusters", "workspaces"] {
+        let left = kcp.kubectl_in_ok(&team_cluster, &["get", resource, "-A", "-o", "name"]);
+        assert!(left.is_empty(), "{resource}: {left}");
+    }
+    // The sibling is untouched.
+    assert_eq!(
+        field(
+            &kcp,
+            "root:kept",
+            &["get", "configmap", "safe"],
+            "{.metadata.name}"
+        ),
+        "safe"
+    );
+}
+
+#[test]
+fn homes_are_made_on_first_use_and_everything_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join(".kcp");
+    let kcp = Kcp::start(&root, &[]);
+    let home = kcp.kubectl_in_ok(
+        "root",
+        &[
+            "get",
+            "--raw",
+            "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/~",
+        ],
+    );
+    let home: serde_json::Value = serde_json::from_str(&home).unwrap();
+    assert_eq!(home["metadata"]["name"], "~");
+    assert!(
+        home["spec"]["URL"]
+            .as_str()
+            .unwrap()
+            .ends_with("/clusters/user:kcp-admin"),
+        "{home}"
+    );
+    let namespaces = kcp.kubectl_in_ok("user:kcp-admin", &["get", "ns", "-o", "name"]);
+    assert!(namespaces.contains("namespace/default"), "{namespaces}");
+
+    create_ready(&kcp, dir.path(), "root", "org", None);
+    create_ready(&kcp, dir.path(), "root:org", "team", None);
+    kcp.kubectl_in_ok(
+        "root:org:team",
+        &["create", "configmap", "kept", "--from-literal=a=1"],
+    );
+    kcp.stop();
+
+    let kcp = Kcp::start(&root, &[]);
+    assert_eq!(
+        field(&kcp, "root:org", &["get", "ws", "team"], "{.status.phase}"),
+        "Ready"
+    );
+    assert_eq!(
+        field(
+            &kcp,
+            "root:org:team",
+            &["get", "configmap", "kept"],
+            "{.data.a}"
+        ),
+        "1"
+    );
+    // The URL follows the new port.
+    let url = field(
+        &kcp,
+        "root",
+        &["get", "logicalcluster", "cluster"],
+        "{.status.URL}",
+    );
+    let server = std::fs::read_to_string(kcp.kubeconfig()).unwrap();
+    assert!(server.contains(&url), "{url}");
+    create_ready(&kcp, dir.path(), "root:org:team", "after", Some("universal"));
+}
