@@ -464,6 +464,7 @@ impl Registry {
         target: Target<'_>,
         name: &str,
     ) -> Result<DeleteOutcome, RegistryError> {
+        self.admit_tenancy_delete(&target, name).await?;
         if strategy::is_namespace(target.resource) {
             return self.delete_namespace(target, name).await;
         }

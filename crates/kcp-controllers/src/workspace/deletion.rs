@@ -29,7 +29,10 @@ pub(super) async fn reconcile(
                 if logical_cluster["spec"]["owner"]["uid"] == workspace["metadata"]["uid"] =>
             {
                 if !logical_cluster["metadata"]["deletionTimestamp"].is_string() {
-                    registry.delete(target, LOGICAL_CLUSTER).await?;
+                    registry
+                        .privileged()
+                        .delete(target, LOGICAL_CLUSTER)
+                        .await?;
                 }
                 // Its deletion event brings the workspace back here.
                 return Ok(Outcome::Finished);

@@ -4,7 +4,8 @@
 //! a type without a path is looked up from the parent upwards and gets its path filled in), which
 //! must exist and be allowed under the parent's type and vice versa; the type's
 //! `additionalWorkspaceLabels`; the finalizer that keeps it until its logical cluster is gone; and
-//! the random name of its future logical cluster. A LogicalCluster is always named `cluster`;
+//! the random name of its future logical cluster. A LogicalCluster is always named `cluster`,
+//! made only by the server, and deleted by users only when `spec.directlyDeletable`;
 //! WorkspaceTypes cannot be named `any` or `system`.
 
 use kcp_apis::system;
@@ -28,6 +29,13 @@ impl Registry {
     ) -> Result<(), RegistryError> {
         let resource = target.resource;
         let name = meta::string(object, "name").unwrap_or_default().to_string();
+        if std::ptr::eq(resource, system::logical_clusters()) && !self.is_privileged() {
+            return Err(forbidden(
+                target,
+                &name,
+                "LogicalCluster cannot be created".into(),
+            ));
+        }
         if std::ptr::eq(resource, system::logical_clusters()) && name != LOGICAL_CLUSTER {
             return Err(target.invalid(
                 &name,
@@ -45,6 +53,27 @@ impl Registry {
         }
         if std::ptr::eq(resource, system::workspaces()) {
             self.admit_workspace(target, &name, object).await?;
+        }
+        Ok(())
+    }
+
+    /// Refuses deleting a LogicalCluster unless its `spec.directlyDeletable` allows it (its
+    /// Workspace's deletion deletes it otherwise).
+    pub(crate) async fn admit_tenancy_delete(
+        &self,
+        target: &Target<'_>,
+        name: &str,
+    ) -> Result<(), RegistryError> {
+        if !std::ptr::eq(target.resource, system::logical_clusters()) || self.is_privileged() {
+            return Ok(());
+        }
+        let logical_cluster = self.get(*target, name).await?;
+        if logical_cluster["spec"]["directlyDeletable"].as_bool() != Some(true) {
+            return Err(forbidden(
+                target,
+                name,
+                "LogicalCluster cannot be deleted".into(),
+            ));
         }
         Ok(())
     }

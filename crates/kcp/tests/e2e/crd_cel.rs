@@ -50,8 +50,7 @@ fn pool(min: i64, max: i64, replicas: i64, mode: &str) -> String {
 fn cel_rules_validate_custom_resources() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let cluster = "root:crd-cel";
-    kcp.kubectl_in_ok(cluster, &["create", "namespace", "default"]);
+    let cluster = &kcp.workspace("crd-cel");
     let crd = write_file(dir.path(), "crd.yaml", CRD);
     kcp.kubectl_in_ok(cluster, &["apply", "-f", &crd]);
     kcp.wait_established(cluster, "pools.example.com");

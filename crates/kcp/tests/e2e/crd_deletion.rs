@@ -56,7 +56,7 @@ fn widgets(kcp: &Kcp, cluster: &str) -> String {
 fn deleting_a_crd_deletes_its_resources_then_itself() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let (cluster, other) = ("root:crd-del", "root:crd-del-other");
+    let (cluster, other) = (&kcp.workspace("crd-del"), &kcp.workspace("crd-del-other"));
     let crd = write_file(dir.path(), "crd.yaml", CRD);
     let mut objects = String::new();
     for (name, namespace, finalizers) in [
@@ -202,7 +202,7 @@ fn deleting_a_crd_deletes_its_resources_then_itself() {
 fn deleting_a_namespace_deletes_its_custom_resources() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let cluster = "root:crd-del-ns";
+    let cluster = &kcp.workspace("crd-del-ns");
     let crd = write_file(dir.path(), "crd.yaml", CRD);
     kcp.kubectl_in_ok(cluster, &["create", "namespace", "doomed"]);
     kcp.kubectl_in_ok(cluster, &["create", "namespace", "kept"]);

@@ -76,6 +76,7 @@ spec:
 /// A server with both CRDs Established in `cluster`, namespace `ns` created.
 fn start(dir: &std::path::Path, cluster: &str) -> Kcp {
     let kcp = Kcp::start(&dir.join("root"), &[]);
+    kcp.workspace(cluster.trim_start_matches("root:"));
     kcp.kubectl_in_ok(cluster, &["create", "namespace", "ns"]);
     for (name, text) in [("widgets", WIDGETS), ("gadgets", GADGETS)] {
         let file = write_file(dir, &format!("{name}.yaml"), text);

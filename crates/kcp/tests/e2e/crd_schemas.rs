@@ -77,7 +77,7 @@ spec:
 fn schemas_validate_prune_and_preserve_as_kubernetes_does() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let cluster = "root:crd-schemas";
+    let cluster = &kcp.workspace("crd-schemas");
     let crd = write_file(dir.path(), "shapes.yaml", SHAPES);
     kcp.kubectl_in_ok(cluster, &["apply", "-f", &crd]);
     kcp.wait_established(cluster, "shapes.example.com");

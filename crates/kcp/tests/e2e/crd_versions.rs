@@ -94,6 +94,7 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
     let crd = write_file(dir.path(), "crd.yaml", &none_crd("v1"));
+    kcp.workspace(CLUSTER.trim_start_matches("root:"));
     kcp.kubectl_in_ok(CLUSTER, &["create", "namespace", "versions"]);
     kcp.kubectl_in_ok(CLUSTER, &["apply", "-f", &crd]);
     wait_established(&kcp, "crd/widgets.example.com");
@@ -504,6 +505,7 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
         "crd.yaml",
         &webhook_crd(address.port(), &certificate.ca_pem),
     );
+    kcp.workspace(CLUSTER.trim_start_matches("root:"));
     kcp.kubectl_in_ok(CLUSTER, &["create", "namespace", "versions"]);
     kcp.kubectl_in_ok(CLUSTER, &["apply", "-f", &crd]);
     wait_established(&kcp, "crd/widgets.example.com");

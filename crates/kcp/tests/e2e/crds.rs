@@ -38,7 +38,7 @@ spec:
 fn the_same_crd_validates_and_defaults_by_each_clusters_schema() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let (a, b) = ("root:crds-a", "root:crds-b");
+    let (a, b) = (&kcp.workspace("crds-a"), &kcp.workspace("crds-b"));
     let crd_a = write_file(
         dir.path(),
         "a.yaml",
@@ -153,7 +153,7 @@ fn the_same_crd_validates_and_defaults_by_each_clusters_schema() {
 fn status_is_its_own_subresource_and_generation_follows_the_spec() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let cluster = "root:crds-status";
+    let cluster = &kcp.workspace("crds-status");
     let crd = write_file(
         dir.path(),
         "crd.yaml",
@@ -249,7 +249,7 @@ fn status_is_its_own_subresource_and_generation_follows_the_spec() {
 fn conflicting_names_are_not_accepted_until_freed() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let cluster = "root:crds-names";
+    let cluster = &kcp.workspace("crds-names");
     let widgets = write_file(
         dir.path(),
         "widgets.yaml",

@@ -119,6 +119,33 @@ impl Kcp {
         String::from_utf8_lossy(&output.stderr).trim().to_string()
     }
 
+    /// Creates the workspace `name` in root, waits until it is Ready and returns its path
+    /// (`root:<name>`), for tests that want a logical cluster of their own.
+    pub fn workspace(&self, name: &str) -> String {
+        let path =
+            std::env::temp_dir().join(format!("kcp-e2e-ws-{}-{name}.yaml", std::process::id()));
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\n"
+            ),
+        )
+        .unwrap();
+        let file = path.to_string_lossy().into_owned();
+        self.kubectl_in_ok("root", &["create", "-f", &file]);
+        let _ = std::fs::remove_file(&path);
+        self.kubectl_in_ok(
+            "root",
+            &[
+                "wait",
+                "--for=jsonpath={.status.phase}=Ready",
+                &format!("workspace/{name}"),
+                "--timeout=10s",
+            ],
+        );
+        format!("root:{name}")
+    }
+
     /// Waits until the CRD `name` of `cluster` is Established.
     pub fn wait_established(&self, cluster: &str, name: &str) {
         let crd = format!("crd/{name}");
