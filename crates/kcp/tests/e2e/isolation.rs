@@ -1,0 +1,232 @@
+//! Workspaces never mix: namespaces, configmaps, RBAC objects and CRDs of the same names in two
+//! workspaces stay apart in get, list and watch (kubectl and kube-rs).
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams, WatchEvent, WatchParams};
+
+use super::support::{Kcp, write_file};
+
+fn crd(size_type: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: things.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {{plural: things, singular: thing, kind: Thing}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {{type: {size_type}}}
+"
+    )
+}
+
+/// A kube-rs client for the workspace at `path`.
+async fn client_for(kcp: &Kcp, path: &str) -> kube::Client {
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+    let kubeconfig = Kubeconfig::read_from(kcp.kubeconfig()).unwrap();
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .unwrap();
+    let root = config.cluster_url.to_string();
+    let base = root
+        .split("/clusters/")
+        .next()
+        .unwrap()
+        .trim_end_matches('/');
+    config.cluster_url = format!("{base}/clusters/{path}").parse().unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn same_names_in_two_workspaces_never_mix() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join(".kcp"), &[]);
+    let (a, b) = (kcp.workspace("iso-a"), kcp.workspace("iso-b"));
+    for (path, owner, verb, size_type) in [(&a, "a", "get", "integer"), (&b, "b", "list", "string")]
+    {
+        kcp.kubectl_in_ok(path, &["create", "namespace", "same"]);
+        kcp.kubectl_in_ok(
+            path,
+            &[
+                "-n",
+                "same",
+                "create",
+                "configmap",
+                "same",
+                &format!("--from-literal=owner={owner}"),
+            ],
+        );
+        kcp.kubectl_in_ok(
+            path,
+            &[
+                "-n",
+                "same",
+                "create",
+                "role",
+                "same",
+                &format!("--verb={verb}"),
+                "--resource=configmaps",
+            ],
+        );
+        kcp.kubectl_in_ok(
+            path,
+            &[
+                "create",
+                "clusterrolebinding",
+                "same",
+                "--clusterrole=view",
+                &format!("--user={owner}"),
+            ],
+        );
+        let file = write_file(dir.path(), &format!("crd-{owner}.yaml"), &crd(size_type));
+        kcp.kubectl_in_ok(path, &["apply", "-f", &file]);
+        kcp.wait_established(path, "things.example.com");
+    }
+
+    // Gets and lists see only their own workspace's objects.
+    for (path, owner, verb) in [(&a, "a", "get"), (&b, "b", "list")] {
+        let data = kcp.kubectl_in_ok(
+            path,
+            &[
+                "-n",
+                "same",
+                "get",
+                "cm",
+                "same",
+                "-o=jsonpath={.data.owner}",
+            ],
+        );
+        assert_eq!(data, owner);
+        let all = kcp.kubectl_in_ok(
+            path,
+            &[
+                "get",
+                "cm",
+                "-A",
+                "-o=jsonpath={range .items[*]}{.data.owner},{end}",
+            ],
+        );
+        assert_eq!(all, format!("{owner},"), "{path}");
+        let rules = kcp.kubectl_in_ok(
+            path,
+            &[
+                "-n",
+                "same",
+                "get",
+                "role",
+                "same",
+                "-o=jsonpath={.rules[0].verbs}",
+            ],
+        );
+        assert_eq!(rules, format!(r#"["{verb}"]"#));
+        let subjects = kcp.kubectl_in_ok(
+            path,
+            &[
+                "get",
+                "clusterrolebinding",
+                "same",
+                "-o=jsonpath={.subjects[0].name}",
+            ],
+        );
+        assert_eq!(subjects, owner);
+        let namespaces = kcp.kubectl_in_ok(path, &["get", "ns", "-o", "name"]);
+        assert_eq!(
+            namespaces,
+            "namespace/default\nnamespace/kube-system\nnamespace/same\n"
+        );
+    }
+    // Each workspace's CRD has its own schema.
+    let thing = |size: &str| {
+        write_file(
+            dir.path(),
+            &format!("thing-{size}.yaml"),
+            &format!(
+                "apiVersion: example.com/v1\nkind: Thing\nmetadata:\n  name: t\n  namespace: same\nspec:\n  size: {size}\n"
+            ),
+        )
+    };
+    kcp.kubectl_in_ok(&a, &["create", "-f", &thing("3")]);
+    let refused = kcp.kubectl_in_err(&b, &["create", "-f", &thing("3")]);
+    assert!(refused.contains("spec.size"), "{refused}");
+    kcp.kubectl_in_ok(&b, &["create", "-f", &thing("big")]);
+    assert_eq!(
+        kcp.kubectl_in_ok(
+            &a,
+            &[
+                "-n",
+                "same",
+                "get",
+                "thing",
+                "t",
+                "-o=jsonpath={.spec.size}"
+            ]
+        ),
+        "3"
+    );
+    assert_eq!(
+        kcp.kubectl_in_ok(
+            &b,
+            &[
+                "-n",
+                "same",
+                "get",
+                "thing",
+                "t",
+                "-o=jsonpath={.spec.size}"
+            ]
+        ),
+        "big"
+    );
+
+    // A watch in one workspace sees none of the other's events.
+    let in_a: Api<ConfigMap> = Api::namespaced(client_for(&kcp, &a).await, "same");
+    let in_b: Api<ConfigMap> = Api::namespaced(client_for(&kcp, &b).await, "same");
+    let current = in_a
+        .get("same")
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut events = in_a
+        .watch(&WatchParams::default().timeout(20), &current)
+        .await
+        .unwrap()
+        .boxed();
+    let touch = |owner: &str| Patch::Merge(serde_json::json!({"data": {"touched": owner}}));
+    in_b.patch("same", &PatchParams::default(), &touch("b"))
+        .await
+        .unwrap();
+    in_a.patch("same", &PatchParams::default(), &touch("a"))
+        .await
+        .unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(10), events.next())
+        .await
+        .expect("an event within 10 s")
+        .unwrap()
+        .unwrap();
+    match first {
+        WatchEvent::Modified(cm) => {
+            let data = cm.data.unwrap();
+            assert_eq!(data["owner"], "a");
+            assert_eq!(data["touched"], "a");
+        }
+        other => panic!("unexpected first event {other:?}"),
+    }
+}
