@@ -55,3 +55,40 @@ pub fn has_finalizers(object: &Value) -> bool {
         .as_array()
         .is_some_and(|f| !f.is_empty())
 }
+
+/// The annotation that names the logical cluster of every object served (never stored: it
+/// comes from the storage key).
+pub const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";
+
+/// Sets `metadata.annotations["kcp.io/cluster"]`.
+pub fn set_cluster_annotation(object: &mut Value, cluster: &str) {
+    let metadata = metadata_mut(object);
+    let annotations = metadata
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if !annotations.is_object() {
+        *annotations = Value::Object(Default::default());
+    }
+    if let Some(annotations) = annotations.as_object_mut() {
+        annotations.insert(
+            CLUSTER_ANNOTATION.into(),
+            Value::String(cluster.to_string()),
+        );
+    }
+}
+
+/// Removes `kcp.io/cluster` before an object is stored (and `annotations` if that was all).
+pub fn remove_cluster_annotation(object: &mut Value) {
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let Some(annotations) = metadata
+        .get_mut("annotations")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    if annotations.remove(CLUSTER_ANNOTATION).is_some() && annotations.is_empty() {
+        metadata.remove("annotations");
+    }
+}

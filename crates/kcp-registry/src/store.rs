@@ -283,6 +283,7 @@ impl Registry {
             metadata.insert("generation".into(), json!(1));
         }
         strategy::prepare_create(target.resource, self.part, &mut object);
+        meta::remove_cluster_annotation(&mut object);
         let stored_form = self.encode_for_storage(&target, &object).await?;
         let kv = match self.put_new(&target.key(&name), stored_form).await {
             Err(StorageError::AlreadyExists { .. }) => {
@@ -295,6 +296,7 @@ impl Registry {
         };
         meta::set_resource_version(&mut object, kv.mod_revision);
         self.observe_crd_write(&target, &object, false);
+        meta::set_cluster_annotation(&mut object, target.cluster);
         Ok(object)
     }
 
@@ -439,6 +441,7 @@ impl Registry {
         expected: u64,
     ) -> Result<Value, RegistryError> {
         let key = target.key(name);
+        meta::remove_cluster_annotation(&mut object);
         let finished = strategy::deletion_finished(target.resource, &object);
         let result = if finished {
             self.remove(&key, expected).await
@@ -450,6 +453,7 @@ impl Registry {
             Ok(kv) => {
                 meta::set_resource_version(&mut object, kv.mod_revision);
                 self.observe_crd_write(target, &object, finished);
+                meta::set_cluster_annotation(&mut object, target.cluster);
                 Ok(object)
             }
             Err(StorageError::Conflict { .. }) => Err(target.conflict(name)),
@@ -702,5 +706,14 @@ pub(crate) fn decode(kv: &KeyValue) -> Result<Value, RegistryError> {
     let mut object: Value = serde_json::from_slice(&kv.value)
         .map_err(|e| RegistryError::Internal(format!("stored object is not JSON: {e}")))?;
     meta::set_resource_version(&mut object, kv.mod_revision);
+    if let Some(cluster) = cluster_of_key(&kv.key) {
+        meta::set_cluster_annotation(&mut object, cluster);
+    }
     Ok(object)
+}
+
+/// The logical cluster a storage key names (`/registry/<group>/<resource>/<cluster>/...`).
+pub(crate) fn cluster_of_key(key: &[u8]) -> Option<&str> {
+    let key = std::str::from_utf8(key).ok()?.strip_prefix("/registry/")?;
+    key.split('/').nth(2)
 }

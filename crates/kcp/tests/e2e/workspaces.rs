@@ -97,6 +97,26 @@ fn workspaces_become_ready_and_are_reached_by_path_and_by_name() {
         "v"
     );
 
+    // Every object carries the logical cluster it lives in.
+    assert_eq!(
+        field(
+            &kcp,
+            "root:org:team",
+            &["get", "configmap", "shared"],
+            "{.metadata.annotations.kcp\\.io/cluster}"
+        ),
+        cluster
+    );
+    assert_eq!(
+        field(
+            &kcp,
+            "root",
+            &["get", "ws", "org"],
+            "{.metadata.annotations.kcp\\.io/cluster}"
+        ),
+        "root"
+    );
+
     // Unknown paths answer kcp's 404.
     let missing = kcp.kubectl_in_err(
         "root",
