@@ -28,7 +28,7 @@ mod wildcard;
 pub use collection::DeletedCollection;
 pub use error::{Cause, RegistryError};
 pub use list::{Filter, ListOptions, ListResult};
-pub use meta::now;
+pub use meta::{now, seconds_since};
 pub use store::{DeleteOutcome, Registry, Target};
 pub use watch::WatchEvent;
 pub use wildcard::{ClusterEvent, ClusterObject};

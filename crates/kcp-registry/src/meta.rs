@@ -25,6 +25,12 @@ pub fn now() -> String {
         .to_string()
 }
 
+/// Whole seconds since an RFC 3339 timestamp (as [`now`] writes them), if it parses.
+pub fn seconds_since(timestamp: &str) -> Option<i64> {
+    let then: jiff::Timestamp = timestamp.parse().ok()?;
+    Some(jiff::Timestamp::now().as_second() - then.as_second())
+}
+
 pub fn new_uid() -> String {
     uuid::Uuid::new_v4().to_string()
 }

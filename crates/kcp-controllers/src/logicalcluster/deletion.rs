@@ -1,7 +1,8 @@
 //! Deletion of a logical cluster's content: every object of every resource the cluster serves
 //! is deleted (custom resources, then built-in and kcp kinds, CRDs, and namespaces last, which
 //! the namespace controller then finalizes). Finalizers are honoured: while anything is left the
-//! LogicalCluster shows phase Deleting and the pass comes back shortly; once nothing is left
+//! LogicalCluster shows phase Deleting and `WorkspaceContentDeleted=False` (how many objects wait)
+//! and the pass comes back shortly; once nothing is left
 //! its finalizer goes, which removes it (and lets its Workspace go).
 
 use std::time::Duration;
@@ -12,10 +13,13 @@ use kcp_registry::tenancy::{LOGICAL_CLUSTER, LOGICAL_CLUSTER_FINALIZER};
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::{Value, json};
 
+use crate::conditions::{self, Condition};
 use crate::driver::Outcome;
 
 /// The wait before looking again at content that finalizers (or nested workspaces) still hold.
 const CONTENT_REMAINING_DELAY: Duration = Duration::from_millis(500);
+/// How long deletion runs before the LogicalCluster reports what is left.
+const REPORT_AFTER_SECONDS: i64 = 2;
 
 /// Every resource whose objects a cluster may hold, each storage once, in deletion order.
 fn resources(registry: &Registry, cluster: &str) -> Vec<&'static Resource> {
@@ -69,11 +73,27 @@ pub(super) async fn reconcile(
         namespace: None,
     };
     if remaining > 0 {
-        if logical_cluster["status"]["phase"] != "Deleting" {
+        let condition = Condition {
+            kind: "WorkspaceContentDeleted",
+            status: false,
+            reason: "SomeResourcesRemain",
+            message: format!("{remaining} objects are waiting for their finalizers"),
+        };
+        // Namespaces and nested workspaces usually go within a pass or two: report only what
+        // is still there after a moment.
+        let settled = logical_cluster["metadata"]["deletionTimestamp"]
+            .as_str()
+            .and_then(kcp_registry::seconds_since)
+            .is_some_and(|seconds| seconds >= REPORT_AFTER_SECONDS);
+        if settled
+            && (logical_cluster["status"]["phase"] != "Deleting"
+                || !conditions::holds(&logical_cluster["status"], &condition))
+        {
             privileged
-                .patch(target, LOGICAL_CLUSTER, &|current: &Value| {
+                .patch(target, LOGICAL_CLUSTER, &move |current: &Value| {
                     let mut next = current.clone();
                     next["status"]["phase"] = json!("Deleting");
+                    conditions::set(&mut next["status"], condition.clone());
                     Ok(next)
                 })
                 .await?;

@@ -1,6 +1,7 @@
 //! Deletion: a deleting workspace deletes its LogicalCluster (whose own finalizer keeps it until
-//! the logical cluster is empty, see `crate::logicalcluster`) and drops its finalizer once the
-//! LogicalCluster is gone; the LogicalCluster's deletion event brings it back here.
+//! the logical cluster is empty, see `crate::logicalcluster`), shows phase Deleting and the
+//! LogicalCluster's `WorkspaceContentDeleted` condition meanwhile, and drops its finalizer once
+//! the LogicalCluster is gone; the LogicalCluster's events bring it back here.
 
 use kcp_apis::system;
 use kcp_registry::tenancy::{CLUSTER_ANNOTATION, LOGICAL_CLUSTER, WORKSPACE_FINALIZER};
@@ -9,6 +10,27 @@ use serde_json::{Value, json};
 
 use super::workspaces;
 use crate::driver::{Key, Outcome};
+
+/// The condition that tells whether a deleting logical cluster's content is gone.
+const CONTENT_DELETED: &str = "WorkspaceContentDeleted";
+
+/// Whether `workspace` already shows `condition`.
+fn condition_present(workspace: &Value, condition: &Value) -> bool {
+    workspace["status"]["conditions"]
+        .as_array()
+        .is_some_and(|all| all.iter().any(|c| c == condition))
+}
+
+/// Puts the LogicalCluster's `condition` in the workspace's status.
+fn mirror(status: &mut Value, condition: &Value) {
+    if !status["conditions"].is_array() {
+        status["conditions"] = json!([]);
+    }
+    if let Some(all) = status["conditions"].as_array_mut() {
+        all.retain(|c| c["type"] != condition["type"]);
+        all.push(condition.clone());
+    }
+}
 
 pub(super) async fn reconcile(
     registry: &Registry,
@@ -32,6 +54,32 @@ pub(super) async fn reconcile(
                     registry
                         .privileged()
                         .delete(target, LOGICAL_CLUSTER)
+                        .await?;
+                }
+                // What holds the content back, as the LogicalCluster reports it.
+                let content = logical_cluster["status"]["conditions"]
+                    .as_array()
+                    .and_then(|all| all.iter().find(|c| c["type"] == CONTENT_DELETED))
+                    .cloned();
+                if workspace["status"]["phase"] != "Deleting"
+                    || content
+                        .as_ref()
+                        .is_some_and(|c| !condition_present(workspace, c))
+                {
+                    registry
+                        .privileged()
+                        .patch(
+                            workspaces(&key.cluster),
+                            &key.name,
+                            &move |current: &Value| {
+                                let mut next = current.clone();
+                                next["status"]["phase"] = json!("Deleting");
+                                if let Some(condition) = &content {
+                                    mirror(&mut next["status"], condition);
+                                }
+                                Ok(next)
+                            },
+                        )
                         .await?;
                 }
                 // Its deletion event brings the workspace back here.

@@ -263,7 +263,24 @@ fn deleting_a_workspace_deletes_its_tree_and_honours_finalizers() {
 
     kcp.kubectl_in_ok("root", &["delete", "ws", "doomed", "--wait=false"]);
     std::thread::sleep(std::time::Duration::from_secs(2));
-    // The finalizer holds the configmap, and so the team, and so the org.
+    // The finalizer holds the configmap, and so the team, and so the org, which says so.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = || {
+        field(
+            &kcp,
+            "root:doomed",
+            &["get", "ws", "team"],
+            "{.status.phase} {.status.conditions[?(@.type==\"WorkspaceContentDeleted\")].reason}",
+        )
+    };
+    while status() != "Deleting SomeResourcesRemain" {
+        assert!(std::time::Instant::now() < deadline, "{}", status());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(
+        field(&kcp, "root", &["get", "ws", "doomed"], "{.status.phase}"),
+        "Deleting"
+    );
     assert!(
         field(
             &kcp,
