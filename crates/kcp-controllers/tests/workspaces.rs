@@ -1,0 +1,137 @@
+//! Workspaces on the in-memory store with the controllers running: a tree of workspaces walks
+//! to Ready, each path resolves to its own logical cluster with its LogicalCluster and
+//! namespaces, and deleting the top deletes the whole tree and everything in it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kcp_apis::system;
+use kcp_controllers::Controllers;
+use kcp_registry::{ListOptions, Registry, RegistryError, Target};
+use kcp_storage::MemoryStorage;
+use serde_json::{Value, json};
+
+fn workspaces(cluster: &str) -> Target<'_> {
+    Target {
+        cluster,
+        resource: system::workspaces(),
+        namespace: None,
+    }
+}
+
+async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+    for _ in 0..500 {
+        if let Some(done) = check().await {
+            return done;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// Creates `name` in the workspace at `parent` and waits until it is Ready; returns it.
+async fn ready(registry: &Registry, parent: &str, name: &str) -> Value {
+    let cluster = registry.resolve_path(parent).await.unwrap();
+    registry
+        .create(
+            workspaces(&cluster),
+            json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": name}}),
+        )
+        .await
+        .unwrap();
+    eventually(&format!("{parent}:{name} Ready"), async || {
+        let ws = registry.get(workspaces(&cluster), name).await.ok()?;
+        (ws["status"]["phase"] == "Ready").then_some(ws)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_tree_becomes_ready_and_goes_away_with_its_top() {
+    let registry = Registry::new(Arc::new(MemoryStorage::new()));
+    registry
+        .bootstrap_root("https://kcp.example:6443/clusters/root")
+        .await
+        .unwrap();
+    let controllers = Controllers::start(registry.clone());
+
+    let org = ready(&registry, "root", "org").await;
+    assert_eq!(
+        org["spec"]["type"],
+        json!({"name": "organization", "path": "root"})
+    );
+    assert_eq!(
+        org["spec"]["URL"],
+        "https://kcp.example:6443/clusters/root:org"
+    );
+    let team = ready(&registry, "root:org", "team").await;
+    assert_eq!(
+        team["spec"]["type"],
+        json!({"name": "universal", "path": "root"})
+    );
+    let leaf = ready(&registry, "root:org:team", "leaf").await;
+    assert_eq!(
+        leaf["spec"]["URL"],
+        "https://kcp.example:6443/clusters/root:org:team:leaf"
+    );
+
+    let leaf_cluster = registry.resolve_path("root:org:team:leaf").await.unwrap();
+    assert_eq!(leaf_cluster, leaf["spec"]["cluster"]);
+    let logical_cluster = registry.logical_cluster(&leaf_cluster).await.unwrap();
+    assert_eq!(
+        logical_cluster["metadata"]["annotations"]["kcp.io/path"],
+        "root:org:team:leaf"
+    );
+    assert_eq!(
+        logical_cluster["spec"]["owner"]["uid"],
+        leaf["metadata"]["uid"]
+    );
+    let namespaces = Target {
+        cluster: &leaf_cluster,
+        resource: kcp_apis::builtin::RESOURCES
+            .iter()
+            .find(|r| r.name == "namespaces")
+            .unwrap(),
+        namespace: None,
+    };
+    let names: Vec<Value> = registry
+        .list(namespaces, ListOptions::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|n| n["metadata"]["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("default"), json!("kube-system")]);
+
+    registry.delete(workspaces("root"), "org").await.unwrap();
+    eventually("the org to go", async || {
+        matches!(
+            registry.get(workspaces("root"), "org").await,
+            Err(RegistryError::NotFound { .. })
+        )
+        .then_some(())
+    })
+    .await;
+    for path in ["root:org", "root:org:team", "root:org:team:leaf"] {
+        assert!(matches!(
+            registry.resolve_path(path).await,
+            Err(RegistryError::NotFound { .. })
+        ));
+    }
+    assert!(
+        !registry
+            .logical_cluster_exists(&leaf_cluster)
+            .await
+            .unwrap()
+    );
+    assert!(
+        registry
+            .list(namespaces, ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    controllers.shutdown().await;
+}
