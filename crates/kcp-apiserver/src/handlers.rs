@@ -8,7 +8,7 @@ use kcp_apimachinery::patch::strategic::ListStrategy;
 use kcp_apimachinery::patch::{self, PatchError, PatchType};
 use kcp_apimachinery::{fields, labels};
 use kcp_apis::builtin::{self, ListMerge, Resource};
-use kcp_registry::{DeleteOutcome, ListOptions, Registry, RegistryError, Target};
+use kcp_registry::{ALL_CLUSTERS, DeleteOutcome, ListOptions, Registry, RegistryError, Target};
 use serde_json::{Value, json};
 
 use std::borrow::Cow;
@@ -51,9 +51,16 @@ async fn serve_inner(
     let Some(cluster) = info.cluster.as_deref() else {
         return Ok(not_found());
     };
-    let Some(resource) = registry
+    if cluster == ALL_CLUSTERS
+        && let Some(refused) = crate::wildcard::refuse_verb(info)
+    {
+        return Ok(refused);
+    }
+    let resolved = registry
         .resolve(cluster, &info.group, &info.version, &info.resource)
-        .await
+        .await;
+    let Some(resource) = resolved
+        .or_else(|| crate::wildcard::metadata_only_resource(registry, info, cluster, headers))
     else {
         return Ok(not_found());
     };

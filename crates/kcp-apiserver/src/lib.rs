@@ -35,6 +35,7 @@ mod table;
 mod test_support;
 pub mod version;
 mod watch;
+mod wildcard;
 mod workspaces;
 mod yaml;
 

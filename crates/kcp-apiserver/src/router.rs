@@ -224,15 +224,20 @@ fn discovery_document(served: &Served, path: &str) -> Option<serde_json::Value> 
 }
 
 /// Splits `/clusters/<name>/rest` into the logical cluster name and `/rest`. Paths outside
-/// `/clusters/` belong to no cluster.
+/// `/clusters/` belong to no cluster. The wildcard `*` may come percent-encoded (`%2A`), as
+/// clients escape it.
 pub fn split_cluster(path: &str) -> (Option<&str>, &str) {
     let Some(after) = path.strip_prefix("/clusters/") else {
         return (None, path);
     };
-    match after.find('/') {
-        Some(slash) => (Some(&after[..slash]), &after[slash..]),
-        None => (Some(after), "/"),
+    let (name, rest) = match after.find('/') {
+        Some(slash) => (&after[..slash], &after[slash..]),
+        None => (after, "/"),
+    };
+    if name.eq_ignore_ascii_case("%2A") {
+        return (Some("*"), rest);
     }
+    (Some(name), rest)
 }
 
 #[cfg(test)]
@@ -337,6 +342,8 @@ mod tests {
             (Some("root:a"), "/api/v1")
         );
         assert_eq!(split_cluster("/clusters/root"), (Some("root"), "/"));
+        assert_eq!(split_cluster("/clusters/%2A/api"), (Some("*"), "/api"));
+        assert_eq!(split_cluster("/clusters/*/api"), (Some("*"), "/api"));
         assert_eq!(split_cluster("/version"), (None, "/version"));
     }
 

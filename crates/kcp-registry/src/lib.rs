@@ -29,6 +29,6 @@ pub use collection::DeletedCollection;
 pub use error::{Cause, RegistryError};
 pub use list::{Filter, ListOptions, ListResult};
 pub use meta::{now, seconds_since};
-pub use store::{DeleteOutcome, Registry, Target};
+pub use store::{ALL_CLUSTERS, DeleteOutcome, Registry, Target};
 pub use watch::WatchEvent;
 pub use wildcard::{ClusterEvent, ClusterObject};

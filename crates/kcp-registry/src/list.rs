@@ -87,8 +87,9 @@ impl Registry {
     pub async fn list(
         &self,
         target: Target<'_>,
-        options: ListOptions,
+        mut options: ListOptions,
     ) -> Result<ListResult, RegistryError> {
+        options.filter = target.narrow(options.filter.take());
         let prefix = target.collection_prefix();
         let (mut revision, mut start) = match &options.continue_token {
             Some(token) => {
@@ -134,7 +135,7 @@ impl Registry {
                         .then(|| page.count - page.kvs.len() as u64);
                     let token = encode_token(revision, &last[prefix.len()..]);
                     return Ok(ListResult {
-                        items: self.present_all(target.resource, items).await?,
+                        items: self.present_listed(&target, items).await?,
                         resource_version: revision,
                         continue_token: Some(token),
                         remaining_item_count: remaining,
@@ -146,7 +147,7 @@ impl Registry {
                 }
                 _ => {
                     return Ok(ListResult {
-                        items: self.present_all(target.resource, items).await?,
+                        items: self.present_listed(&target, items).await?,
                         resource_version: revision,
                         continue_token: None,
                         remaining_item_count: None,
@@ -154,6 +155,20 @@ impl Registry {
                 }
             }
         }
+    }
+}
+
+impl Registry {
+    /// Listed objects as their version serves them (as stored for wildcard custom resources).
+    async fn present_listed(
+        &self,
+        target: &Target<'_>,
+        items: Vec<Value>,
+    ) -> Result<Vec<Value>, RegistryError> {
+        if target.as_stored() {
+            return Ok(items);
+        }
+        self.present_all(target.resource, items).await
     }
 }
 

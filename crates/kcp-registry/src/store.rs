@@ -29,7 +29,44 @@ pub struct Target<'a> {
     pub namespace: Option<&'a str>,
 }
 
+/// The cluster name of wildcard reads: every logical cluster at once (list and watch only).
+pub const ALL_CLUSTERS: &str = "*";
+
 impl Target<'_> {
+    /// Whether the target is every logical cluster ([`ALL_CLUSTERS`]).
+    pub fn is_wildcard(&self) -> bool {
+        self.cluster == ALL_CLUSTERS
+    }
+
+    /// `filter`, narrowed to the target's namespace when that is not part of the key prefix
+    /// (wildcard reads of one namespace in every cluster).
+    pub(crate) fn narrow(&self, filter: Option<crate::Filter>) -> Option<crate::Filter> {
+        let Some(namespace) = self
+            .namespace
+            .filter(|_| self.is_wildcard() && self.resource.namespaced)
+        else {
+            return filter;
+        };
+        let namespace = namespace.to_string();
+        Some(match filter {
+            None => Box::new(move |object: &Value| object["metadata"]["namespace"] == *namespace),
+            Some(filter) => Box::new(move |object: &Value| {
+                object["metadata"]["namespace"] == *namespace && filter(object)
+            }),
+        })
+    }
+
+    /// Whether objects are answered as stored: wildcard reads of custom resources, whose
+    /// clusters may define them differently (kcp serves those as metadata only).
+    pub(crate) fn as_stored(&self) -> bool {
+        self.is_wildcard()
+            && kcp_apis::system::find(
+                self.resource.group,
+                self.resource.version,
+                self.resource.name,
+            )
+            .is_none()
+    }
     /// `configmaps` or `roles.rbac.authorization.k8s.io`, as error messages name resources.
     pub fn qualified_resource(&self) -> String {
         if self.resource.group.is_empty() {
@@ -58,6 +95,9 @@ impl Target<'_> {
     }
 
     pub(crate) fn collection_prefix(&self) -> Vec<u8> {
+        if self.is_wildcard() {
+            return self.keys().all_clusters();
+        }
         match self.namespace.filter(|_| self.resource.namespaced) {
             Some(namespace) => self.keys().namespace(self.cluster, namespace),
             None => self.keys().cluster(self.cluster),

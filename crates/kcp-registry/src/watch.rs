@@ -40,8 +40,10 @@ impl Registry {
         resource_version: u64,
         filter: Option<Filter>,
     ) -> Result<BoxStream<'static, Result<WatchEvent, RegistryError>>, RegistryError> {
-        let events = self.watch_stored(target, resource_version, filter).await?;
-        if target.resource.custom.is_none() {
+        let events = self
+            .watch_stored(target, resource_version, target.narrow(filter))
+            .await?;
+        if target.resource.custom.is_none() || target.as_stored() {
             return Ok(events);
         }
         let registry = self.clone();

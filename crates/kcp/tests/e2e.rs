@@ -23,5 +23,6 @@ mod e2e {
     pub mod support;
     pub mod validation;
     pub mod watch;
+    pub mod wildcard;
     pub mod workspaces;
 }

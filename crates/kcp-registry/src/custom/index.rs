@@ -97,6 +97,18 @@ impl CustomResourceIndex {
             .copied()
     }
 
+    /// The served resource `plural` of `group/version` in whichever cluster serves it first.
+    fn find_anywhere(&self, group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
+        let name = format!("{plural}.{group}");
+        let clusters = self.clusters.read().unwrap_or_else(|e| e.into_inner());
+        clusters.values().find_map(|crds| {
+            crds.get(&name)?
+                .resources
+                .iter()
+                .find(|r| r.version == version)
+        })
+    }
+
     /// Every served custom resource of `cluster`, CRD by CRD in name order.
     pub(crate) fn served(&self, cluster: &str) -> Vec<&'static Resource> {
         let clusters = self.clusters.read().unwrap_or_else(|e| e.into_inner());
@@ -150,6 +162,18 @@ impl Registry {
         let crd = self.get(target, &format!("{plural}.{group}")).await.ok()?;
         self.custom_index().observe(cluster, &crd);
         pick(self.custom_index().find(cluster, group, version, plural)?)
+    }
+
+    /// A custom resource `plural` of `group/version` as some cluster's CRD serves it: what a
+    /// wildcard request for objects' metadata reads (kcp allows those across clusters whose
+    /// CRDs differ; full objects need one definition).
+    pub fn resolve_in_any_cluster(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<&'static Resource> {
+        self.custom_index().find_anywhere(group, version, plural)
     }
 
     /// The custom resources `cluster` serves (every served version of each Established CRD).

@@ -1,0 +1,82 @@
+//! Wildcard requests, `/clusters/*/...`: lists and watches across every logical cluster, as
+//! kcp serves them. Only `list` and `watch` are allowed (other verbs answer 405 with kcp's
+//! message); every object carries its `kcp.io/cluster`. Built-in resources and kcp's own kinds
+//! are served whole; custom resources, whose CRDs may differ from cluster to cluster, only as
+//! `PartialObjectMetadata` (a full-object request finds no resource, as in kcp).
+
+use http::{HeaderMap, Response, StatusCode};
+use kcp_apis::builtin::Resource;
+use kcp_registry::Registry;
+
+use crate::negotiation::{self, Answer, Conversion};
+use crate::request_info::ResourceRequest;
+use crate::status::{Body, failure};
+
+/// The 405 for a verb other than list and watch, or `None` when the verb is allowed.
+pub fn refuse_verb(info: &ResourceRequest) -> Option<Response<Body>> {
+    if matches!(info.verb.as_str(), "list" | "watch") {
+        return None;
+    }
+    let qualified = if info.group.is_empty() {
+        info.resource.clone()
+    } else {
+        format!("{}.{}", info.resource, info.group)
+    };
+    Some(failure(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "MethodNotAllowed",
+        &format!(
+            "{} is not supported on resources of kind \"{qualified}\" in the `*` logical cluster",
+            info.verb
+        ),
+    ))
+}
+
+/// For a wildcard request that negotiated `PartialObjectMetadata`, a custom resource of that
+/// name as any cluster defines it.
+pub fn metadata_only_resource(
+    registry: &Registry,
+    info: &ResourceRequest,
+    cluster: &str,
+    headers: &HeaderMap,
+) -> Option<&'static Resource> {
+    if cluster != kcp_registry::ALL_CLUSTERS {
+        return None;
+    }
+    let answer = if info.verb == "watch" {
+        Answer::Watch
+    } else {
+        Answer::List
+    };
+    let negotiated = negotiation::negotiate(headers, answer).ok()?;
+    matches!(
+        negotiated.conversion,
+        Conversion::PartialObjectMetadata(_) | Conversion::PartialObjectMetadataList(_)
+    )
+    .then(|| registry.resolve_in_any_cluster(&info.group, &info.version, &info.resource))
+    .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_list_and_watch_are_served() {
+        let mut info = ResourceRequest {
+            cluster: Some("*".into()),
+            version: "v1".into(),
+            resource: "configmaps".into(),
+            verb: "list".into(),
+            ..ResourceRequest::default()
+        };
+        assert!(refuse_verb(&info).is_none());
+        info.verb = "watch".into();
+        assert!(refuse_verb(&info).is_none());
+        info.verb = "create".into();
+        assert_eq!(
+            refuse_verb(&info).unwrap().status(),
+            StatusCode::METHOD_NOT_ALLOWED
+        );
+    }
+}
