@@ -24,5 +24,6 @@ mod e2e {
     pub mod validation;
     pub mod watch;
     pub mod wildcard;
+    pub mod workspace_plugin;
     pub mod workspaces;
 }

@@ -1,0 +1,183 @@
+//! The kcp kubectl plugins, as kcp ships them: `kubectl ws` (move between workspaces, show the
+//! current one, draw the tree, create), `kubectl create-workspace`, and `kubectl kcp`, whose
+//! `workspace` (`ws`) command is `kubectl ws`. The binaries live in the `kcp` package and call
+//! [`ws_main`], [`create_workspace_main`] and [`kcp_main`].
+//!
+//! - [`paths`]: workspace path arithmetic (`..`, `:absolute`, server URLs);
+//! - [`kubeconfig`]: the `workspace.kcp.io/current` and `/previous` contexts;
+//! - `server`: requests through kube-rs with the current context's credentials;
+//! - `output`: kcp's messages and tree drawing; `commands`: the commands themselves.
+//!
+//! It knows the server only through HTTP (kube-rs), never its crates.
+
+mod commands;
+pub mod kubeconfig;
+mod output;
+pub mod paths;
+mod server;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::commands::CreateOptions;
+use crate::kubeconfig::KubeconfigFile;
+
+#[derive(Parser)]
+#[command(
+    name = "kubectl ws",
+    about = "Manages kcp workspaces: `kubectl ws <name>` enters one (relative, `:absolute`, `..`, `-`, `~`)",
+    args_conflicts_with_subcommands = true
+)]
+struct WsCli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Option<WsCommand>,
+    /// The workspace to enter: a name, a relative path, `:root:a`, `..`, `-`, `~`, `.`.
+    name: Option<String>,
+}
+
+#[derive(Args)]
+struct Global {
+    /// The kubeconfig to use and edit (default: $KUBECONFIG, then ~/.kube/config).
+    #[arg(long, global = true)]
+    kubeconfig: Option<PathBuf>,
+    /// Print only the workspace path.
+    #[arg(long, global = true)]
+    short: bool,
+}
+
+#[derive(Subcommand)]
+enum WsCommand {
+    /// Enter a workspace.
+    #[command(alias = "cd")]
+    Use { name: Option<String> },
+    /// Print the current workspace.
+    Current,
+    /// Draw the tree of workspaces under the current one.
+    Tree {
+        /// Show full workspace paths.
+        #[arg(short, long)]
+        full: bool,
+    },
+    /// Create a workspace in the current one.
+    Create(CreateArgs),
+}
+
+#[derive(Args)]
+struct CreateArgs {
+    /// The new workspace's name.
+    name: String,
+    /// Its type, `[path:]name` (by default the parent type's default child type).
+    #[arg(long = "type")]
+    type_name: Option<String>,
+    /// Enter it once it is ready.
+    #[arg(long)]
+    enter: bool,
+    /// Do not fail if it already exists.
+    #[arg(long)]
+    ignore_existing: bool,
+}
+
+impl From<CreateArgs> for CreateOptions {
+    fn from(args: CreateArgs) -> Self {
+        CreateOptions {
+            name: args.name,
+            type_name: args.type_name,
+            enter: args.enter,
+            ignore_existing: args.ignore_existing,
+        }
+    }
+}
+
+#[derive(Parser)]
+#[command(name = "kubectl create-workspace", about = "Creates a kcp workspace")]
+struct CreateWorkspaceCli {
+    #[command(flatten)]
+    global: Global,
+    #[command(flatten)]
+    create: CreateArgs,
+}
+
+fn load(global: &Global) -> anyhow::Result<KubeconfigFile> {
+    KubeconfigFile::load(kubeconfig::locate(global.kubeconfig.as_deref())?)
+}
+
+async fn run_ws(cli: WsCli) -> anyhow::Result<()> {
+    let mut file = load(&cli.global)?;
+    let short = cli.global.short;
+    match cli.command {
+        None => commands::use_workspace(&mut file, cli.name.as_deref(), short).await,
+        Some(WsCommand::Use { name }) => {
+            commands::use_workspace(&mut file, name.as_deref(), short).await
+        }
+        Some(WsCommand::Current) => commands::current(&file, short),
+        Some(WsCommand::Tree { full }) => commands::tree(&file, full).await,
+        Some(WsCommand::Create(args)) => commands::create(&mut file, args.into()).await,
+    }
+}
+
+fn finish(result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("Error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn block_on(work: impl std::future::Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(work)
+}
+
+/// `kubectl ws` with these arguments (the first is the program name).
+pub fn ws(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let cli = WsCli::parse_from(args);
+    finish(block_on(run_ws(cli)))
+}
+
+/// The `kubectl-ws` binary.
+pub fn ws_main() -> ExitCode {
+    ws(std::env::args_os())
+}
+
+/// The `kubectl-create-workspace` binary.
+pub fn create_workspace_main() -> ExitCode {
+    let cli = CreateWorkspaceCli::parse();
+    finish(block_on(async move {
+        let mut file = load(&cli.global)?;
+        commands::create(&mut file, cli.create.into()).await
+    }))
+}
+
+/// The `kubectl-kcp` binary: `kubectl kcp workspace|ws|workspaces ...` is `kubectl ws ...`.
+pub fn kcp_main() -> ExitCode {
+    let mut args: Vec<OsString> = std::env::args_os().collect();
+    match args.get(1).and_then(|a| a.to_str()) {
+        Some("workspace" | "workspaces" | "ws") => {
+            args.remove(1);
+            ws(args)
+        }
+        Some("create-workspace") => {
+            args.remove(1);
+            let cli = CreateWorkspaceCli::parse_from(args);
+            finish(block_on(async move {
+                let mut file = load(&cli.global)?;
+                commands::create(&mut file, cli.create.into()).await
+            }))
+        }
+        _ => {
+            eprintln!(
+                "kubectl kcp: kcp's kubectl plugin\n\nCommands:\n  workspace (ws)     manage workspaces, as `kubectl ws`\n  create-workspace   create a workspace, as `kubectl create-workspace`"
+            );
+            ExitCode::FAILURE
+        }
+    }
+}
