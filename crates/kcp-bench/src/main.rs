@@ -2,12 +2,14 @@
 //! minute, and prints the ratios (this machine is noisy; only ratios carry over).
 //!
 //! Subcommands: `storage` (embedded store against a real etcd), `api` (the real `kcp` binary
-//! against a bare TLS server and the raw embedded store; needs `cargo build --release -p kcp`).
+//! against a bare TLS server and the raw embedded store; needs `cargo build --release -p kcp`),
+//! `workspaces` (a tree of workspaces created, held and deleted by the real `kcp` binary).
 
 mod api;
 mod measure;
 mod storage;
 mod table;
+mod workspaces;
 
 use clap::{Parser, Subcommand};
 
@@ -28,6 +30,9 @@ enum Command {
     /// The kcp binary: GET vs a bare TLS server, creates vs the raw store, idle RSS, start time.
     /// Expects `cargo build --release -p kcp` first (it runs target/release/kcp).
     Api(api::Options),
+    /// Workspaces: creating a tree of them to Ready (against configmap creates in the same
+    /// run), memory per workspace, and deleting them all. Expects `cargo build --release -p kcp`.
+    Workspaces(workspaces::Options),
 }
 
 #[tokio::main]
@@ -35,5 +40,6 @@ async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Storage(options) => storage::run(options).await,
         Command::Api(options) => api::run(options).await,
+        Command::Workspaces(options) => workspaces::run(options).await,
     }
 }

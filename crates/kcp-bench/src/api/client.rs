@@ -154,6 +154,24 @@ impl Connection {
         })
     }
 
+    /// Sends `request` and answers the status and the body as it streams (watches).
+    pub async fn stream(
+        &mut self,
+        request: Request<Full<Bytes>>,
+    ) -> anyhow::Result<(StatusCode, hyper::body::Incoming)> {
+        let response = match &mut self.sender {
+            Sender::Http1(sender) => {
+                sender.ready().await?;
+                sender.send_request(request).await?
+            }
+            Sender::H2(sender) => {
+                sender.ready().await?;
+                sender.send_request(request).await?
+            }
+        };
+        Ok((response.status(), response.into_body()))
+    }
+
     /// Sends `request` and requires `expected` as the answer.
     pub async fn expect(
         &mut self,

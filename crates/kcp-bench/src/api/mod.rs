@@ -15,10 +15,10 @@
 //! `cargo build --release -p kcp` (or pass `--kcp-binary`).
 
 mod bare_server;
-mod client;
+pub(crate) mod client;
 mod custom;
-mod kcp_process;
-mod load;
+pub(crate) mod kcp_process;
+pub(crate) mod load;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -347,7 +347,7 @@ async fn prepare_get(
 }
 
 /// A ConfigMap named `name` with `value_size` bytes under `data.value`.
-fn configmap_json(name: &str, value_size: usize) -> String {
+pub(crate) fn configmap_json(name: &str, value_size: usize) -> String {
     serde_json::json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -379,7 +379,7 @@ fn limit_row(label: String, value: String, met: bool, target: String) -> Vec<Str
     ]
 }
 
-fn verdict(met: bool, target: String) -> String {
+pub(crate) fn verdict(met: bool, target: String) -> String {
     format!("{target}: {}", if met { "met" } else { "MISSED" })
 }
 
