@@ -130,16 +130,7 @@ impl Connection {
 
     /// Sends `request` and reads the whole response.
     pub async fn send(&mut self, request: Request<Full<Bytes>>) -> anyhow::Result<Answer> {
-        let response = match &mut self.sender {
-            Sender::Http1(sender) => {
-                sender.ready().await?;
-                sender.send_request(request).await?
-            }
-            Sender::H2(sender) => {
-                sender.ready().await?;
-                sender.send_request(request).await?
-            }
-        };
+        let response = self.respond(request).await?;
         let status = response.status();
         let content_type = response
             .headers()
@@ -159,7 +150,16 @@ impl Connection {
         &mut self,
         request: Request<Full<Bytes>>,
     ) -> anyhow::Result<(StatusCode, hyper::body::Incoming)> {
-        let response = match &mut self.sender {
+        let response = self.respond(request).await?;
+        Ok((response.status(), response.into_body()))
+    }
+
+    /// Sends `request` once the connection is ready; the response's body is still to be read.
+    async fn respond(
+        &mut self,
+        request: Request<Full<Bytes>>,
+    ) -> anyhow::Result<http::Response<hyper::body::Incoming>> {
+        Ok(match &mut self.sender {
             Sender::Http1(sender) => {
                 sender.ready().await?;
                 sender.send_request(request).await?
@@ -168,8 +168,7 @@ impl Connection {
                 sender.ready().await?;
                 sender.send_request(request).await?
             }
-        };
-        Ok((response.status(), response.into_body()))
+        })
     }
 
     /// Sends `request` and requires `expected` as the answer.

@@ -8,7 +8,7 @@ use kcp_registry::tenancy::{CLUSTER_ANNOTATION, LOGICAL_CLUSTER, WORKSPACE_FINAL
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::{Value, json};
 
-use super::workspaces;
+use super::change;
 use crate::driver::{Key, Outcome};
 
 /// The condition that tells whether a deleting logical cluster's content is gone.
@@ -56,56 +56,54 @@ pub(super) async fn reconcile(
                         .delete(target, LOGICAL_CLUSTER)
                         .await?;
                 }
-                // What holds the content back, as the LogicalCluster reports it.
-                let content = logical_cluster["status"]["conditions"]
-                    .as_array()
-                    .and_then(|all| all.iter().find(|c| c["type"] == CONTENT_DELETED))
-                    .cloned();
-                if workspace["status"]["phase"] != "Deleting"
-                    || content
-                        .as_ref()
-                        .is_some_and(|c| !condition_present(workspace, c))
-                {
-                    registry
-                        .privileged()
-                        .patch(
-                            workspaces(&key.cluster),
-                            &key.name,
-                            &move |current: &Value| {
-                                let mut next = current.clone();
-                                next["status"]["phase"] = json!("Deleting");
-                                if let Some(condition) = &content {
-                                    mirror(&mut next["status"], condition);
-                                }
-                                Ok(next)
-                            },
-                        )
-                        .await?;
-                }
-                // Its deletion event brings the workspace back here.
+                show_progress(registry, key, workspace, &logical_cluster).await?;
+                // The LogicalCluster's events bring the workspace back here.
                 return Ok(Outcome::Finished);
             }
             Ok(_) | Err(RegistryError::NotFound { .. }) => {}
             Err(other) => return Err(other),
         }
     }
-    let result = registry
-        .privileged()
-        .patch(workspaces(&key.cluster), &key.name, &|current: &Value| {
-            let mut next = current.clone();
-            if let Some(list) = next["metadata"]["finalizers"].as_array_mut() {
-                list.retain(|f| f != WORKSPACE_FINALIZER);
-            }
-            if next["metadata"]["finalizers"] == json!([])
-                && let Some(metadata) = next["metadata"].as_object_mut()
-            {
-                metadata.remove("finalizers");
-            }
-            Ok(next)
-        })
-        .await;
+    let result = change(registry, key, |next| {
+        if let Some(list) = next["metadata"]["finalizers"].as_array_mut() {
+            list.retain(|f| f != WORKSPACE_FINALIZER);
+        }
+        if next["metadata"]["finalizers"] == json!([])
+            && let Some(metadata) = next["metadata"].as_object_mut()
+        {
+            metadata.remove("finalizers");
+        }
+    })
+    .await;
     match result {
         Ok(_) | Err(RegistryError::NotFound { .. }) => Ok(Outcome::Finished),
         Err(other) => Err(other),
     }
+}
+
+/// Phase Deleting, and what holds the content back as the LogicalCluster reports it.
+async fn show_progress(
+    registry: &Registry,
+    key: &Key,
+    workspace: &Value,
+    logical_cluster: &Value,
+) -> Result<(), RegistryError> {
+    let content = logical_cluster["status"]["conditions"]
+        .as_array()
+        .and_then(|all| all.iter().find(|c| c["type"] == CONTENT_DELETED))
+        .cloned();
+    let shown = workspace["status"]["phase"] == "Deleting"
+        && content
+            .as_ref()
+            .is_none_or(|c| condition_present(workspace, c));
+    if !shown {
+        change(registry, key, move |next| {
+            next["status"]["phase"] = json!("Deleting");
+            if let Some(condition) = &content {
+                mirror(&mut next["status"], condition);
+            }
+        })
+        .await?;
+    }
+    Ok(())
 }

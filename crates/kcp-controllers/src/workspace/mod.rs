@@ -49,6 +49,39 @@ pub(crate) fn workspaces(cluster: &str) -> Target<'_> {
     }
 }
 
+/// Changes the workspace `key` by `edit` (the whole object, status included), retrying lost races.
+pub(crate) async fn change(
+    registry: &Registry,
+    key: &Key,
+    edit: impl Fn(&mut Value) + Send + Sync,
+) -> Result<Value, RegistryError> {
+    registry
+        .privileged()
+        .patch(
+            workspaces(&key.cluster),
+            &key.name,
+            &move |current: &Value| {
+                let mut next = current.clone();
+                edit(&mut next);
+                Ok(next)
+            },
+        )
+        .await
+}
+
+/// Sets `WorkspaceInitialized=True` in a workspace's status.
+pub(crate) fn mark_initialized(status: &mut Value) {
+    crate::conditions::set(
+        status,
+        crate::conditions::Condition {
+            kind: "WorkspaceInitialized",
+            status: true,
+            reason: "",
+            message: String::new(),
+        },
+    );
+}
+
 /// Reconciles one workspace.
 pub async fn reconcile(registry: &Registry, key: &Key) -> Result<Outcome, RegistryError> {
     let workspace = match registry.get(workspaces(&key.cluster), &key.name).await {
@@ -64,20 +97,16 @@ pub async fn reconcile(registry: &Registry, key: &Key) -> Result<Outcome, Regist
         .is_some_and(|f| f.iter().any(|f| f == WORKSPACE_FINALIZER));
     if !has_finalizer {
         // Admission adds it; a client may have removed it since.
-        registry
-            .privileged()
-            .patch(workspaces(&key.cluster), &key.name, &|current: &Value| {
-                let mut next = current.clone();
-                let finalizers = &mut next["metadata"]["finalizers"];
-                if !finalizers.is_array() {
-                    *finalizers = serde_json::json!([]);
-                }
-                if let Some(list) = finalizers.as_array_mut() {
-                    list.push(serde_json::json!(WORKSPACE_FINALIZER));
-                }
-                Ok(next)
-            })
-            .await?;
+        change(registry, key, |next| {
+            let finalizers = &mut next["metadata"]["finalizers"];
+            if !finalizers.is_array() {
+                *finalizers = serde_json::json!([]);
+            }
+            if let Some(list) = finalizers.as_array_mut() {
+                list.push(serde_json::json!(WORKSPACE_FINALIZER));
+            }
+        })
+        .await?;
         return Ok(Outcome::Finished);
     }
     match workspace["status"]["phase"].as_str() {

@@ -7,8 +7,7 @@ use std::time::Duration;
 use kcp_registry::{Registry, RegistryError};
 use serde_json::{Value, json};
 
-use super::workspaces;
-use crate::conditions::{self, Condition};
+use super::{change, mark_initialized};
 use crate::driver::{Key, Outcome};
 
 /// The wait before looking again for a LogicalCluster that is not there.
@@ -39,30 +38,14 @@ pub(super) async fn reconcile(
     {
         return Ok(Outcome::Finished);
     }
-    registry
-        .privileged()
-        .patch(
-            workspaces(&key.cluster),
-            &key.name,
-            &move |current: &Value| {
-                let mut next = current.clone();
-                let status = &mut next["status"];
-                status["phase"] = json!(phase);
-                status["initializers"] = initializers.clone();
-                if ready {
-                    conditions::set(
-                        status,
-                        Condition {
-                            kind: "WorkspaceInitialized",
-                            status: true,
-                            reason: "",
-                            message: String::new(),
-                        },
-                    );
-                }
-                Ok(next)
-            },
-        )
-        .await?;
+    change(registry, key, move |next| {
+        let status = &mut next["status"];
+        status["phase"] = json!(phase);
+        status["initializers"] = initializers.clone();
+        if ready {
+            mark_initialized(status);
+        }
+    })
+    .await?;
     Ok(Outcome::Finished)
 }

@@ -12,7 +12,7 @@ use kcp_registry::tenancy::{
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::{Value, json};
 
-use super::workspaces;
+use super::{change, mark_initialized};
 use crate::conditions::{self, Condition};
 use crate::driver::{Key, Outcome};
 
@@ -22,20 +22,7 @@ pub(super) async fn reconcile(
     workspace: &Value,
 ) -> Result<Outcome, RegistryError> {
     let Some(cluster) = workspace["metadata"]["annotations"][CLUSTER_ANNOTATION].as_str() else {
-        let name = names::random_cluster_name();
-        registry
-            .privileged()
-            .patch(
-                workspaces(&key.cluster),
-                &key.name,
-                &move |current: &Value| {
-                    let mut next = current.clone();
-                    next["metadata"]["annotations"][CLUSTER_ANNOTATION] = json!(name);
-                    Ok(next)
-                },
-            )
-            .await?;
-        return Ok(Outcome::Finished);
+        return rename(registry, key).await;
     };
     let parent = registry.logical_cluster(&key.cluster).await?;
     let parent_path = parent["metadata"]["annotations"][PATH_ANNOTATION]
@@ -89,57 +76,42 @@ pub(super) async fn reconcile(
         Err(RegistryError::AlreadyExists { .. }) => {
             let existing = registry.get(target, LOGICAL_CLUSTER).await?;
             if existing["spec"]["owner"]["uid"] != uid {
-                // Taken by someone else: choose another name next time.
-                registry
-                    .privileged()
-                    .patch(workspaces(&key.cluster), &key.name, &|current: &Value| {
-                        let mut next = current.clone();
-                        next["metadata"]["annotations"][CLUSTER_ANNOTATION] =
-                            json!(names::random_cluster_name());
-                        Ok(next)
-                    })
-                    .await?;
-                return Ok(Outcome::Finished);
+                // Taken by someone else: choose another name.
+                return rename(registry, key).await;
             }
         }
         Err(other) => return Err(other),
     }
     let cluster = cluster.to_string();
-    registry
-        .privileged()
-        .patch(
-            workspaces(&key.cluster),
-            &key.name,
-            &move |current: &Value| {
-                let mut next = current.clone();
-                next["spec"]["cluster"] = json!(cluster);
-                next["spec"]["URL"] = json!(url);
-                let status = &mut next["status"];
-                status["phase"] = json!(phase);
-                status["initializers"] = json!(initializers);
-                conditions::set(
-                    status,
-                    Condition {
-                        kind: "WorkspaceScheduled",
-                        status: true,
-                        reason: "",
-                        message: String::new(),
-                    },
-                );
-                if phase == "Ready" {
-                    conditions::set(
-                        status,
-                        Condition {
-                            kind: "WorkspaceInitialized",
-                            status: true,
-                            reason: "",
-                            message: String::new(),
-                        },
-                    );
-                }
-                Ok(next)
+    change(registry, key, move |next| {
+        next["spec"]["cluster"] = json!(cluster);
+        next["spec"]["URL"] = json!(url);
+        let status = &mut next["status"];
+        status["phase"] = json!(phase);
+        status["initializers"] = json!(initializers);
+        conditions::set(
+            status,
+            Condition {
+                kind: "WorkspaceScheduled",
+                status: true,
+                reason: "",
+                message: String::new(),
             },
-        )
-        .await?;
+        );
+        if phase == "Ready" {
+            mark_initialized(status);
+        }
+    })
+    .await?;
+    Ok(Outcome::Finished)
+}
+
+/// Gives the workspace a new random logical cluster name; the next pass schedules it there.
+async fn rename(registry: &Registry, key: &Key) -> Result<Outcome, RegistryError> {
+    let name = names::random_cluster_name();
+    change(registry, key, move |next| {
+        next["metadata"]["annotations"][CLUSTER_ANNOTATION] = json!(name);
+    })
+    .await?;
     Ok(Outcome::Finished)
 }

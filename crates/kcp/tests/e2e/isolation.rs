@@ -7,51 +7,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, WatchEvent, WatchParams};
 
-use super::support::{Kcp, write_file};
-
-fn crd(size_type: &str) -> String {
-    format!(
-        "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: things.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {{plural: things, singular: thing, kind: Thing}}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {{type: {size_type}}}
-"
-    )
-}
-
-/// A kube-rs client for the workspace at `path`.
-async fn client_for(kcp: &Kcp, path: &str) -> kube::Client {
-    use kube::config::{KubeConfigOptions, Kubeconfig};
-    let kubeconfig = Kubeconfig::read_from(kcp.kubeconfig()).unwrap();
-    let mut config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-            .await
-            .unwrap();
-    let root = config.cluster_url.to_string();
-    let base = root
-        .split("/clusters/")
-        .next()
-        .unwrap()
-        .trim_end_matches('/');
-    config.cluster_url = format!("{base}/clusters/{path}").parse().unwrap();
-    kube::Client::try_from(config).unwrap()
-}
+use super::support::{Kcp, sized_crd, write_file};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn same_names_in_two_workspaces_never_mix() {
@@ -94,7 +50,11 @@ async fn same_names_in_two_workspaces_never_mix() {
                 &format!("--user={owner}"),
             ],
         );
-        let file = write_file(dir.path(), &format!("crd-{owner}.yaml"), &crd(size_type));
+        let file = write_file(
+            dir.path(),
+            &format!("crd-{owner}.yaml"),
+            &sized_crd("things", "Thing", size_type),
+        );
         kcp.kubectl_in_ok(path, &["apply", "-f", &file]);
         kcp.wait_established(path, "things.example.com");
     }
@@ -195,8 +155,8 @@ async fn same_names_in_two_workspaces_never_mix() {
     );
 
     // A watch in one workspace sees none of the other's events.
-    let in_a: Api<ConfigMap> = Api::namespaced(client_for(&kcp, &a).await, "same");
-    let in_b: Api<ConfigMap> = Api::namespaced(client_for(&kcp, &b).await, "same");
+    let in_a: Api<ConfigMap> = Api::namespaced(kcp.kube_client_in(&a).await, "same");
+    let in_b: Api<ConfigMap> = Api::namespaced(kcp.kube_client_in(&b).await, "same");
     let current = in_a
         .get("same")
         .await

@@ -13,6 +13,34 @@ pub fn write_file(dir: &Path, name: &str, text: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
+/// A namespaced CRD `<plural>.example.com` (kind `kind`, version v1) whose `spec.size` has the
+/// JSON type `size_type`: the same CRD shaped differently in different workspaces.
+pub fn sized_crd(plural: &str, kind: &str, size_type: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: {plural}.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {{plural: {plural}, kind: {kind}}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {{type: {size_type}}}
+"
+    )
+}
+
 /// A running `kcp start`, killed on drop unless stopped.
 pub struct Kcp {
     child: Option<Child>,
@@ -157,12 +185,24 @@ impl Kcp {
 
     /// A kube-rs client from the kubeconfig this start wrote (the port changes on every start).
     pub async fn kube_client(&self) -> kube::Client {
+        self.kube_client_in("root").await
+    }
+
+    /// A kube-rs client whose requests go to `/clusters/<cluster>` (a path, a name or `*`).
+    pub async fn kube_client_in(&self, cluster: &str) -> kube::Client {
         use kube::config::{KubeConfigOptions, Kubeconfig};
         let kubeconfig = Kubeconfig::read_from(self.kubeconfig()).unwrap();
-        let config =
+        let mut config =
             kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                 .await
                 .unwrap();
+        let root = config.cluster_url.to_string();
+        let base = root
+            .split("/clusters/")
+            .next()
+            .unwrap()
+            .trim_end_matches('/');
+        config.cluster_url = format!("{base}/clusters/{cluster}").parse().unwrap();
         kube::Client::try_from(config).unwrap()
     }
 

@@ -9,51 +9,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, WatchEvent, WatchParams};
 use kube::core::GroupVersionKind;
 
-use super::support::{Kcp, write_file};
-
-fn crd(size_type: &str) -> String {
-    format!(
-        "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: gizmos.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {{plural: gizmos, singular: gizmo, kind: Gizmo}}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {{type: {size_type}}}
-"
-    )
-}
-
-/// A kube-rs client whose requests go to `/clusters/<cluster>`.
-async fn client_for(kcp: &Kcp, cluster: &str) -> kube::Client {
-    use kube::config::{KubeConfigOptions, Kubeconfig};
-    let kubeconfig = Kubeconfig::read_from(kcp.kubeconfig()).unwrap();
-    let mut config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-            .await
-            .unwrap();
-    let root = config.cluster_url.to_string();
-    let base = root
-        .split("/clusters/")
-        .next()
-        .unwrap()
-        .trim_end_matches('/');
-    config.cluster_url = format!("{base}/clusters/{cluster}").parse().unwrap();
-    kube::Client::try_from(config).unwrap()
-}
+use super::support::{Kcp, sized_crd, write_file};
 
 fn cluster_of(object: &serde_json::Value) -> String {
     object["metadata"]["annotations"]["kcp.io/cluster"]
@@ -85,7 +41,7 @@ async fn wildcard_lists_and_watches_see_every_workspace() {
         let file = write_file(
             dir.path(),
             &format!("crd-{size_type}.yaml"),
-            &crd(size_type),
+            &sized_crd("gizmos", "Gizmo", size_type),
         );
         kcp.kubectl_in_ok(path, &["apply", "-f", &file]);
         kcp.wait_established(path, "gizmos.example.com");
@@ -149,7 +105,7 @@ async fn wildcard_lists_and_watches_see_every_workspace() {
     );
 
     // Custom resources defined differently: metadata only.
-    let wildcard = client_for(&kcp, "*").await;
+    let wildcard = kcp.kube_client_in("*").await;
     let gvk = GroupVersionKind::gvk("example.com", "v1", "Gizmo");
     let gizmos: Api<DynamicObject> = Api::all_with(wildcard.clone(), &ApiResource::from_gvk(&gvk));
     let metadata = gizmos.list_metadata(&ListParams::default()).await.unwrap();
