@@ -505,6 +505,7 @@ fn delete_options_dry_run(body: &Bytes) -> Result<Option<String>, RegistryError>
 }
 
 /// Decoded query parameters.
+#[derive(Clone)]
 pub(crate) struct Params(Vec<(String, String)>);
 
 impl Params {

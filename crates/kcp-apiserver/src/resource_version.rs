@@ -2,9 +2,11 @@
 //! serves them.
 //!
 //! Unset: the latest state. `"0"`: any state (served as the latest). `N` (NotOlderThan, the
-//! default match): a state at least as new as N, so the latest unless storage has not reached N
-//! yet (504 "Too large resource version"). `N` with `resourceVersionMatch=Exact` on a list: the
+//! default match): a state at least as new as N, so the latest once storage has reached N (it
+//! waits up to 3 s for that, then answers 504 "Too large resource version"). `N` with `resourceVersionMatch=Exact` on a list: the
 //! snapshot at N, 410 once compacted.
+
+use std::time::Duration;
 
 use kcp_registry::{Cause, Registry, RegistryError};
 
@@ -27,14 +29,35 @@ impl ReadAt {
         let (ReadAt::NotOlderThan(requested) | ReadAt::Exact(requested)) = self else {
             return Ok(0);
         };
-        let current = registry.current_revision().await?;
-        if requested > current {
-            return Err(RegistryError::TooLargeResourceVersion { requested, current });
-        }
+        wait_for_revision(registry, requested).await?;
         Ok(match self {
             ReadAt::Exact(revision) => revision,
             _ => 0,
         })
+    }
+}
+
+/// How long a read of a revision storage has not reached yet waits for it before answering
+/// "Too large resource version", as kube-apiserver's watch cache waits.
+const FRESHNESS_WAIT: Duration = Duration::from_secs(3);
+/// How often the wait looks at storage's revision again.
+const FRESHNESS_POLL: Duration = Duration::from_millis(25);
+
+/// Waits until storage has reached `requested` (at most [`FRESHNESS_WAIT`]).
+pub(crate) async fn wait_for_revision(
+    registry: &Registry,
+    requested: u64,
+) -> Result<(), RegistryError> {
+    let deadline = tokio::time::Instant::now() + FRESHNESS_WAIT;
+    loop {
+        let current = registry.current_revision().await?;
+        if requested <= current {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(RegistryError::TooLargeResourceVersion { requested, current });
+        }
+        tokio::time::sleep(FRESHNESS_POLL).await;
     }
 }
 

@@ -54,6 +54,14 @@ pub fn text_response(code: StatusCode, text: &'static str) -> Response<Body> {
 
 /// The one mapping from registry errors to `Status` responses.
 pub fn from_registry_error(error: &kcp_registry::RegistryError) -> Response<Body> {
+    let (code, status) = registry_error_status(error);
+    json_response(code, &status)
+}
+
+/// The HTTP code and `Status` object of a registry error (also sent inside watch ERROR events).
+pub fn registry_error_status(
+    error: &kcp_registry::RegistryError,
+) -> (StatusCode, serde_json::Value) {
     use kcp_registry::RegistryError as E;
     let message = error.to_string();
     let (code, reason) = match error {
@@ -128,7 +136,7 @@ pub fn from_registry_error(error: &kcp_registry::RegistryError) -> Response<Body
         }
         _ => {}
     }
-    json_response(code, &status)
+    (code, status)
 }
 
 #[cfg(test)]

@@ -3,25 +3,32 @@
 //!
 //! `resourceVersion` unset or "0" starts with a synthetic ADDED event per existing object, as
 //! kube-apiserver does; `sendInitialEvents=true` ends those with a BOOKMARK carrying the
-//! `k8s.io/initial-events-end` annotation. A start too old for storage ends with an ERROR event
-//! holding a 410 `Status`. `timeoutSeconds` ends the stream. `allowWatchBookmarks=true` adds
-//! BOOKMARK events (every minute and 2 s before the timeout) carrying the last revision sent.
-//! Event objects are converted as negotiated: one-row Tables, or PartialObjectMetadata
-//! (bookmarks too).
+//! `k8s.io/initial-events-end` annotation. Those initial events are read from storage a page at
+//! a time ([`INITIAL_PAGE`] objects of one snapshot) and sent as the client takes them, so a
+//! watcher that does not read holds one page and a few frames, never the whole collection. A
+//! start storage has not reached yet waits for it (as kube-apiserver's watch cache does, up to
+//! 3 s), then ends with an ERROR event holding the 504 "Too large resource version" `Status`; a
+//! start too old for storage ends with an ERROR event holding a 410. `timeoutSeconds` ends the
+//! stream. `allowWatchBookmarks=true` adds BOOKMARK events (every minute and 2 s before the
+//! timeout) carrying the last revision sent. Event objects are converted as negotiated: one-row
+//! Tables, or PartialObjectMetadata (bookmarks too).
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
 use http::{StatusCode, header};
 use http_body_util::{BodyExt, StreamBody};
+use kcp_apis::builtin::Resource;
 use kcp_registry::{ListOptions, Registry, RegistryError, Target, WatchEvent};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use crate::handlers::{Params, selector_filter};
 use crate::negotiation::{Conversion, IncludeObject, partial_object_metadata};
-use crate::status::Body;
+use crate::status::{Body, registry_error_status};
 
 /// Longest watch when the client gives no timeout (kube-apiserver picks 30-60 minutes).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -29,6 +36,96 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
 /// How long before its timeout a watch gets its last bookmark.
 const BOOKMARK_BEFORE_END: Duration = Duration::from_secs(2);
+/// Objects read from storage at once for a watch's initial events.
+const INITIAL_PAGE: usize = 500;
+/// Encoded events queued for a watcher beyond the one being sent.
+const FRAMES_QUEUED: usize = 64;
+
+/// How long the watch may last: `timeoutSeconds` (an int64, as kube-apiserver parses it; zero
+/// or negative: the default), or the default.
+fn watch_timeout(params: &Params) -> Result<Duration, RegistryError> {
+    let Some(text) = params.get("timeoutSeconds") else {
+        return Ok(DEFAULT_TIMEOUT);
+    };
+    let seconds: i64 = text
+        .parse()
+        .map_err(|_| RegistryError::BadRequest(format!("invalid timeoutSeconds: {text:?}")))?;
+    Ok(match u64::try_from(seconds) {
+        Ok(seconds) if seconds > 0 => Duration::from_secs(seconds),
+        _ => DEFAULT_TIMEOUT,
+    })
+}
+
+/// The objects of a watch's initial events still to send: the current page and how to read the
+/// next one from the same snapshot.
+struct InitialEvents {
+    registry: Registry,
+    cluster: String,
+    namespace: Option<String>,
+    resource: &'static Resource,
+    params: Params,
+    page: VecDeque<Value>,
+    continue_token: Option<String>,
+}
+
+impl InitialEvents {
+    /// Reads the first page at the latest revision (or storage's answer to `params`'
+    /// resourceVersion) and answers the revision the watch continues from.
+    async fn first(
+        registry: &Registry,
+        target: Target<'_>,
+        params: &Params,
+    ) -> Result<(InitialEvents, u64), RegistryError> {
+        let mut initial = InitialEvents {
+            registry: registry.clone(),
+            cluster: target.cluster.to_string(),
+            namespace: target.namespace.map(str::to_string),
+            resource: target.resource,
+            params: params.clone(),
+            page: VecDeque::new(),
+            continue_token: None,
+        };
+        let revision = initial.read_page(None).await?;
+        Ok((initial, revision))
+    }
+
+    /// Reads the page after `continue_token`, answering its snapshot revision.
+    async fn read_page(&mut self, continue_token: Option<String>) -> Result<u64, RegistryError> {
+        let target = Target {
+            cluster: &self.cluster,
+            resource: self.resource,
+            namespace: self.namespace.as_deref(),
+        };
+        let listed = self
+            .registry
+            .list(
+                target,
+                ListOptions {
+                    limit: INITIAL_PAGE,
+                    continue_token,
+                    filter: selector_filter(&self.params, self.resource)?,
+                    ..Default::default()
+                },
+            )
+            .await?;
+        self.page = listed.items.into();
+        self.continue_token = listed.continue_token;
+        Ok(listed.resource_version)
+    }
+
+    /// The next object, reading the next page when this one is sent; `None` after the last.
+    async fn next(&mut self) -> Option<Result<Value, RegistryError>> {
+        loop {
+            if let Some(object) = self.page.pop_front() {
+                return Some(Ok(object));
+            }
+            let token = self.continue_token.take()?;
+            if let Err(error) = self.read_page(Some(token)).await {
+                return Some(Err(error));
+            }
+        }
+    }
+}
 
 pub async fn serve(
     registry: &Registry,
@@ -52,39 +149,42 @@ pub async fn serve(
     };
     let bookmark_initial_end = params.get("sendInitialEvents") == Some("true");
     let bookmarks = params.get("allowWatchBookmarks") == Some("true");
-    let timeout = params
-        .get("timeoutSeconds")
-        .and_then(|t| t.parse::<u64>().ok())
-        .map_or(DEFAULT_TIMEOUT, Duration::from_secs);
+    let timeout = watch_timeout(params)?;
 
-    let mut initial = Vec::new();
-    let mut start = from;
-    if from == 0 && !send_initial {
-        start = registry.current_revision().await?;
-    }
-    if send_initial {
-        let listed = registry
-            .list(
-                target,
-                ListOptions {
-                    filter: selector_filter(params, target.resource)?,
-                    ..Default::default()
-                },
-            )
-            .await?;
-        start = listed.resource_version;
-        initial = listed.items;
-    }
-    let events = match registry
-        .watch(target, start, selector_filter(params, target.resource)?)
-        .await
+    // Once the request is understood, failures are ERROR events, as kube-apiserver sends them.
+    let mut failure = None;
+    if from > 0
+        && let Err(error) = crate::resource_version::wait_for_revision(registry, from).await
     {
-        Ok(events) => Some(events),
-        Err(RegistryError::Expired(_)) => None,
-        Err(other) => return Err(other),
+        failure = Some(registry_error_status(&error).1);
+    }
+    let mut initial = None;
+    let mut start = from;
+    if failure.is_none() {
+        if send_initial {
+            let (first, revision) = InitialEvents::first(registry, target, params).await?;
+            initial = Some(first);
+            start = revision;
+        } else if from == 0 {
+            start = registry.current_revision().await?;
+        }
+    }
+    let events = match failure {
+        Some(_) => None,
+        None => match registry
+            .watch(target, start, selector_filter(params, target.resource)?)
+            .await
+        {
+            Ok(events) => Some(events),
+            Err(RegistryError::Expired(_)) => {
+                failure = Some(too_old(from));
+                None
+            }
+            Err(other) => return Err(other),
+        },
     };
     let resource = target.resource;
-    let (sender, receiver) = mpsc::channel::<Bytes>(64);
+    let (sender, receiver) = mpsc::channel::<Bytes>(FRAMES_QUEUED);
     tokio::spawn(async move {
         let encode = |kind: &str, object: Value| -> Bytes {
             let object = match conversion {
@@ -102,6 +202,7 @@ pub async fn serve(
             line.push(b'\n');
             Bytes::from(line)
         };
+        let error_event = |error: &RegistryError| encode("ERROR", registry_error_status(error).1);
         // Events from the watch cache arrive encoded once for all watchers: only the envelope
         // is written per watcher.
         let frame = |event: WatchEvent| -> Bytes {
@@ -123,24 +224,35 @@ pub async fn serve(
                 "metadata": {"resourceVersion": revision.to_string()},
             })
         };
-        let started = tokio::time::Instant::now();
-        let deadline = tokio::time::sleep(timeout);
+        let started = Instant::now();
+        // A timeout past what a clock can count never ends the watch by itself.
+        let end = started.checked_add(timeout);
+        let deadline = tokio::time::sleep_until(end.unwrap_or(started));
         tokio::pin!(deadline);
         // Bookmarks, when asked for: shortly before the timeout ends the watch, and every
         // minute, each carrying the revision of the last event sent.
-        let next_bookmark = |now: tokio::time::Instant| {
-            let before_end = (started + timeout).checked_sub(BOOKMARK_BEFORE_END);
-            match before_end {
-                Some(at) if at > now => at.min(now + BOOKMARK_EVERY),
-                _ => now + BOOKMARK_EVERY,
+        let next_bookmark = |now: Instant| {
+            let every = now.checked_add(BOOKMARK_EVERY).unwrap_or(now);
+            match end.and_then(|end| end.checked_sub(BOOKMARK_BEFORE_END)) {
+                Some(at) if at > now => at.min(every),
+                _ => every,
             }
         };
         let bookmark_timer = tokio::time::sleep_until(next_bookmark(started));
         tokio::pin!(bookmark_timer);
         let mut last_revision = start;
-        for object in initial {
-            if sender.send(encode("ADDED", object)).await.is_err() {
-                return;
+        if let Some(mut initial) = initial {
+            while let Some(next) = initial.next().await {
+                let line = match next {
+                    Ok(object) => encode("ADDED", object),
+                    Err(error) => {
+                        let _ = sender.send(error_event(&error)).await;
+                        return;
+                    }
+                };
+                if sender.send(line).await.is_err() {
+                    return;
+                }
             }
         }
         if bookmark_initial_end {
@@ -154,20 +266,21 @@ pub async fn serve(
             }
         }
         let Some(events) = events else {
-            let _ = sender.send(encode("ERROR", too_old(from))).await;
+            if let Some(status) = failure {
+                let _ = sender.send(encode("ERROR", status)).await;
+            }
             return;
         };
         tokio::pin!(events);
         loop {
             tokio::select! {
-                _ = &mut deadline => return,
+                _ = &mut deadline, if end.is_some() => return,
                 _ = sender.closed() => return,
                 _ = &mut bookmark_timer, if bookmarks => {
                     if sender.send(encode("BOOKMARK", bookmark(last_revision))).await.is_err() {
                         return;
                     }
-                    let now = tokio::time::Instant::now();
-                    bookmark_timer.as_mut().reset(next_bookmark(now));
+                    bookmark_timer.as_mut().reset(next_bookmark(Instant::now()));
                 }
                 next = events.next() => match next {
                     Some(Ok(event)) => {
@@ -285,5 +398,142 @@ mod tests {
         )
         .await;
         assert_eq!(lines, "");
+    }
+
+    /// The first `count` lines of a watch, read as they come; the stream is then dropped.
+    async fn first_lines(
+        router: &crate::router::Router,
+        path: &str,
+        count: usize,
+    ) -> (u16, Vec<serde_json::Value>) {
+        use http_body_util::BodyExt;
+        let request = http::Request::get(path)
+            .header(http::header::AUTHORIZATION, "Bearer t")
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .unwrap();
+        let response = router.handle(request).await;
+        let code = response.status().as_u16();
+        let mut body = response.into_body();
+        let mut text = Vec::new();
+        let mut lines = Vec::new();
+        while lines.len() < count {
+            let Some(frame) = body.frame().await else {
+                break;
+            };
+            text.extend_from_slice(frame.unwrap().data_ref().unwrap());
+            while let Some(end) = text.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = text.drain(..=end).collect();
+                lines.push(serde_json::from_slice(&line).unwrap());
+            }
+        }
+        (code, lines)
+    }
+
+    #[tokio::test]
+    async fn huge_timeouts_neither_panic_nor_end_the_watch() {
+        let router = router();
+        let namespaces = "/clusters/root/api/v1/namespaces";
+        call(&router, "POST", namespaces, r#"{"metadata":{"name":"a"}}"#).await;
+        let watch = format!("{namespaces}?watch=1&timeoutSeconds={}", i64::MAX);
+        let (code, events) = first_lines(&router, &watch, 1).await;
+        assert_eq!(code, 200);
+        assert_eq!(events.len(), 1, "the watch task must survive its timeout");
+        assert_eq!(events[0]["type"], "ADDED");
+        // Past int64 is refused as kube-apiserver refuses what it cannot parse.
+        let (code, body) = call(
+            &router,
+            "GET",
+            &format!("{namespaces}?watch=1&timeoutSeconds=18446744073709551615"),
+            "",
+        )
+        .await;
+        assert_eq!(code, 400, "{body}");
+        // Zero and negative timeouts are the default: the watch stays.
+        let (code, events) = first_lines(
+            &router,
+            &format!("{namespaces}?watch=1&timeoutSeconds=-5"),
+            1,
+        )
+        .await;
+        assert_eq!((code, events.len()), (200, 1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn watches_from_a_future_revision_end_with_too_large_resource_version() {
+        let router = router();
+        let namespaces = "/clusters/root/api/v1/namespaces";
+        let (_, created) = call(&router, "POST", namespaces, r#"{"metadata":{"name":"a"}}"#).await;
+        let created: serde_json::Value = serde_json::from_str(&created).unwrap();
+        let rv: u64 = created["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let future = rv + 1000;
+        let (code, lines) = call(
+            &router,
+            "GET",
+            &format!("{namespaces}?watch=1&resourceVersion={future}"),
+            "",
+        )
+        .await;
+        assert_eq!(code, 200);
+        let event: serde_json::Value = serde_json::from_str(lines.trim()).unwrap();
+        assert_eq!(event["type"], "ERROR", "{lines}");
+        assert_eq!(event["object"]["code"], 504);
+        assert_eq!(event["object"]["reason"], "Timeout");
+        assert_eq!(
+            event["object"]["message"],
+            format!("Too large resource version: {future}, current: {rv}")
+        );
+        assert_eq!(
+            event["object"]["details"]["causes"][0]["reason"],
+            "ResourceVersionTooLarge"
+        );
+    }
+
+    #[tokio::test]
+    async fn initial_events_come_in_pages_of_one_snapshot() {
+        let router = router();
+        let namespaces = "/clusters/root/api/v1/namespaces";
+        let total = super::INITIAL_PAGE * 2 + 7;
+        for i in 0..total {
+            let body = format!(
+                r#"{{"metadata":{{"name":"n{i:04}","labels":{{"odd":"{}"}}}}}}"#,
+                i % 2
+            );
+            let (code, _) = call(&router, "POST", namespaces, &body).await;
+            assert_eq!(code, 201);
+        }
+        let (code, lines) = call(
+            &router,
+            "GET",
+            &format!("{namespaces}?watch=1&timeoutSeconds=1"),
+            "",
+        )
+        .await;
+        assert_eq!(code, 200);
+        let names: Vec<String> = lines
+            .lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+            .inspect(|event| assert_eq!(event["type"], "ADDED"))
+            .map(|event| {
+                event["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        let expected: Vec<String> = (0..total).map(|i| format!("n{i:04}")).collect();
+        assert_eq!(names, expected);
+        // With a selector, pages are filtered and still complete.
+        let (_, lines) = call(
+            &router,
+            "GET",
+            &format!("{namespaces}?watch=1&timeoutSeconds=1&labelSelector=odd%3D1"),
+            "",
+        )
+        .await;
+        assert_eq!(lines.lines().count(), total / 2);
     }
 }
