@@ -1,0 +1,228 @@
+//! The adversarial suite: one server, one hostile tenant trying in turn everything that once
+//! took a server down or exhausted it, while another tenant's data sits beside it. Throughout,
+//! `/readyz` must answer within a second on a fresh connection; after each attack the server's
+//! memory must be within the bound stated for it; at the end the other tenant's data must be
+//! exactly as it was written.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams, PostParams};
+
+use super::support::Kcp;
+
+const MIB: u64 = 1024 * 1024;
+
+/// Resident memory of a process, in bytes.
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/<pid>/status");
+    kib * 1024
+}
+
+/// Asks `/readyz` every 200 ms on a new connection and remembers the slowest answer (a failed
+/// or missing answer counts as infinitely slow).
+struct ReadyProbe {
+    stop: Arc<AtomicBool>,
+    slowest_ms: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<u64>,
+}
+
+impl ReadyProbe {
+    fn start(config: kube::Config) -> ReadyProbe {
+        let stop = Arc::new(AtomicBool::new(false));
+        let slowest_ms = Arc::new(AtomicU64::new(0));
+        let (stopping, slowest) = (Arc::clone(&stop), Arc::clone(&slowest_ms));
+        let task = tokio::spawn(async move {
+            let mut probes = 0;
+            while !stopping.load(Ordering::Relaxed) {
+                // A client of its own per probe: a new TCP connection and TLS handshake.
+                let client = kube::Client::try_from(config.clone()).unwrap();
+                let request = http::Request::get("/readyz").body(Vec::new()).unwrap();
+                let started = Instant::now();
+                let answered =
+                    tokio::time::timeout(Duration::from_secs(5), client.request_text(request))
+                        .await;
+                let took = match answered {
+                    Ok(Ok(text)) if text == "ok" => started.elapsed().as_millis() as u64,
+                    _ => u64::MAX,
+                };
+                slowest.fetch_max(took, Ordering::Relaxed);
+                probes += 1;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            probes
+        });
+        ReadyProbe {
+            stop,
+            slowest_ms,
+            task,
+        }
+    }
+
+    /// The slowest answer since the last check, which must be under a second; resets it.
+    fn check(&self, during: &str) {
+        let slowest = self.slowest_ms.swap(0, Ordering::Relaxed);
+        assert!(
+            slowest < 1000,
+            "/readyz took {slowest} ms (u64::MAX: no answer) during {during}"
+        );
+    }
+
+    async fn finish(self, during: &str) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.check(during);
+        let probes = self.task.await.unwrap();
+        assert!(probes > 10, "the probe ran only {probes} times");
+    }
+}
+
+/// A kube-rs configuration whose requests go to `/clusters/<cluster>`.
+async fn config_in(kcp: &Kcp, cluster: &str) -> kube::Config {
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+    let kubeconfig = Kubeconfig::read_from(kcp.kubeconfig()).unwrap();
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .unwrap();
+    let root = config.cluster_url.to_string();
+    let base = root
+        .split("/clusters/")
+        .next()
+        .unwrap()
+        .trim_end_matches('/');
+    config.cluster_url = format!("{base}/clusters/{cluster}").parse().unwrap();
+    config
+}
+
+fn configmap(name: &str, payload: &str) -> ConfigMap {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "data": {"payload": payload},
+    }))
+    .unwrap()
+}
+
+/// Creates `count` configmaps named `<prefix>-<i>` with `payload` in `api`, 16 at a time.
+async fn create_configmaps(api: &Api<ConfigMap>, prefix: &str, count: usize, payload: &str) {
+    futures::stream::iter(0..count)
+        .map(|i| {
+            let api = api.clone();
+            let object = configmap(&format!("{prefix}-{i}"), payload);
+            async move { api.create(&PostParams::default(), &object).await.unwrap() }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await;
+}
+
+/// The other tenant: data written before the attacks, compared after them.
+struct Bystander {
+    api: Api<ConfigMap>,
+    written: Vec<(String, String)>,
+}
+
+impl Bystander {
+    async fn write(kcp: &Kcp, cluster: &str) -> Bystander {
+        let client = kube::Client::try_from(config_in(kcp, cluster).await).unwrap();
+        let api: Api<ConfigMap> = Api::namespaced(client, "default");
+        let written: Vec<(String, String)> = (0..50)
+            .map(|i| {
+                (
+                    format!("keep-{i}"),
+                    format!("value {i} {}", "x".repeat(i * 20)),
+                )
+            })
+            .collect();
+        for (name, payload) in &written {
+            api.create(&PostParams::default(), &configmap(name, payload))
+                .await
+                .unwrap();
+        }
+        Bystander { api, written }
+    }
+
+    async fn verify(&self) {
+        let listed = self.api.list(&ListParams::default()).await.unwrap();
+        let mut found: Vec<(String, String)> = listed
+            .items
+            .iter()
+            .filter_map(|cm| {
+                let name = cm.metadata.name.clone()?;
+                let payload = cm.data.as_ref()?.get("payload")?.clone();
+                Some((name, payload))
+            })
+            .collect();
+        found.sort();
+        let mut expected = self.written.clone();
+        expected.sort();
+        assert_eq!(found, expected, "the bystander's data changed");
+    }
+}
+
+/// Watchers that ask for the whole collection (`resourceVersion=0`) and never read: each may
+/// hold a page of objects and a few encoded frames, never the collection.
+async fn stalled_watchers(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe) {
+    const OBJECTS: usize = 20_000;
+    const WATCHERS: usize = 20;
+    let client = kube::Client::try_from(attacker.clone()).unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    create_configmaps(&api, "bulk", OBJECTS, &"p".repeat(1024)).await;
+    probe.check("20,000 creates");
+    let before = rss(kcp.pid());
+    let mut held = Vec::new();
+    for _ in 0..WATCHERS {
+        // One client per watcher: its own connection, whose body is never read.
+        let client = kube::Client::try_from(attacker.clone()).unwrap();
+        let request = http::Request::get("/api/v1/namespaces/default/configmaps?watch=1")
+            .body(kube::client::Body::empty())
+            .unwrap();
+        let response = client.send(request).await.unwrap();
+        assert_eq!(response.status(), 200);
+        held.push((client, response));
+    }
+    // Give every watcher time to fill what it may buffer.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let grown = rss(kcp.pid()).saturating_sub(before);
+    eprintln!(
+        "stalled watchers: RSS {} MiB before, grew {} MiB",
+        before / MIB,
+        grown / MIB
+    );
+    assert!(
+        grown < 256 * MIB,
+        "{WATCHERS} stalled watchers over {OBJECTS} objects grew the server by {} MiB",
+        grown / MIB
+    );
+    probe.check("stalled watchers");
+    drop(held);
+}
+
+#[tokio::test]
+async fn a_hostile_tenant_cannot_take_the_server_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let kcp = tokio::task::spawn_blocking(move || {
+        let kcp = Kcp::start(&root, &[]);
+        kcp.workspace("bystander");
+        kcp.workspace("attacker");
+        kcp
+    })
+    .await
+    .unwrap();
+    let bystander = Bystander::write(&kcp, "root:bystander").await;
+    let attacker = config_in(&kcp, "root:attacker").await;
+    let probe = ReadyProbe::start(config_in(&kcp, "root").await);
+
+    stalled_watchers(&kcp, &attacker, &probe).await;
+
+    probe.finish("the attacks").await;
+    bystander.verify().await;
+}
