@@ -2,6 +2,7 @@
 //! by real clients (kubectl from PATH, and kube-rs). One test binary; every test starts its own server.
 
 mod e2e {
+    pub mod boundary;
     pub mod crash;
     pub mod crd_cel;
     pub mod crd_deletion;
