@@ -1,5 +1,14 @@
 //! Bearer-token authentication. Tokens are compared by SHA-256 digest, so the server keeps no
 //! token in memory or on disk in the clear.
+//!
+//! The `Authorization` header is read exactly as kube-apiserver's bearer-token authenticator
+//! reads it: surrounding whitespace is ignored, the value is split at single spaces, the first
+//! part must be `bearer` in any case, and the token is the second part, which must not be
+//! empty. So `Bearer  tok` (two spaces) carries the empty token and is refused, while
+//! `Bearer tok extra` carries `tok`.
+//!
+//! Owns: parsing the header and looking the token up. Must not know where tokens come from
+//! (the composition root adds them) or what a user may do.
 
 use std::collections::HashMap;
 
@@ -25,6 +34,21 @@ pub fn token_digest(token: &str) -> [u8; 32] {
     out
 }
 
+/// The token an `Authorization` header value carries, if it is a bearer token.
+pub fn bearer_token(authorization: &str) -> Option<&str> {
+    let value = authorization.trim();
+    if value.is_empty() {
+        return None;
+    }
+    let mut parts = value.split(' ');
+    let scheme = parts.next()?;
+    let token = parts.next()?;
+    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
+        return None;
+    }
+    Some(token)
+}
+
 impl TokenAuthenticator {
     /// Accepts the token whose digest is `digest` as `user`.
     pub fn add(&mut self, digest: [u8; 32], user: User) {
@@ -33,15 +57,7 @@ impl TokenAuthenticator {
 
     /// The user an `Authorization` header value names, if it carries an accepted bearer token.
     pub fn authenticate(&self, authorization: Option<&str>) -> Option<&User> {
-        let value = authorization?;
-        let (scheme, token) = value.split_once(' ')?;
-        if !scheme.eq_ignore_ascii_case("bearer") {
-            return None;
-        }
-        let token = token.trim();
-        if token.is_empty() {
-            return None;
-        }
+        let token = bearer_token(authorization?)?;
         self.users.get(&token_digest(token))
     }
 }
@@ -64,5 +80,61 @@ mod tests {
         assert_eq!(authn.authenticate(Some("Basic s3cret")), None);
         assert_eq!(authn.authenticate(Some("Bearer ")), None);
         assert_eq!(authn.authenticate(None), None);
+    }
+
+    #[test]
+    fn the_header_is_split_as_kube_apiserver_splits_it() {
+        let accepted = [
+            ("Bearer tok", "tok"),
+            ("bearer tok", "tok"),
+            ("BEARER tok", "tok"),
+            ("BeArEr tok", "tok"),
+            // Whitespace around the whole value is ignored.
+            ("Bearer tok ", "tok"),
+            ("Bearer tok   ", "tok"),
+            ("  Bearer tok", "tok"),
+            ("\tBearer tok\t", "tok"),
+            // Whatever follows the token after a space is ignored.
+            ("Bearer tok a", "tok"),
+            ("Bearer tok a b c", "tok"),
+            ("Bearer tok   a", "tok"),
+        ];
+        for (header, token) in accepted {
+            assert_eq!(bearer_token(header), Some(token), "{header:?}");
+        }
+        let refused = [
+            "",
+            "   ",
+            "Bearer",
+            "Bearer ",
+            "Bearer   ",
+            // A second space makes the token empty.
+            "Bearer  tok",
+            "Bearer   tok  ",
+            // Only a single space separates the scheme.
+            "Bearer\ttok",
+            "Bearer: tok",
+            "bear tok",
+            "Basic tok",
+            "Bearertok",
+        ];
+        for header in refused {
+            assert_eq!(bearer_token(header), None, "{header:?}");
+        }
+    }
+
+    #[test]
+    fn extra_spaces_before_a_valid_token_do_not_authenticate() {
+        let mut authn = TokenAuthenticator::default();
+        authn.add(
+            token_digest("s3cret"),
+            User {
+                name: "u".into(),
+                groups: vec![],
+            },
+        );
+        assert!(authn.authenticate(Some("Bearer s3cret  ")).is_some());
+        assert_eq!(authn.authenticate(Some("Bearer   s3cret  ")), None);
+        assert_eq!(authn.authenticate(Some("Bearer  s3cret")), None);
     }
 }

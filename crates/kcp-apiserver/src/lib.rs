@@ -1,8 +1,9 @@
 //! The HTTP side of kcp: the only crate that knows HTTP.
 //!
-//! It owns the TLS accept loop ([`serve`]), bearer-token authentication ([`authn`]), the request
-//! router ([`router`]) and the responses every Kubernetes client expects from any server
-//! (`/version`, the health checks, `Status` errors).
+//! It owns the TLS accept loop and its connection limits ([`serve`]), bearer-token authentication
+//! ([`authn`]), requests in flight and their timeout ([`limits`]), the request router
+//! ([`router`]) and the responses every Kubernetes client expects from any server (`/version`,
+//! the health checks, `Status` errors).
 //!
 //! It must not know which storage backend runs underneath, where certificates and tokens are kept
 //! on disk, or how the process is configured: the composition root (`kcp-server`) hands it a
@@ -17,6 +18,7 @@ mod delete_collection;
 pub mod discovery;
 mod field_validation;
 mod handlers;
+pub mod limits;
 pub mod metrics;
 mod negotiation;
 pub mod openapi;
@@ -39,4 +41,4 @@ mod wildcard;
 mod workspaces;
 mod yaml;
 
-pub use serve::{ServeHandle, serve};
+pub use serve::{ServeHandle, ServeOptions, serve};

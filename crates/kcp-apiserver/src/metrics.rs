@@ -4,6 +4,11 @@
 //! `apiserver_storage_objects{resource}` (counted when scraped, across all logical clusters).
 //!
 //! One registry per server (no global), so several servers in one process stay apart.
+//!
+//! Every label comes from a bounded set, so no client can grow the metrics (kube-apiserver's
+//! CVE-2020-8552): the verb is one of kube's known verbs or `other`; group and resource are
+//! whatever the caller resolved to a served resource (the router passes empty ones for
+//! unauthenticated requests and for resources nothing serves); the code is the answer's.
 
 use std::time::Duration;
 
@@ -14,6 +19,33 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+
+/// The verbs kube-apiserver reports in its request metrics; any other is `other`.
+const KNOWN_VERBS: &[&str] = &[
+    "APPLY",
+    "CONNECT",
+    "CREATE",
+    "DELETE",
+    "DELETECOLLECTION",
+    "GET",
+    "LIST",
+    "PATCH",
+    "POST",
+    "PROXY",
+    "PUT",
+    "UPDATE",
+    "WATCH",
+    "WATCHLIST",
+];
+
+/// The metrics label of `verb`: upper case if kube-apiserver knows it, else `other`.
+pub fn verb_label(verb: &str) -> &'static str {
+    KNOWN_VERBS
+        .iter()
+        .find(|known| known.eq_ignore_ascii_case(verb))
+        .copied()
+        .unwrap_or("other")
+}
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -80,10 +112,11 @@ impl Metrics {
         }
     }
 
-    /// Records one answered request.
+    /// Records one answered request. `group` and `resource` must come from a bounded set (see
+    /// the module documentation); `verb` is cleaned here.
     pub fn observe(&self, verb: &str, group: &str, resource: &str, code: u16, elapsed: Duration) {
         let (verb, group, resource) = (
-            verb.to_ascii_uppercase(),
+            verb_label(verb).to_string(),
             group.to_string(),
             resource.to_string(),
         );
@@ -122,5 +155,21 @@ impl Metrics {
         let mut text = String::new();
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_verbs_are_other() {
+        assert_eq!(verb_label("get"), "GET");
+        assert_eq!(verb_label("deletecollection"), "DELETECOLLECTION");
+        assert_eq!(verb_label("WATCH"), "WATCH");
+        assert_eq!(verb_label("head"), "other");
+        assert_eq!(verb_label("options"), "other");
+        assert_eq!(verb_label("x-made-up-method-1234"), "other");
+        assert_eq!(verb_label(""), "other");
     }
 }

@@ -1,8 +1,11 @@
 //! Routing: which requests need a user, and who answers them.
 //!
 //! Health checks and `/version` answer anyone, as kube-apiserver's `system:public-info-viewer`
-//! allows. Everything else needs an authenticated user: discovery documents, then resource
-//! requests (handed to [`crate::handlers`]); other paths answer 404 with Kubernetes' message.
+//! allows, and are never limited. Everything else needs an authenticated user, is then admitted
+//! by the in-flight limits and answered within the request timeout ([`crate::limits`]):
+//! discovery documents, then resource requests (handed to [`crate::handlers`]); other paths
+//! answer 404 with Kubernetes' message. Metrics name a group and resource only for
+//! authenticated requests whose resource something serves, so made-up paths add no series.
 //! Whole API responses are re-encoded as YAML when the client negotiated it and gzip-compressed
 //! when large ([`crate::yaml`], [`crate::compression`]).
 
@@ -14,11 +17,12 @@ use kcp_registry::Registry;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::authn::TokenAuthenticator;
+use crate::authn::{TokenAuthenticator, User};
 use crate::discovery;
+use crate::limits::{self, Class, LimitConfig, Limits};
 use crate::metrics::Metrics;
 use crate::negotiation;
-use crate::request_info::{self, RequestInfo};
+use crate::request_info::{self, RequestInfo, ResourceRequest};
 use crate::served::Served;
 use crate::status::{Body, failure, json_response, text_response};
 
@@ -31,15 +35,24 @@ pub struct Router {
     authn: TokenAuthenticator,
     registry: Registry,
     metrics: Arc<Metrics>,
+    limits: Arc<Limits>,
 }
 
 impl Router {
+    /// A router with kube-apiserver's default limits ([`LimitConfig::default`]).
     pub fn new(authn: TokenAuthenticator, registry: Registry) -> Self {
         Router {
             authn,
             registry,
             metrics: Arc::new(Metrics::new()),
+            limits: Limits::new(LimitConfig::default()),
         }
+    }
+
+    /// The same router with other in-flight limits and request timeout.
+    pub fn with_limits(mut self, config: LimitConfig) -> Self {
+        self.limits = Limits::new(config);
+        self
     }
 
     /// Answers one request and records it in the metrics. Never fails: every error is a
@@ -74,11 +87,18 @@ impl Router {
             && negotiation::response_encoding(request.headers(), answer)
                 == Some(negotiation::Encoding::Yaml);
         let gzip = crate::compression::accepts_gzip(request.headers());
-        let mut response = self.answer(request, info).await;
+        let (mut response, served) = self.admit(request, info).await;
         if yaml {
             response = crate::yaml::json_response_to_yaml(response).await;
         }
         let response = crate::compression::maybe_gzip(response, gzip).await;
+        // Labels only from bounded sets: a resource nothing serves, or any path of a client
+        // that is not even authenticated, must not become a new series.
+        let (group, resource) = if served {
+            (group, resource)
+        } else {
+            (String::new(), String::new())
+        };
         self.metrics.observe(
             &verb,
             &group,
@@ -89,31 +109,114 @@ impl Router {
         response
     }
 
-    async fn answer<B>(&self, request: Request<B>, mut info: RequestInfo) -> Response<Body>
+    /// Whether the logical cluster of `request` (already resolved) serves its resource.
+    fn serves(&self, request: &ResourceRequest) -> bool {
+        let (group, version, plural) = (
+            request.group.as_str(),
+            request.version.as_str(),
+            request.resource.as_str(),
+        );
+        if kcp_apis::builtin::in_group_version(group, version).any(|r| r.name == plural)
+            || kcp_apis::system::find(group, version, plural).is_some()
+        {
+            return true;
+        }
+        match request.cluster.as_deref() {
+            Some(kcp_registry::ALL_CLUSTERS) => self
+                .registry
+                .resolve_in_any_cluster(group, version, plural)
+                .is_some(),
+            Some(cluster) => self
+                .registry
+                .custom_resources(cluster)
+                .iter()
+                .any(|r| r.group == group && r.version == version && r.name == plural),
+            None => false,
+        }
+    }
+
+    /// Answers the public endpoints to anyone; authenticates the rest, admits them by the
+    /// in-flight limits and answers them within the request timeout. Also says whether the
+    /// request was authenticated and for a resource its logical cluster serves.
+    async fn admit<B>(&self, request: Request<B>, info: RequestInfo) -> (Response<Body>, bool)
+    where
+        B: http_body::Body<Data = Bytes>,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let read_only = matches!(*request.method(), Method::GET | Method::HEAD);
+        if let RequestInfo::NonResource { path, .. } = &info {
+            match path.as_str() {
+                "/healthz" | "/livez" | "/readyz" if read_only => {
+                    return (text_response(StatusCode::OK, "ok"), false);
+                }
+                "/version" | "/version/" if read_only => {
+                    return (
+                        json_response(StatusCode::OK, &crate::version::info()),
+                        false,
+                    );
+                }
+                _ => {}
+            }
+        }
+        // Header values may carry any UTF-8, as Go's servers pass them on.
+        let authorization = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| std::str::from_utf8(v.as_bytes()).ok());
+        let Some(user) = self.authn.authenticate(authorization) else {
+            return (
+                failure(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized"),
+                false,
+            );
+        };
+        let class = Class::of(match &info {
+            RequestInfo::Resource(r) => &r.verb,
+            RequestInfo::NonResource { verb, .. } => verb,
+        });
+        let permit = if limits::exempt(&user.groups) {
+            None
+        } else {
+            match self.limits.admit(class, &user.name) {
+                Ok(permit) => Some(permit),
+                Err(rejected) => {
+                    tracing::debug!(user = %user.name, ?class, ?rejected, "request not admitted");
+                    return (limits::too_many_requests(), false);
+                }
+            }
+        };
+        let timeout = self.limits.config().request_timeout;
+        let mut served = false;
+        let answer = self.answer(request, info, user, &mut served);
+        let response = if timeout.is_zero() {
+            answer.await
+        } else {
+            // Dropping the answer on time-out cancels it and gives its place back.
+            tokio::time::timeout(timeout, answer)
+                .await
+                .unwrap_or_else(|_| limits::timed_out())
+        };
+        match (class, permit) {
+            // A watch keeps its place while its stream is open.
+            (Class::Watch, Some(permit)) => {
+                (response.map(|body| limits::holding(body, permit)), served)
+            }
+            _ => (response, served),
+        }
+    }
+
+    async fn answer<B>(
+        &self,
+        request: Request<B>,
+        mut info: RequestInfo,
+        user: &User,
+        served: &mut bool,
+    ) -> Response<Body>
     where
         B: http_body::Body<Data = Bytes>,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let (parts, body) = request.into_parts();
         let read_only = matches!(parts.method, Method::GET | Method::HEAD);
-        if let RequestInfo::NonResource { path, .. } = &info {
-            match path.as_str() {
-                "/healthz" | "/livez" | "/readyz" if read_only => {
-                    return text_response(StatusCode::OK, "ok");
-                }
-                "/version" | "/version/" if read_only => {
-                    return json_response(StatusCode::OK, &crate::version::info());
-                }
-                _ => {}
-            }
-        }
-        let authorization = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok());
-        let Some(user) = self.authn.authenticate(authorization) else {
-            return failure(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized");
-        };
         // The OpenAPI index points back at the path the client used.
         let requested_cluster = match &info {
             RequestInfo::Resource(r) => r.cluster.clone(),
@@ -121,6 +224,9 @@ impl Router {
         };
         if let Err(not_found) = crate::workspaces::resolve(&self.registry, &mut info).await {
             return not_found;
+        }
+        if let RequestInfo::Resource(resource) = &info {
+            *served = self.serves(resource);
         }
         if let RequestInfo::Resource(resource) = &info
             && crate::workspaces::is_home(resource)
@@ -332,6 +438,334 @@ mod tests {
         assert!(
             text.contains(r#"apiserver_storage_objects{resource="namespaces"} 1"#),
             "{text}"
+        );
+    }
+
+    /// The number of `apiserver_request_total` series.
+    async fn request_series(router: &Router) -> usize {
+        let response = router
+            .handle(
+                Request::get("/metrics")
+                    .header(header::AUTHORIZATION, "Bearer t")
+                    .body(Full::new(Bytes::new()))
+                    .unwrap(),
+            )
+            .await;
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        String::from_utf8_lossy(&body)
+            .lines()
+            .filter(|line| line.starts_with("apiserver_request_total{"))
+            .count()
+    }
+
+    #[tokio::test]
+    async fn made_up_paths_add_no_metric_series() {
+        let router = router();
+        let send = |i: usize, token: Option<&str>, method: Method| {
+            let mut request = Request::builder()
+                .method(method)
+                .uri(format!("/apis/group{i}.example.com/v1/things{i}"));
+            if let Some(token) = token {
+                request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+            }
+            router.handle(request.body(Full::new(Bytes::new())).unwrap())
+        };
+        // Every kind of request once, and a scrape, so that the series they make exist.
+        request_series(&router).await;
+        let in_root = Request::get("/clusters/root/apis/g.example.com/v1/r")
+            .header(header::AUTHORIZATION, "Bearer t")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        router.handle(in_root).await;
+        for i in 0..10 {
+            send(i, None, Method::GET).await;
+            send(i, Some("wrong"), Method::POST).await;
+            send(i, Some("t"), Method::GET).await;
+            send(
+                i,
+                Some("t"),
+                Method::from_bytes(format!("M{i}").as_bytes()).unwrap(),
+            )
+            .await;
+        }
+        let before = request_series(&router).await;
+        for i in 10..2000 {
+            assert_eq!(
+                send(i, None, Method::GET).await.status(),
+                StatusCode::UNAUTHORIZED
+            );
+        }
+        for i in 10..200 {
+            send(i, Some("wrong"), Method::POST).await;
+            assert_eq!(
+                send(i, Some("t"), Method::GET).await.status(),
+                StatusCode::NOT_FOUND
+            );
+            let in_root = Request::get(format!("/clusters/root/apis/g{i}.example.com/v1/r{i}"))
+                .header(header::AUTHORIZATION, "Bearer t")
+                .body(Full::new(Bytes::new()))
+                .unwrap();
+            assert_eq!(router.handle(in_root).await.status(), StatusCode::NOT_FOUND);
+            send(
+                i,
+                Some("t"),
+                Method::from_bytes(format!("M{i}").as_bytes()).unwrap(),
+            )
+            .await;
+        }
+        let after = request_series(&router).await;
+        assert_eq!(after, before, "made-up paths made new series");
+    }
+
+    #[tokio::test]
+    async fn custom_resources_are_labelled_where_they_are_served() {
+        let router = crate::test_support::router();
+        let crd = serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {
+                "group": "example.com",
+                "scope": "Namespaced",
+                "names": {"plural": "widgets", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object",
+                        "x-kubernetes-preserve-unknown-fields": true}}}]
+            }
+        });
+        crate::test_support::establish_crd(&router, "root", &crd).await;
+        for cluster in ["root", "elsewhere"] {
+            let (code, body) = crate::test_support::call(
+                &router,
+                "GET",
+                &format!("/clusters/{cluster}/apis/example.com/v1/namespaces/default/widgets"),
+                "",
+            )
+            .await;
+            assert_eq!(code, if cluster == "root" { 200 } else { 404 }, "{body}");
+        }
+        let response = router
+            .handle(
+                Request::get("/metrics")
+                    .header(header::AUTHORIZATION, "Bearer t")
+                    .body(Full::new(Bytes::new()))
+                    .unwrap(),
+            )
+            .await;
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let text = String::from_utf8_lossy(&body);
+        assert!(
+            text.contains(r#"apiserver_request_total{verb="LIST",group="example.com",resource="widgets",code="200"} 1"#),
+            "{text}"
+        );
+        // A cluster without the CRD does not serve the resource: no name in the labels.
+        assert!(
+            text.contains(
+                r#"apiserver_request_total{verb="LIST",group="",resource="",code="404"} 1"#
+            ),
+            "{text}"
+        );
+    }
+
+    fn limited_router(config: LimitConfig) -> Router {
+        let mut authn = TokenAuthenticator::default();
+        for (token, name, groups) in [
+            ("a", "alice", vec![]),
+            ("b", "bob", vec![]),
+            ("m", "master", vec!["system:masters".to_string()]),
+        ] {
+            authn.add(
+                token_digest(token),
+                User {
+                    name: name.into(),
+                    groups,
+                },
+            );
+        }
+        Router::new(
+            authn,
+            Registry::new(Arc::new(kcp_storage::MemoryStorage::new())),
+        )
+        .with_limits(config)
+    }
+
+    /// A request whose body never ends, as a client that sends it a byte a minute.
+    fn stuck(
+        method: Method,
+        path: &str,
+        token: &str,
+    ) -> Request<impl http_body::Body<Data = Bytes, Error = std::convert::Infallible>> {
+        Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(http_body_util::StreamBody::new(futures::stream::pending::<
+                Result<http_body::Frame<Bytes>, std::convert::Infallible>,
+            >()))
+            .unwrap()
+    }
+
+    async fn wait_in_flight(router: &Router, class: Class, count: usize) {
+        tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            while router.limits.in_flight(class) != count {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("requests in flight");
+    }
+
+    fn authed(method: Method, path: &str, token: &str) -> Request<Full<Bytes>> {
+        Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(Full::new(Bytes::new()))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn one_user_flooding_leaves_room_for_others_and_health_checks() {
+        let router = limited_router(LimitConfig {
+            max_readonly: 8,
+            max_mutating: 8,
+            max_watches_per_user: 0,
+            request_timeout: std::time::Duration::ZERO,
+        });
+        let path = "/clusters/root/api/v1/namespaces";
+        let flood: Vec<_> = (0..2)
+            .map(|_| {
+                let router = router.clone();
+                tokio::spawn(async move { router.handle(stuck(Method::POST, path, "a")).await })
+            })
+            .collect();
+        wait_in_flight(&router, Class::Mutating, 2).await;
+        // Alice holds her quarter of the mutating pool: more is 429 with kube's answer.
+        let refused = router.handle(stuck(Method::POST, path, "a")).await;
+        assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(refused.headers()[header::RETRY_AFTER], "1");
+        let body = refused.into_body().collect().await.unwrap().to_bytes();
+        let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            status["message"],
+            "Too many requests, please try again later."
+        );
+        // Reads are another pool.
+        assert_eq!(
+            router.handle(authed(Method::GET, path, "a")).await.status(),
+            StatusCode::OK
+        );
+        // Bob, system:masters and health checks are answered.
+        let create = Request::post(path)
+            .header(header::AUTHORIZATION, "Bearer b")
+            .body(Full::new(Bytes::from_static(
+                br#"{"metadata":{"name":"bob"}}"#,
+            )))
+            .unwrap();
+        assert_eq!(router.handle(create).await.status(), StatusCode::CREATED);
+        let exempt: Vec<_> = (0..10)
+            .map(|_| {
+                let router = router.clone();
+                tokio::spawn(async move { router.handle(stuck(Method::POST, path, "m")).await })
+            })
+            .collect();
+        assert_eq!(
+            router.handle(authed(Method::GET, path, "m")).await.status(),
+            StatusCode::OK
+        );
+        for health in ["/readyz", "/healthz", "/livez"] {
+            let request = Request::get(health).body(Full::new(Bytes::new())).unwrap();
+            assert_eq!(router.handle(request).await.status(), StatusCode::OK);
+        }
+        for task in flood.into_iter().chain(exempt) {
+            task.abort();
+            let _ = task.await;
+        }
+        // Abandoned requests give their places back.
+        wait_in_flight(&router, Class::Mutating, 0).await;
+        let create = Request::post(path)
+            .header(header::AUTHORIZATION, "Bearer a")
+            .body(Full::new(Bytes::from_static(
+                br#"{"metadata":{"name":"alice"}}"#,
+            )))
+            .unwrap();
+        assert_eq!(router.handle(create).await.status(), StatusCode::CREATED);
+    }
+
+    #[tokio::test]
+    async fn a_stuck_request_times_out_with_kubes_status_and_frees_its_place() {
+        let router = limited_router(LimitConfig {
+            max_readonly: 4,
+            max_mutating: 4,
+            max_watches_per_user: 0,
+            request_timeout: std::time::Duration::from_millis(200),
+        });
+        let path = "/clusters/root/api/v1/namespaces";
+        let response = router.handle(stuck(Method::POST, path, "a")).await;
+        assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            status["message"],
+            "Timeout: request did not complete within the allotted timeout"
+        );
+        assert_eq!(status["reason"], "Timeout");
+        assert_eq!(router.limits.in_flight(Class::Mutating), 0);
+        // Reads time out as well, and nothing was created.
+        assert_eq!(
+            router.handle(stuck(Method::GET, path, "a")).await.status(),
+            StatusCode::GATEWAY_TIMEOUT
+        );
+        assert_eq!(router.limits.in_flight(Class::ReadOnly), 0);
+        let list = router.handle(authed(Method::GET, path, "a")).await;
+        let body = list.into_body().collect().await.unwrap().to_bytes();
+        let list: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(list["items"], serde_json::json!([]));
+    }
+
+    #[tokio::test]
+    async fn watches_are_not_in_the_pools_but_bounded_per_user() {
+        let router = limited_router(LimitConfig {
+            max_readonly: 1,
+            max_mutating: 1,
+            max_watches_per_user: 3,
+            request_timeout: std::time::Duration::from_secs(30),
+        });
+        let watch = "/clusters/root/api/v1/namespaces?watch=1";
+        let mut open = Vec::new();
+        for _ in 0..3 {
+            let response = router.handle(authed(Method::GET, watch, "a")).await;
+            assert_eq!(response.status(), StatusCode::OK);
+            open.push(response);
+        }
+        assert_eq!(router.limits.in_flight(Class::Watch), 3);
+        assert_eq!(router.limits.in_flight(Class::ReadOnly), 0);
+        assert_eq!(
+            router
+                .handle(authed(Method::GET, watch, "a"))
+                .await
+                .status(),
+            StatusCode::TOO_MANY_REQUESTS
+        );
+        // Others may watch, and alice may still read.
+        let bobs = router.handle(authed(Method::GET, watch, "b")).await;
+        assert_eq!(bobs.status(), StatusCode::OK);
+        assert_eq!(
+            router
+                .handle(authed(Method::GET, "/clusters/root/api/v1/namespaces", "a"))
+                .await
+                .status(),
+            StatusCode::OK
+        );
+        // A closed watch gives its place back.
+        drop(open.pop());
+        assert_eq!(router.limits.in_flight(Class::Watch), 3);
+        assert_eq!(
+            router
+                .handle(authed(Method::GET, watch, "a"))
+                .await
+                .status(),
+            StatusCode::OK
         );
     }
 

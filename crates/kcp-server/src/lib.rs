@@ -1,8 +1,9 @@
 //! The composition root of kcp: turns [`Options`] into a running [`Server`].
 //!
 //! It owns what lives in the root directory (certificates, the admin token, `admin.kubeconfig`,
-//! the embedded store), the choice of storage backend (the only crate that names one), and the
-//! order of start-up. It must not know HTTP details (that is `kcp-apiserver`) or storage
+//! the embedded store), the choice of storage backend (the only crate that names one), the
+//! process's limits (file descriptors, from which the connection limit follows; the users of
+//! `--token-auth-file`), and the order of start-up. It must not know HTTP details (that is `kcp-apiserver`) or storage
 //! internals (the backends).
 
 mod compactor;
@@ -11,6 +12,7 @@ mod options;
 mod pki;
 mod store;
 mod token;
+mod token_file;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -18,8 +20,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use kcp_apiserver::authn::{TokenAuthenticator, User};
+use kcp_apiserver::limits::LimitConfig;
 use kcp_apiserver::router::Router;
-use kcp_apiserver::{ServeHandle, serve};
+use kcp_apiserver::{ServeHandle, ServeOptions, serve};
 use kcp_controllers::Controllers;
 use kcp_registry::Registry;
 
@@ -45,6 +48,7 @@ impl Server {
     /// Prepares the root directory, opens storage, and starts serving.
     pub async fn start(options: Options) -> anyhow::Result<Server> {
         let root = &options.root_directory;
+        let serve_options = serve_options(&options)?;
         create_private_dir(root)?;
         let store = Store::open(&options).await?;
         let revision = store.storage().current_revision().await?;
@@ -63,6 +67,17 @@ impl Server {
                 groups: vec!["system:masters".into()],
             },
         );
+        if let Some(path) = &options.token_auth_file {
+            for (token, user) in token_file::load(path)? {
+                authn.add(kcp_apiserver::authn::token_digest(&token), user);
+            }
+        }
+        let limits = LimitConfig {
+            max_readonly: options.max_requests_inflight,
+            max_mutating: options.max_mutating_requests_inflight,
+            max_watches_per_user: options.max_watches_per_user,
+            request_timeout: options.request_timeout,
+        };
 
         let listener = tokio::net::TcpListener::bind((options.bind_address, options.secure_port))
             .await
@@ -89,7 +104,8 @@ impl Server {
         let serving = serve(
             listener,
             Arc::new(pki.server_config()?),
-            Arc::new(Router::new(authn, registry)),
+            Arc::new(Router::new(authn, registry).with_limits(limits)),
+            serve_options,
         );
         tracing::info!(
             "ready to serve on https://{address}; use it with KUBECONFIG={}",
@@ -114,6 +130,71 @@ impl Server {
         }
         self.store.close().await;
     }
+}
+
+/// The connection limits of `options`; the connection bound follows from the file descriptor
+/// limit unless `--max-connections` gives one.
+fn serve_options(options: &Options) -> anyhow::Result<ServeOptions> {
+    for (flag, value) in [
+        ("--tls-handshake-timeout", options.tls_handshake_timeout),
+        ("--read-header-timeout", options.read_header_timeout),
+        ("--idle-connection-timeout", options.idle_connection_timeout),
+    ] {
+        anyhow::ensure!(
+            !value.is_zero() && value <= MAX_CONNECTION_TIMEOUT,
+            "{flag} must be positive and at most a day"
+        );
+    }
+    let max_connections = match options.max_connections {
+        0 => connections_for(raise_fd_limit()),
+        given => given,
+    };
+    tracing::info!(max_connections, "connection limit");
+    Ok(ServeOptions {
+        tls_handshake_timeout: options.tls_handshake_timeout,
+        read_header_timeout: options.read_header_timeout,
+        idle_timeout: options.idle_connection_timeout,
+        max_connections,
+    })
+}
+
+/// The longest connection timeout the hidden flags accept.
+const MAX_CONNECTION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// More connections than this are not allowed however many file descriptors there are: each
+/// costs memory too.
+const MAX_CONNECTIONS: u64 = 65_536;
+
+/// How many client connections `fd_limit` file descriptors allow: an eighth of them (at least
+/// 64) stay for storage, etcd clients and everything else.
+fn connections_for(fd_limit: u64) -> usize {
+    let reserved = (fd_limit / 8).max(64);
+    let connections = fd_limit.saturating_sub(reserved).clamp(1, MAX_CONNECTIONS);
+    usize::try_from(connections).unwrap_or(1)
+}
+
+/// Raises the soft limit on open files to the hard one, as Go programs (kube-apiserver) do at
+/// start, and returns the soft limit in force.
+fn raise_fd_limit() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return 1024;
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: setrlimit reads one rlimit from the struct we own.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            limit = raised;
+        }
+    }
+    limit.rlim_cur
 }
 
 /// Creates `dir` (and parents) readable by the owner only.
@@ -141,4 +222,92 @@ fn write_private(path: &std::path::Path, contents: &[u8]) -> anyhow::Result<()> 
     file.write_all(contents)?;
     file.sync_all()?;
     std::fs::rename(&temporary, path).with_context(|| format!("write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Options {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            options: Options,
+        }
+        let all = std::iter::once("kcp").chain(args.iter().copied());
+        <Cli as clap::Parser>::try_parse_from(all).unwrap().options
+    }
+
+    #[test]
+    fn the_boundary_defaults_are_kube_apiservers() {
+        let options = parse(&[]);
+        assert_eq!(options.request_timeout, std::time::Duration::from_secs(60));
+        assert_eq!(options.max_requests_inflight, 400);
+        assert_eq!(options.max_mutating_requests_inflight, 200);
+        assert_eq!(options.token_auth_file, None);
+        let serve = serve_options(&parse(&["--max-connections", "7"])).unwrap();
+        assert_eq!(
+            serve.tls_handshake_timeout,
+            std::time::Duration::from_secs(10)
+        );
+        assert_eq!(
+            serve.read_header_timeout,
+            std::time::Duration::from_secs(32)
+        );
+        assert_eq!(serve.idle_timeout, std::time::Duration::from_secs(90));
+        assert_eq!(serve.max_connections, 7);
+        let options = parse(&[
+            "--request-timeout",
+            "2m30s",
+            "--max-requests-inflight",
+            "0",
+            "--token-auth-file",
+            "/tokens.csv",
+        ]);
+        assert_eq!(options.request_timeout, std::time::Duration::from_secs(150));
+        assert_eq!(options.max_requests_inflight, 0);
+        assert_eq!(
+            options.token_auth_file.as_deref(),
+            Some(std::path::Path::new("/tokens.csv"))
+        );
+    }
+
+    #[test]
+    fn connection_timeouts_must_be_positive_and_bounded() {
+        for args in [
+            ["--tls-handshake-timeout", "0"],
+            ["--read-header-timeout", "0"],
+            ["--idle-connection-timeout", "25h"],
+        ] {
+            let error = serve_options(&parse(&args)).unwrap_err();
+            assert!(error.to_string().contains(args[0]), "{error}");
+        }
+    }
+
+    #[test]
+    fn connections_leave_file_descriptors_for_the_rest() {
+        assert_eq!(connections_for(1024), 896);
+        assert_eq!(connections_for(20_000), 17_500);
+        assert_eq!(connections_for(256), 192);
+        assert_eq!(connections_for(10), 1);
+        assert_eq!(connections_for(u64::MAX), 65_536);
+    }
+
+    #[test]
+    fn the_fd_limit_is_raised_to_the_hard_limit() {
+        let soft = raise_fd_limit();
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: as in raise_fd_limit.
+        assert_eq!(
+            unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
+            0
+        );
+        assert_eq!(limit.rlim_cur, soft);
+        // Linux always lets a process raise its soft limit up to the hard one.
+        #[cfg(target_os = "linux")]
+        assert_eq!(limit.rlim_cur, limit.rlim_max);
+    }
 }

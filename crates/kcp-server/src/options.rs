@@ -1,4 +1,5 @@
-//! The flags of `kcp start`, named as kcp and kube-apiserver name them.
+//! The flags of `kcp start`, named as kcp and kube-apiserver name them. Limits of the request
+//! boundary that kube-apiserver does not expose as flags are hidden flags, for tests.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -31,4 +32,32 @@ pub struct Options {
     /// embedded store as for etcd.
     #[arg(long, default_value = "5m", value_parser = crate::compactor::parse_duration)]
     pub etcd_compaction_interval: std::time::Duration,
+    /// A CSV file of bearer tokens, as kube-apiserver's: `token,user,uid,"group1,group2"` per
+    /// line (the groups column is optional). These users are accepted besides the admin.
+    #[arg(long)]
+    pub token_auth_file: Option<PathBuf>,
+    /// Time a non-long-running request may take before it is answered 504 (0: no limit).
+    #[arg(long, default_value = "1m0s", value_parser = crate::compactor::parse_duration)]
+    pub request_timeout: std::time::Duration,
+    /// Read-only requests in flight at most (0: no limit); one user may hold a quarter of them.
+    #[arg(long, default_value_t = kcp_apiserver::limits::DEFAULT_MAX_READONLY)]
+    pub max_requests_inflight: usize,
+    /// Mutating requests in flight at most (0: no limit); one user may hold a quarter of them.
+    #[arg(long, default_value_t = kcp_apiserver::limits::DEFAULT_MAX_MUTATING)]
+    pub max_mutating_requests_inflight: usize,
+    /// Open watches per user at most (0: no limit).
+    #[arg(long, hide = true, default_value_t = kcp_apiserver::limits::DEFAULT_MAX_WATCHES_PER_USER)]
+    pub max_watches_per_user: usize,
+    /// Time for a client's TLS handshake.
+    #[arg(long, hide = true, default_value = "10s", value_parser = crate::compactor::parse_duration)]
+    pub tls_handshake_timeout: std::time::Duration,
+    /// Time for an HTTP/1.1 request's headers (kube-apiserver's ReadHeaderTimeout).
+    #[arg(long, hide = true, default_value = "32s", value_parser = crate::compactor::parse_duration)]
+    pub read_header_timeout: std::time::Duration,
+    /// Time a connection may stay open with no request (kube-apiserver's IdleTimeout).
+    #[arg(long, hide = true, default_value = "90s", value_parser = crate::compactor::parse_duration)]
+    pub idle_connection_timeout: std::time::Duration,
+    /// Open connections at most (0: from the process's file descriptor limit).
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub max_connections: usize,
 }

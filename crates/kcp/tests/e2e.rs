@@ -3,6 +3,7 @@
 
 mod e2e {
     pub mod adversarial;
+    pub mod boundary;
     pub mod crash;
     pub mod crd_cel;
     pub mod crd_deletion;
