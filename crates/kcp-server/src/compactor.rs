@@ -33,7 +33,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "h" => Duration::from_secs(3600),
             other => return Err(format!("unknown unit {other:?} in duration {text:?}")),
         };
-        total += unit * u32::try_from(value).map_err(|_| format!("duration {text:?} too long"))?;
+        let too_long = || format!("duration {text:?} too long");
+        let part = unit
+            .checked_mul(u32::try_from(value).map_err(|_| too_long())?)
+            .ok_or_else(too_long)?;
+        total = total.checked_add(part).ok_or_else(too_long)?;
         rest = &rest[unit_end..];
     }
     Ok(total)
@@ -66,6 +70,14 @@ pub fn start(storage: Arc<dyn Storage>, interval: Duration) -> Option<JoinHandle
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absurd_durations_are_errors_not_panics() {
+        // Each part fits; their sum does not fit a Duration.
+        let many = format!("{}h", u32::MAX).repeat(1_200_000);
+        assert!(parse_duration(&many).is_err());
+        assert!(parse_duration(&format!("{}h", u64::MAX)).is_err());
+    }
 
     #[test]
     fn durations_read_like_kube_flags() {
