@@ -167,6 +167,45 @@ impl Bystander {
     }
 }
 
+/// Slow clients for the whole run: connections that never start their TLS handshake, and
+/// connections that send a request's headers a byte a second. Each is reopened when the server
+/// drops it (after its handshake or header timeout), so the pressure lasts.
+fn slow_clients(address: std::net::SocketAddr) -> Vec<tokio::task::JoinHandle<()>> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const SILENT: usize = 300;
+    const DRIBBLING: usize = 30;
+    let silent = (0..SILENT).map(move |_| {
+        tokio::spawn(async move {
+            loop {
+                let Ok(mut stream) = tokio::net::TcpStream::connect(address).await else {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                };
+                // Wait for the server to give up on the handshake.
+                let _ = stream.read(&mut [0u8; 64]).await;
+            }
+        })
+    });
+    let dribbling = (0..DRIBBLING).map(move |_| {
+        tokio::spawn(async move {
+            loop {
+                let Ok(mut stream) = tokio::net::TcpStream::connect(address).await else {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                };
+                // A ClientHello's first bytes, then a byte a second: never a whole handshake.
+                for byte in [0x16u8, 0x03, 0x01, 0x02, 0x00].iter().cycle() {
+                    if stream.write_all(&[*byte]).await.is_err() {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        })
+    });
+    silent.chain(dribbling).collect()
+}
+
 /// Watchers that ask for the whole collection (`resourceVersion=0`) and never read: each may
 /// hold a page of objects and a few encoded frames, never the collection.
 async fn stalled_watchers(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe) {
@@ -220,9 +259,13 @@ async fn a_hostile_tenant_cannot_take_the_server_down() {
     let bystander = Bystander::write(&kcp, "root:bystander").await;
     let attacker = config_in(&kcp, "root:attacker").await;
     let probe = ReadyProbe::start(config_in(&kcp, "root").await);
+    let slow = slow_clients(kcp.address());
 
     stalled_watchers(&kcp, &attacker, &probe).await;
 
     probe.finish("the attacks").await;
+    for task in slow {
+        task.abort();
+    }
     bystander.verify().await;
 }

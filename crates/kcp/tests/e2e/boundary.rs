@@ -31,18 +31,7 @@ struct Client {
 
 impl Client {
     fn of(kcp: &Kcp) -> Client {
-        let kubeconfig = std::fs::read_to_string(kcp.kubeconfig()).unwrap();
-        let server = kubeconfig
-            .lines()
-            .find_map(|line| line.trim().strip_prefix("server: "))
-            .expect("the kubeconfig names a server")
-            .trim_matches('"');
-        let host_port = server
-            .trim_start_matches("https://")
-            .split('/')
-            .next()
-            .unwrap();
-        let address: SocketAddr = host_port.parse().unwrap();
+        let address = kcp.address();
         let mut roots = rustls::RootCertStore::empty();
         for cert in CertificateDer::pem_file_iter(kcp.root.join("ca.crt")).unwrap() {
             roots.add(cert.unwrap()).unwrap();

@@ -101,6 +101,30 @@ impl Kcp {
         self.root.join("admin.kubeconfig")
     }
 
+    /// The server's URL without a cluster path (`https://127.0.0.1:<port>`), from the kubeconfig
+    /// this start wrote.
+    pub fn base_url(&self) -> String {
+        let kubeconfig = std::fs::read_to_string(self.kubeconfig()).unwrap();
+        let server = kubeconfig
+            .lines()
+            .find_map(|line| line.trim().strip_prefix("server: "))
+            .expect("the kubeconfig names a server")
+            .trim_matches('"');
+        server
+            .split("/clusters/")
+            .next()
+            .unwrap_or(server)
+            .to_string()
+    }
+
+    /// The server's socket address.
+    pub fn address(&self) -> std::net::SocketAddr {
+        self.base_url()
+            .trim_start_matches("https://")
+            .parse()
+            .expect("the server URL is https://<ip>:<port>")
+    }
+
     /// Runs kubectl against this server with the admin kubeconfig.
     pub fn kubectl(&self, args: &[&str]) -> Output {
         Command::new("kubectl")
@@ -113,14 +137,7 @@ impl Kcp {
 
     /// Runs kubectl against the logical cluster `cluster` (its `/clusters/<cluster>` URL).
     pub fn kubectl_in(&self, cluster: &str, args: &[&str]) -> Output {
-        let kubeconfig = std::fs::read_to_string(self.kubeconfig()).unwrap();
-        let server = kubeconfig
-            .lines()
-            .find_map(|line| line.trim().strip_prefix("server: "))
-            .expect("the kubeconfig names a server")
-            .trim_matches('"');
-        let base = server.split("/clusters/").next().unwrap_or(server);
-        let server = format!("--server={base}/clusters/{cluster}");
+        let server = format!("--server={}/clusters/{cluster}", self.base_url());
         let mut all = vec![server.as_str()];
         all.extend_from_slice(args);
         self.kubectl(&all)
