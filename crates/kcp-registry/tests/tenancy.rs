@@ -140,6 +140,21 @@ async fn users_cannot_point_a_workspace_at_another_logical_cluster() {
         forbidden(registry.update(workspaces, "mine", replaced).await),
         "spec.cluster can only be changed by system privileged users"
     );
+    let ready = |current: &Value| {
+        let mut next = current.clone();
+        next["status"] = json!({"phase": "Ready"});
+        Ok::<Value, RegistryError>(next)
+    };
+    assert_eq!(
+        forbidden(
+            registry
+                .subresource("status")
+                .unwrap()
+                .patch(workspaces, "mine", &ready)
+                .await
+        ),
+        "spec.cluster must be set for phase Ready"
+    );
     let retyped = set("/spec/type", json!({"name": "team", "path": "root"}));
     assert_eq!(
         forbidden(registry.patch(workspaces, "mine", &retyped).await),

@@ -10,10 +10,11 @@
 //!
 //! What names or owns a logical cluster is the server's alone (kcp's `tenancy.kcp.io/Workspace`,
 //! `core.kcp.io/LogicalCluster`, finalizer and reserved-metadata plugins): users may not set a
-//! Workspace's `spec.cluster`, `spec.URL` or `internal.tenancy.kcp.io/cluster`, nor change them,
-//! its `spec.type`, or a LogicalCluster's `spec.directlyDeletable`, `spec.owner`,
-//! `spec.createdBy`, `spec.initializers`, `kcp.io/path` and type annotations; a LogicalCluster's
-//! phase only moves forward and its initializers only shrink, as kcp allows. Removing the
+//! Workspace's `spec.cluster`, `spec.URL` or `internal.tenancy.kcp.io/cluster`, nor change them
+//! or its `spec.type`, nor make it Ready without them, nor change a LogicalCluster's
+//! `spec.directlyDeletable`, `spec.owner`, `spec.createdBy`, `spec.initializers`, `kcp.io/path`
+//! and type annotations; a LogicalCluster's phase only moves forward and its initializers only
+//! shrink, as kcp allows. Removing the
 //! finalizer of a Workspace or LogicalCluster that is being deleted is forbidden; one dropped
 //! otherwise is put back. The server's own controllers write through
 //! [`Registry::privileged`], which none of this restricts.
@@ -348,6 +349,15 @@ fn check_workspace_update(stored: &Value, next: &Value) -> Result<(), String> {
     }
     if annotation(stored, CLUSTER_ANNOTATION) != annotation(next, CLUSTER_ANNOTATION) {
         return Err(reserved_annotation(CLUSTER_ANNOTATION));
+    }
+    let phase = |object| text(object, &["status", "phase"]);
+    if phase(stored) != Some("Ready") && phase(next) == Some("Ready") {
+        if new_cluster.is_none() {
+            return Err("spec.cluster must be set for phase Ready".into());
+        }
+        if text(next, &["spec", "URL"]).is_none() {
+            return Err("spec.URL must be set for phase Ready".into());
+        }
     }
     Ok(())
 }
