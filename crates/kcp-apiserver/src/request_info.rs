@@ -1,6 +1,9 @@
 //! What a request is about, read from its method, path and query, as kube-apiserver's
 //! `RequestInfoFactory` reads it: the logical cluster, API group and version, namespace, resource,
-//! name, subresource and verb. Pure: no IO, no knowledge of which resources exist.
+//! name, subresource and verb. The cluster segment is percent-decoded, as Go's `URL.Path` is
+//! (kcp reads the cluster from it), so `%00` is the byte NUL and `r%6Fot` is `root`; whether it
+//! is a valid path is checked where it is resolved ([`crate::workspaces`]). Pure: no IO, no
+//! knowledge of which resources exist.
 
 use http::Method;
 
@@ -36,7 +39,7 @@ pub struct ResourceRequest {
 /// Parses a request line. `query` is the raw query string without `?`.
 pub fn parse(method: &Method, path: &str, query: Option<&str>) -> RequestInfo {
     let (cluster, rest) = crate::router::split_cluster(path);
-    let cluster = cluster.map(str::to_string);
+    let cluster = cluster.map(percent_decode);
     let non_resource = |cluster: Option<String>| RequestInfo::NonResource {
         cluster,
         path: rest.to_string(),
@@ -109,6 +112,32 @@ pub fn parse(method: &Method, path: &str, query: Option<&str>) -> RequestInfo {
         subresource,
         verb: verb.to_string(),
     })
+}
+
+/// `segment` with its `%XX` escapes decoded (an invalid escape stays as it is). Bytes that are
+/// not UTF-8 leave the segment undecoded: it is no valid cluster path either way.
+fn percent_decode(segment: &str) -> String {
+    let hex = |b: u8| (b as char).to_digit(16);
+    let bytes = segment.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escape = (bytes[i] == b'%')
+            .then(|| Some((hex(*bytes.get(i + 1)?)?, hex(*bytes.get(i + 2)?)?)))
+            .flatten();
+        match escape {
+            Some((high, low)) => {
+                // Two hex digits: at most 255.
+                decoded.push(u8::try_from(high * 16 + low).unwrap_or(b'%'));
+                i += 3;
+            }
+            None => {
+                decoded.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(decoded).unwrap_or_else(|_| segment.to_string())
 }
 
 #[cfg(test)]
@@ -234,6 +263,32 @@ mod tests {
                 "{method} {path} {query:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_cluster_segment_is_percent_decoded() {
+        let cluster = |path: &str| resource(Method::GET, path, None).cluster;
+        assert_eq!(
+            cluster("/clusters/r%6Fot/api/v1/configmaps").as_deref(),
+            Some("root")
+        );
+        assert_eq!(
+            cluster("/clusters/%00/api/v1/configmaps").as_deref(),
+            Some("\0")
+        );
+        assert_eq!(
+            cluster("/clusters/%2a/api/v1/configmaps").as_deref(),
+            Some("*")
+        );
+        assert_eq!(
+            cluster("/clusters/a%zz%4/api/v1/configmaps").as_deref(),
+            Some("a%zz%4")
+        );
+        assert_eq!(
+            cluster("/clusters/%ff/api/v1/configmaps").as_deref(),
+            Some("%ff")
+        );
+        assert_eq!(cluster("/clusters//api/v1/configmaps").as_deref(), Some(""));
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! Workspaces on the request path: `/clusters/<path>` resolved to its logical cluster before a
-//! request is served (an unknown path answers kcp's 404), and the home workspace `~`
+//! request is served (what is not a path answers kcp's 400 `invalid cluster: "<path>" does not
+//! match the regex`, an unknown path or cluster kcp's 404), and the home workspace `~`
 //! (`GET /clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/~`), created on first use.
 
 use std::time::{Duration, Instant};
 
 use http::{Response, StatusCode, header};
 use kcp_registry::Registry;
+use kcp_registry::tenancy::paths::valid_path;
 use kcp_registry::tenancy::{HomeWorkspace, ROOT};
 
 use crate::request_info::{RequestInfo, ResourceRequest};
@@ -22,9 +24,15 @@ pub async fn resolve(registry: &Registry, info: &mut RequestInfo) -> Result<(), 
         RequestInfo::Resource(request) => &mut request.cluster,
         RequestInfo::NonResource { cluster, .. } => cluster,
     };
-    let Some(path) = cluster.as_deref().filter(|path| *path != "*") else {
+    let Some(path) = cluster
+        .as_deref()
+        .filter(|path| *path != kcp_registry::ALL_CLUSTERS)
+    else {
         return Ok(());
     };
+    if !valid_path(path) {
+        return Err(invalid_cluster(path));
+    }
     match registry.resolve_path(path).await {
         Ok(name) => {
             *cluster = Some(name);
@@ -32,6 +40,18 @@ pub async fn resolve(registry: &Registry, info: &mut RequestInfo) -> Result<(), 
         }
         Err(error) => Err(from_registry_error(&error)),
     }
+}
+
+/// kcp's answer to a `/clusters/<x>` whose `<x>` is not a workspace path.
+fn invalid_cluster(path: &str) -> Response<Body> {
+    crate::status::failure(
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        &format!(
+            "invalid cluster: {} does not match the regex",
+            kcp_apimachinery::labels::validation::go_quote(path)
+        ),
+    )
 }
 
 /// Whether `request` asks for the home workspace `~`.
@@ -68,6 +88,60 @@ pub async fn home(registry: &Registry, user: &str) -> Response<Body> {
                 return response;
             }
             Err(error) => return from_registry_error(&error),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_support::{call, router};
+
+    #[tokio::test]
+    async fn what_is_not_a_path_is_a_bad_request_and_unknown_clusters_are_not_found() {
+        let router = router();
+        let long = format!("/clusters/{}/api/v1/namespaces", "a".repeat(5000));
+        for (path, shown) in [
+            ("/clusters//api/v1/namespaces", r#"\"\""#.to_string()),
+            ("/clusters/../api/v1/namespaces", r#"\"..\""#.to_string()),
+            (
+                "/clusters/%00/api/v1/namespaces",
+                r#"\"\\x00\""#.to_string(),
+            ),
+            (
+                "/clusters/Root/api/v1/namespaces",
+                r#"\"Root\""#.to_string(),
+            ),
+            (
+                "/clusters/root:/api/v1/namespaces",
+                r#"\"root:\""#.to_string(),
+            ),
+            (long.as_str(), format!(r#"\"{}\""#, "a".repeat(5000))),
+        ] {
+            let (code, body) = call(&router, "POST", path, r#"{"metadata":{"name":"x"}}"#).await;
+            assert_eq!(code, 400, "{path}: {body}");
+            assert!(
+                body.contains(&format!(
+                    r#""message":"invalid cluster: {shown} does not match the regex""#
+                )),
+                "{path}: {body}"
+            );
+            assert!(body.contains(r#""reason":"BadRequest""#), "{body}");
+        }
+
+        for path in ["/clusters/phantom", "/clusters/system:phantom"] {
+            let (code, body) = call(
+                &router,
+                "POST",
+                &format!("{path}/api/v1/namespaces"),
+                r#"{"metadata":{"name":"x"}}"#,
+            )
+            .await;
+            assert_eq!(code, 404, "{path}: {body}");
+            assert!(body.contains(r#"workspaces.tenancy.kcp.io \""#), "{body}");
+        }
+        for path in ["/clusters/root", "/clusters/*", "/clusters/%2A"] {
+            let (code, body) = call(&router, "GET", &format!("{path}/api/v1/namespaces"), "").await;
+            assert_eq!(code, 200, "{path}: {body}");
         }
     }
 }

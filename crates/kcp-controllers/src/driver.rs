@@ -1,7 +1,7 @@
 //! The loop every controller runs: list its resource across all logical clusters, queue the
 //! `(cluster, name)` of each object it cares about, follow one cross-cluster watch, and run a
-//! few reconciles at once, each retried with backoff on error or again after a delay when it
-//! asks to. A broken watch (compaction, storage restart) is followed by a fresh list. A
+//! few reconciles at once, each retried with backoff on error (events for a key that backs off
+//! do not cut its backoff short, see [`crate::queue`]) or again after a delay when it asks to. A broken watch (compaction, storage restart) is followed by a fresh list. A
 //! controller may also follow a second resource whose events map to keys of its own objects
 //! (the workspace controller follows LogicalClusters to their Workspaces).
 
@@ -162,18 +162,20 @@ impl Controller {
                     }
                 },
                 Some((key, outcome)) = in_flight.next(), if !in_flight.is_empty() => {
-                    queue.done(&key);
                     match outcome {
                         Ok(Outcome::Finished) => queue.forget(&key),
                         Ok(Outcome::Again(delay)) => {
                             queue.forget(&key);
-                            queue.add_after(key, delay);
+                            queue.add_after(key.clone(), delay);
                         }
                         Err(error) => {
                             tracing::warn!(controller = self.name, cluster = %key.cluster, name = %key.name, %error, "retrying");
-                            queue.add_rate_limited(key);
+                            // Before `done`: what the failed reconcile's own writes queued
+                            // waits for the backoff too.
+                            queue.add_rate_limited(key.clone());
                         }
                     }
+                    queue.done(&key);
                 }
                 _ = sleep_until(wake_at), if wake_at.is_some() => {}
             }
@@ -192,5 +194,93 @@ async fn next_event(events: &mut Option<Events>) -> Option<Result<Trigger, Regis
 async fn sleep_until(at: Option<tokio::time::Instant>) {
     if let Some(at) = at {
         tokio::time::sleep_until(at).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use kcp_registry::Target;
+    use kcp_storage::MemoryStorage;
+    use serde_json::json;
+
+    use super::*;
+
+    /// Reconciles of [`failing`] so far.
+    static ATTEMPTS: AtomicUsize = AtomicUsize::new(0);
+    /// After this many attempts [`failing`] gives up failing, so that a controller without
+    /// backoff ends its storm (in no time at all: paused time only moves when all is idle).
+    const STORM: usize = 40;
+
+    fn namespaces() -> &'static Resource {
+        kcp_apis::builtin::RESOURCES
+            .iter()
+            .find(|r| r.group.is_empty() && r.name == "namespaces")
+            .expect("the catalogue has namespaces")
+    }
+
+    /// Writes to its object (as a controller recording why it failed would), then fails.
+    fn failing(registry: Registry, key: Key) -> Reconciled {
+        Box::pin(async move {
+            let attempt = ATTEMPTS.fetch_add(1, Ordering::SeqCst) + 1;
+            if attempt > STORM {
+                return Ok(Outcome::Finished);
+            }
+            let target = Target {
+                cluster: &key.cluster,
+                resource: namespaces(),
+                namespace: None,
+            };
+            registry
+                .patch(target, &key.name, &move |current: &Value| {
+                    let mut next = current.clone();
+                    kcp_registry::fields::set(
+                        &mut next,
+                        &["metadata", "labels", "attempt"],
+                        json!(attempt.to_string()),
+                    )
+                    .map_err(|e| RegistryError::Internal(e.to_string()))?;
+                    Ok(next)
+                })
+                .await?;
+            Err(RegistryError::Internal(
+                "this reconcile always fails".into(),
+            ))
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failing_reconcile_backs_off_although_its_own_writes_queue_it_again() {
+        let registry = Registry::new(Arc::new(MemoryStorage::new()));
+        let target = Target {
+            cluster: "c",
+            resource: namespaces(),
+            namespace: None,
+        };
+        registry
+            .create(target, json!({"metadata": {"name": "n"}}))
+            .await
+            .unwrap();
+        let (stop, stopped) = watch::channel(false);
+        let controller = Controller {
+            name: "failing",
+            resource: namespaces(),
+            wants: |_| true,
+            deletions: false,
+            reconcile: failing,
+            also: None,
+        };
+        let task = tokio::spawn(controller.run(registry, stopped));
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let attempts = ATTEMPTS.load(Ordering::SeqCst);
+        stop.send(true).unwrap();
+        task.await.unwrap();
+        // 100 ms, doubling: attempts at 0, 0.1, 0.3, 0.7, 1.5 and 3.1 s.
+        assert!(
+            (4..=8).contains(&attempts),
+            "{attempts} attempts in five seconds"
+        );
     }
 }

@@ -1,7 +1,10 @@
 //! A work queue for a controller task, in the shape of client-go's: a key is queued at most
 //! once, a key being processed that is added again is processed once more afterwards, keys can
-//! come back after a delay, and failing keys back off exponentially. It is owned by one task,
-//! so it needs no locks.
+//! come back after a delay, and failing keys back off exponentially. Unlike client-go's, a key
+//! that is backing off stays put until its backoff ends, however often it is added meanwhile
+//! (its own failed reconcile's writes, other events, a fresh list): a reconcile that keeps
+//! failing runs at the backoff's pace, never at the pace of the events it causes. It is owned
+//! by one task, so it needs no locks.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::Hash;
@@ -22,6 +25,8 @@ pub(crate) struct WorkQueue<K> {
     delayed: BTreeMap<(Instant, u64), K>,
     sequence: u64,
     failures: HashMap<K, u32>,
+    /// Keys waiting out a backoff, with the sequence number of their retry in `delayed`.
+    backing_off: HashMap<K, u64>,
 }
 
 impl<K: Clone + Eq + Hash> WorkQueue<K> {
@@ -34,11 +39,16 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
             delayed: BTreeMap::new(),
             sequence: 0,
             failures: HashMap::new(),
+            backing_off: HashMap::new(),
         }
     }
 
-    /// Queues `key` now unless it is already queued.
+    /// Queues `key` now unless it is already queued, or backing off (its retry comes when the
+    /// backoff ends).
     pub(crate) fn add(&mut self, key: K) {
+        if self.backing_off.contains_key(&key) {
+            return;
+        }
         if self.active.contains(&key) {
             self.dirty.insert(key);
         } else if self.queued.insert(key.clone()) {
@@ -46,21 +56,26 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
         }
     }
 
-    /// Queues `key` after `delay`.
-    pub(crate) fn add_after(&mut self, key: K, delay: Duration) {
+    /// Queues `key` after `delay`; answers the entry's sequence number.
+    pub(crate) fn add_after(&mut self, key: K, delay: Duration) -> u64 {
         self.sequence += 1;
         self.delayed
             .insert((Instant::now() + delay, self.sequence), key);
+        self.sequence
     }
 
-    /// Queues `key` after its backoff, which doubles with each call until [`Self::forget`].
+    /// Queues `key` after its backoff, which doubles with each call until [`Self::forget`];
+    /// until then, adding the key does nothing. Call it before [`Self::done`], so that an add
+    /// while the failed reconcile ran does not retry at once either.
     pub(crate) fn add_rate_limited(&mut self, key: K) {
         let failures = self.failures.entry(key.clone()).or_insert(0);
         let delay = BASE_BACKOFF
             .saturating_mul(1 << (*failures).min(16))
             .min(MAX_BACKOFF);
-        *failures += 1;
-        self.add_after(key, delay);
+        *failures = failures.saturating_add(1);
+        self.dirty.remove(&key);
+        let sequence = self.add_after(key.clone(), delay);
+        self.backing_off.insert(key, sequence);
     }
 
     /// Resets the backoff of `key`.
@@ -75,7 +90,11 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
             if entry.key().0 > now {
                 break;
             }
+            let sequence = entry.key().1;
             let key = entry.remove();
+            if self.backing_off.get(&key) == Some(&sequence) {
+                self.backing_off.remove(&key);
+            }
             self.add(key);
         }
         let key = self.ready.pop_front()?;
@@ -121,6 +140,28 @@ mod tests {
         assert!(queue.next_deadline().is_some());
         tokio::time::advance(Duration::from_secs(1)).await;
         assert_eq!(queue.next(), Some("c"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn adding_a_key_that_backs_off_does_not_cut_its_backoff_short() {
+        let mut queue = WorkQueue::new();
+        queue.add("k");
+        assert_eq!(queue.next(), Some("k"));
+        queue.add("k"); // an event caused by the reconcile that is about to fail
+        queue.add_rate_limited("k");
+        queue.done(&"k");
+        assert_eq!(queue.next(), None);
+        queue.add("k");
+        assert_eq!(queue.next(), None);
+        tokio::time::advance(BASE_BACKOFF / 2).await;
+        queue.add("k");
+        assert_eq!(queue.next(), None);
+        tokio::time::advance(BASE_BACKOFF / 2).await;
+        assert_eq!(queue.next(), Some("k"));
+        queue.add("k"); // while active again: once more afterwards
+        queue.forget(&"k");
+        queue.done(&"k");
+        assert_eq!(queue.next(), Some("k"));
     }
 
     #[tokio::test(start_paused = true)]

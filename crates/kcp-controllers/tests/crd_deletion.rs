@@ -1,13 +1,16 @@
 //! Deleting CRDs on the in-memory store: the first delete starts termination, the CRD
 //! controller deletes the CRD's custom resources in its logical cluster only, waits for their
 //! finalizers, then removes the CRD; terminating namespaces lose their custom resources too.
+//! None of it needs the CRD's conversion webhook: custom resources are deleted as stored.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use kcp_apis::builtin::Resource;
+use kcp_apis::custom::Webhook;
 use kcp_controllers::Controllers;
-use kcp_registry::custom::CLEANUP_FINALIZER;
+use kcp_registry::custom::{CLEANUP_FINALIZER, WebhookConverter};
 use kcp_registry::{DeleteOutcome, ListOptions, Registry, RegistryError, Target};
 use kcp_storage::MemoryStorage;
 use serde_json::{Value, json};
@@ -267,5 +270,98 @@ async fn terminating_namespaces_lose_their_custom_resources() {
     })
     .await;
     assert_eq!(widget_names(&registry, cluster, resource).await, ["kept/w"]);
+    controllers.shutdown().await;
+}
+
+/// A conversion webhook nobody can reach.
+struct Unreachable;
+
+impl WebhookConverter for Unreachable {
+    fn convert<'a>(
+        &'a self,
+        _webhook: &'a Webhook,
+        _objects: Vec<Value>,
+        _desired: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Value>, String>> {
+        Box::pin(async { Err("dial tcp 127.0.0.1:1: connect: connection refused".to_string()) })
+    }
+}
+
+/// Widgets served at v2 and v1 (listed first and so found first), stored at v1, converted by a
+/// webhook.
+fn converted_widget_crd() -> Value {
+    let mut crd = widget_crd();
+    let v1 = crd["spec"]["versions"][0].clone();
+    let mut v2 = v1.clone();
+    v2["name"] = json!("v2");
+    v2["storage"] = json!(false);
+    crd["spec"]["versions"] = json!([v2, v1]);
+    crd["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
+        "clientConfig": {"url": "https://127.0.0.1:1/convert"},
+        "conversionReviewVersions": ["v1"]}});
+    crd
+}
+
+#[tokio::test]
+async fn a_crd_whose_conversion_webhook_is_unreachable_goes_with_its_resources() {
+    let registry =
+        Registry::new(Arc::new(MemoryStorage::new())).with_webhook_converter(Arc::new(Unreachable));
+    let controllers = Controllers::start(registry.clone());
+    let cluster = "root:unreachable";
+    registry
+        .create(crds(cluster), converted_widget_crd())
+        .await
+        .unwrap();
+    for space in ["a", "b"] {
+        registry
+            .create(namespaces(cluster), json!({"metadata": {"name": space}}))
+            .await
+            .unwrap();
+    }
+    let stored = widgets(&registry, cluster).await;
+    for (space, name) in [("a", "one"), ("b", "two")] {
+        registry
+            .create(inside(cluster, stored, space), widget(name, &[]))
+            .await
+            .unwrap();
+    }
+    let mut served = None;
+    eventually("v2 is served", async || {
+        served = registry
+            .resolve(cluster, "example.com", "v2", "widgets")
+            .await;
+        served.is_some()
+    })
+    .await;
+    let unreadable = registry
+        .get(inside(cluster, served.unwrap(), "a"), "one")
+        .await;
+    assert!(
+        matches!(&unreadable, Err(RegistryError::Internal(m)) if m.contains("connection refused")),
+        "{unreadable:?}"
+    );
+
+    registry.delete(namespaces(cluster), "b").await.unwrap();
+    eventually("namespace b is gone", async || {
+        matches!(
+            registry.get(namespaces(cluster), "b").await,
+            Err(RegistryError::NotFound { .. })
+        )
+    })
+    .await;
+    assert_eq!(registry.count_all(stored).await.unwrap(), 1);
+
+    registry
+        .delete(crds(cluster), "widgets.example.com")
+        .await
+        .unwrap();
+    eventually("the CRD is gone", async || {
+        matches!(
+            registry.get(crds(cluster), "widgets.example.com").await,
+            Err(RegistryError::NotFound { .. })
+        )
+    })
+    .await;
+    assert_eq!(registry.count_all(stored).await.unwrap(), 0);
     controllers.shutdown().await;
 }

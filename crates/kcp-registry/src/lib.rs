@@ -13,6 +13,7 @@
 mod collection;
 pub mod custom;
 mod error;
+pub mod fields;
 mod list;
 mod meta;
 mod names;

@@ -3,14 +3,22 @@
 use kcp_storage::Revision;
 use serde_json::{Map, Value, json};
 
-/// The `metadata` object, created if missing or not an object.
+/// The `metadata` object, created if missing or not an object (an object that is not a JSON
+/// object at all becomes an empty one: the callers' objects always are, requests are checked).
 pub fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
-    if !object["metadata"].is_object() {
-        object["metadata"] = json!({});
+    if !object.is_object() {
+        *object = json!({});
     }
-    object["metadata"]
-        .as_object_mut()
-        .expect("metadata was just made an object")
+    if object.get("metadata").is_none_or(|m| !m.is_object())
+        && let Some(fields) = object.as_object_mut()
+    {
+        fields.insert("metadata".into(), json!({}));
+    }
+    match object.get_mut("metadata") {
+        Some(Value::Object(metadata)) => metadata,
+        // Both were made objects just above.
+        _ => unreachable!("metadata is an object"),
+    }
 }
 
 /// A string field of `metadata`.

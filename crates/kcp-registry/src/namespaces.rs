@@ -43,10 +43,13 @@ impl Registry {
             }
             meta::metadata_mut(&mut namespace)
                 .insert("deletionTimestamp".into(), json!(meta::now()));
-            if !namespace["status"].is_object() {
-                namespace["status"] = json!({});
+            if !namespace["status"].is_object()
+                && let Some(fields) = namespace.as_object_mut()
+            {
+                fields.insert("status".into(), json!({}));
             }
-            namespace["status"]["phase"] = json!("Terminating");
+            crate::fields::set(&mut namespace, &["status", "phase"], json!("Terminating"))
+                .map_err(|e| RegistryError::Internal(format!("stored namespace {name}: {e}")))?;
             meta::take_resource_version(&mut namespace);
             match self
                 .write_back(&target, name, namespace, current.mod_revision)

@@ -1,4 +1,5 @@
-//! The registry: create, get, update and delete of any kind, with Kubernetes semantics.
+//! The registry: create, get, update and delete of any kind, with Kubernetes semantics. An
+//! update or patch that changes nothing is not written (no new resourceVersion, no event).
 
 use std::sync::Arc;
 
@@ -418,7 +419,11 @@ impl Registry {
             let next = object.clone();
             let mut next = strategy::prepare_update(target.resource, self.part, &stored, next);
             carry_server_fields(target.resource, &stored, &mut next);
+            self.admit_tenancy_update(&target, name, &stored, &mut next)?;
             check_update(&target, name, &next, &stored)?;
+            if unchanged(target.resource, &stored, &next) {
+                return Ok(stored);
+            }
             match self
                 .write_back(&target, name, next, current.mod_revision)
                 .await
@@ -459,7 +464,11 @@ impl Registry {
             let mut patched =
                 strategy::prepare_update(target.resource, self.part, &stored, patched);
             carry_server_fields(target.resource, &stored, &mut patched);
+            self.admit_tenancy_update(&target, name, &stored, &mut patched)?;
             check_update(&target, name, &patched, &stored)?;
+            if unchanged(target.resource, &stored, &patched) {
+                return Ok(stored);
+            }
             match self
                 .write_back(&target, name, patched, current.mod_revision)
                 .await
@@ -671,6 +680,25 @@ fn check_update(
     } else {
         Err(target.invalid(name, causes))
     }
+}
+
+/// Whether storing `next` over `stored` (as served: resourceVersion and `kcp.io/cluster` set)
+/// would change nothing, as kube-apiserver's `GuaranteedUpdate` finds when the new bytes equal
+/// the stored ones: then nothing is written, no watch event is sent, and the stored object is
+/// the answer, with its resourceVersion. A write that finishes a deletion always goes through.
+fn unchanged(resource: &Resource, stored: &Value, next: &Value) -> bool {
+    if strategy::deletion_finished(resource, next) {
+        return false;
+    }
+    let comparable = |object: &Value| {
+        let mut object = object.clone();
+        if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            metadata.remove("resourceVersion");
+        }
+        meta::remove_cluster_annotation(&mut object);
+        object
+    };
+    comparable(stored) == comparable(next)
 }
 
 /// Keeps the fields only the server sets (uid, creationTimestamp, deletion state) on an update.

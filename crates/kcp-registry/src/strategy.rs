@@ -111,7 +111,9 @@ pub(crate) fn prepare_create(resource: &Resource, part: Part, object: &mut Value
         finalizers.push(NAMESPACE_FINALIZER.to_string());
     }
     set_spec_finalizers(object, &finalizers);
-    object["status"] = json!({"phase": "Active"});
+    if let Some(fields) = object.as_object_mut() {
+        fields.insert("status".into(), json!({"phase": "Active"}));
+    }
 }
 
 /// The object an update of `part` stores, from the stored object and the requested one (whose
@@ -174,12 +176,10 @@ pub fn spec_finalizers(object: &Value) -> Vec<String> {
 }
 
 fn set_spec_finalizers(object: &mut Value, finalizers: &[String]) {
-    if !object["spec"].is_object() {
-        object["spec"] = json!({});
-    }
-    let spec = object["spec"]
-        .as_object_mut()
-        .expect("spec was just made an object");
+    // A `spec` of the wrong type is left for validation to answer.
+    let Ok(spec) = crate::fields::object_mut(object, &["spec"]) else {
+        return;
+    };
     if finalizers.is_empty() {
         spec.remove("finalizers");
     } else {

@@ -526,3 +526,68 @@ async fn generation_counts_spec_changes_of_the_kinds_that_track_it() {
         .unwrap();
     assert!(configmap["metadata"].get("generation").is_none());
 }
+
+#[tokio::test]
+async fn updates_and_patches_that_change_nothing_write_nothing() {
+    use futures::StreamExt;
+
+    let registry = registry().await;
+    let created = registry
+        .create(
+            configmaps("root"),
+            json!({"metadata": {"name": "same", "labels": {"a": "1"}}, "data": {"k": "v"}}),
+        )
+        .await
+        .unwrap();
+    let revision: u64 = created["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut events = registry
+        .watch(configmaps("root"), revision, None)
+        .await
+        .unwrap();
+
+    // The object as read (resourceVersion and kcp.io/cluster included), and without them.
+    let read = registry.get(configmaps("root"), "same").await.unwrap();
+    let updated = registry
+        .update(configmaps("root"), "same", read.clone())
+        .await
+        .unwrap();
+    assert_eq!(updated, read);
+    let bare = json!({"metadata": {"name": "same", "labels": {"a": "1"}}, "data": {"k": "v"}});
+    let updated = registry
+        .update(configmaps("root"), "same", bare)
+        .await
+        .unwrap();
+    assert_eq!(
+        updated["metadata"]["resourceVersion"],
+        read["metadata"]["resourceVersion"]
+    );
+    let patched = registry
+        .patch(configmaps("root"), "same", &|current| Ok(current.clone()))
+        .await
+        .unwrap();
+    assert_eq!(patched, read);
+    assert_eq!(current(&registry).await, revision);
+
+    // A real change is the first event the watch sees.
+    let changed = registry
+        .patch(configmaps("root"), "same", &|current| {
+            let mut next = current.clone();
+            next["data"]["k"] = json!("w");
+            Ok(next)
+        })
+        .await
+        .unwrap();
+    let event = events.next().await.unwrap().unwrap();
+    assert_eq!(
+        (event.kind, event.object["data"]["k"].clone()),
+        ("MODIFIED", json!("w"))
+    );
+    assert_eq!(
+        event.revision.to_string(),
+        changed["metadata"]["resourceVersion"].as_str().unwrap()
+    );
+}

@@ -1,20 +1,19 @@
 //! The cleanup of a deleted CRD, as Kubernetes' CRD finalizer does it: for a CRD with a
 //! deletionTimestamp and the `customresourcecleanup.apiextensions.k8s.io` finalizer, set
 //! `Terminating=True` (`InstanceDeletionInProgress`), delete every custom resource of the CRD
-//! in its logical cluster (namespace by namespace), look again while finalizers hold some,
-//! then set `Terminating=False` (`InstanceDeletionCompleted`) and remove the finalizer, which
-//! removes the CRD (and its resources from the cluster's discovery).
+//! in its logical cluster as stored (no conversion, so an unreachable conversion webhook does
+//! not hold the deletion up, as Kubernetes deletes at the storage version), look again while
+//! finalizers hold some, then set `Terminating=False` (`InstanceDeletionCompleted`) and remove
+//! the finalizer, which removes the CRD (and its resources from the cluster's discovery).
 //!
 //! A CRD that was never Established has no objects (`NeverEstablished`); one whose resource
 //! overlaps a built-in resource's storage must not delete them (`OverlappingBuiltInResource`).
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
-use kcp_apis::builtin::Resource;
 use kcp_registry::custom::{CLEANUP_FINALIZER, condition_true};
-use kcp_registry::{ListOptions, Registry, RegistryError, Target};
-use serde_json::{Value, json};
+use kcp_registry::{Registry, RegistryError, Target};
+use serde_json::Value;
 
 use super::crds;
 use crate::conditions::{self, Condition};
@@ -90,20 +89,10 @@ pub async fn reconcile(
             "instances overlap with built-in resources in storage",
         )
     } else if condition_true(&crd, "Established") {
-        let Some(resource) = served_resource(registry, cluster, &crd).await else {
-            let failed = terminating(
-                true,
-                "InstanceDeletionFailed",
-                format!(
-                    "could not list instances: unable to find a custom resource client for {plural}.{group}"
-                ),
-            );
-            set_condition(registry, cluster, crd.clone(), failed).await?;
-            return Err(RegistryError::Internal(format!(
-                "no served version of {plural}.{group} to delete its instances through"
-            )));
-        };
-        match delete_instances(registry, cluster, resource).await {
+        match registry
+            .delete_custom_resources_as_stored(cluster, group, plural, None)
+            .await
+        {
             Ok(0) => terminating(false, "InstanceDeletionCompleted", "removed all instances"),
             Ok(remaining) => {
                 tracing::debug!(cluster, crd = name, remaining, "custom resources remaining");
@@ -139,66 +128,6 @@ fn overlaps_builtin(group: &str, plural: &str) -> bool {
         .any(|r| r.group == group && r.name == plural)
 }
 
-/// One served resource of `crd` (every version reads and deletes the same stored objects).
-async fn served_resource(
-    registry: &Registry,
-    cluster: &str,
-    crd: &Value,
-) -> Option<&'static Resource> {
-    let group = crd["spec"]["group"].as_str()?;
-    let plural = crd["spec"]["names"]["plural"].as_str()?;
-    let versions = crd["spec"]["versions"].as_array()?;
-    for version in versions.iter().filter_map(|v| v["name"].as_str()) {
-        if let Some(resource) = registry.resolve(cluster, group, version, plural).await
-            && resource.custom.is_some()
-        {
-            return Some(resource);
-        }
-    }
-    None
-}
-
-/// Deletes every object of `resource` in `cluster`, namespace by namespace; answers how many
-/// are left (held by finalizers).
-async fn delete_instances(
-    registry: &Registry,
-    cluster: &str,
-    resource: &'static Resource,
-) -> Result<usize, RegistryError> {
-    let everywhere = Target {
-        cluster,
-        resource,
-        namespace: None,
-    };
-    let listed = registry.list(everywhere, ListOptions::default()).await?;
-    if listed.items.is_empty() {
-        return Ok(0);
-    }
-    let namespaces: BTreeSet<Option<&str>> = listed
-        .items
-        .iter()
-        .map(|item| {
-            item["metadata"]["namespace"]
-                .as_str()
-                .filter(|_| resource.namespaced)
-        })
-        .collect();
-    for namespace in namespaces {
-        let collection = Target {
-            cluster,
-            resource,
-            namespace,
-        };
-        registry.delete_collection(collection, None).await?;
-    }
-    // Whatever is left now (finalizers hold it) must go before the CRD does.
-    Ok(registry
-        .list(everywhere, ListOptions::default())
-        .await?
-        .items
-        .len())
-}
-
 /// Sets a `Terminating` condition through the status subresource unless `crd` already has it;
 /// answers the CRD as it is now, or `None` once it is gone.
 async fn set_condition(
@@ -217,10 +146,9 @@ async fn set_condition(
     let patched = status
         .patch(crd_target(cluster), name, &|current: &Value| {
             let mut next = current.clone();
-            if !next["status"].is_object() {
-                next["status"] = json!({});
-            }
-            conditions::set(&mut next["status"], condition.clone());
+            let status = kcp_registry::fields::object_mut(&mut next, &["status"])
+                .map_err(|e| RegistryError::Internal(format!("CRD {name}: {e}")))?;
+            conditions::set(status, condition.clone());
             Ok(next)
         })
         .await;
@@ -240,7 +168,10 @@ async fn remove_finalizer(
     let removed = registry
         .patch(crd_target(cluster), name, &|current: &Value| {
             let mut next = current.clone();
-            if let Some(finalizers) = next["metadata"]["finalizers"].as_array_mut() {
+            if let Some(finalizers) = next
+                .pointer_mut("/metadata/finalizers")
+                .and_then(Value::as_array_mut)
+            {
                 finalizers.retain(|f| f != CLEANUP_FINALIZER);
             }
             Ok(next)
@@ -255,6 +186,7 @@ async fn remove_finalizer(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn only_deleting_crds_with_the_finalizer_await_cleanup() {

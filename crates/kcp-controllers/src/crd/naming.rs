@@ -166,11 +166,8 @@ async fn settle(
         .collect();
     let (accepted, names_condition) = accept(crd, &Taken::of(&others));
     let names_ok = names_condition.status;
-    let mut status = crd["status"].clone();
-    if !status.is_object() {
-        status = json!({});
-    }
-    status["acceptedNames"] = accepted;
+    let mut status = crd["status"].as_object().cloned().unwrap_or_default();
+    status.insert("acceptedNames".into(), accepted);
     conditions::set(&mut status, names_condition);
     let established = kcp_registry::custom::condition_true(crd, "Established");
     if names_ok {
@@ -194,11 +191,14 @@ async fn settle(
             },
         );
     }
+    let status = Value::Object(status);
     if status == crd["status"] {
         return Ok(());
     }
     let mut next = crd.clone();
-    next["status"] = status;
+    if let Some(fields) = next.as_object_mut() {
+        fields.insert("status".into(), status);
+    }
     let target = Target {
         cluster,
         resource: crds(),

@@ -1,6 +1,6 @@
 //! Deletion of a logical cluster's content: every object of every resource the cluster serves
-//! is deleted (custom resources, then built-in and kcp kinds, CRDs, and namespaces last, which
-//! the namespace controller then finalizes). Finalizers are honoured: while anything is left the
+//! is deleted (custom resources, as stored, then built-in and kcp kinds, CRDs, and namespaces
+//! last, which the namespace controller then finalizes). Finalizers are honoured: while anything is left the
 //! LogicalCluster shows phase Deleting and `WorkspaceContentDeleted=False` (how many objects wait)
 //! and the pass comes back shortly; once nothing is left
 //! its finalizer goes, which removes it (and lets its Workspace go).
@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use kcp_apis::builtin::{RESOURCES, Resource};
 use kcp_apis::system;
+use kcp_registry::fields;
 use kcp_registry::tenancy::{LOGICAL_CLUSTER, LOGICAL_CLUSTER_FINALIZER};
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::{Value, json};
@@ -59,6 +60,14 @@ pub(super) async fn reconcile(
     let privileged = registry.privileged();
     let mut remaining = 0;
     for resource in resources(registry, cluster) {
+        let system_kind = system::find(resource.group, resource.version, resource.name).is_some();
+        if resource.custom.is_some() && !system_kind {
+            // As stored: no conversion webhook stands in the way.
+            remaining += privileged
+                .delete_custom_resources_as_stored(cluster, resource.group, resource.name, None)
+                .await?;
+            continue;
+        }
         let target = Target {
             cluster,
             resource,
@@ -92,8 +101,11 @@ pub(super) async fn reconcile(
             privileged
                 .patch(target, LOGICAL_CLUSTER, &move |current: &Value| {
                     let mut next = current.clone();
-                    next["status"]["phase"] = json!("Deleting");
-                    conditions::set(&mut next["status"], condition.clone());
+                    let status = fields::object_mut(&mut next, &["status"]).map_err(|e| {
+                        RegistryError::Internal(format!("LogicalCluster of {cluster}: {e}"))
+                    })?;
+                    status.insert("phase".into(), json!("Deleting"));
+                    conditions::set(status, condition.clone());
                     Ok(next)
                 })
                 .await?;
@@ -103,7 +115,10 @@ pub(super) async fn reconcile(
     let result = privileged
         .patch(target, LOGICAL_CLUSTER, &|current: &Value| {
             let mut next = current.clone();
-            if let Some(list) = next["metadata"]["finalizers"].as_array_mut() {
+            if let Some(list) = next
+                .pointer_mut("/metadata/finalizers")
+                .and_then(Value::as_array_mut)
+            {
                 list.retain(|f| f != LOGICAL_CLUSTER_FINALIZER);
             }
             Ok(next)

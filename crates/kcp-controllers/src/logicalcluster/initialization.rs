@@ -49,10 +49,13 @@ pub(super) async fn reconcile(
                 .into_iter()
                 .filter(|i| i != UNIVERSAL_INITIALIZER)
                 .collect();
-            if left.is_empty() && next["status"]["phase"] == "Initializing" {
-                next["status"]["phase"] = json!("Ready");
+            let status = kcp_registry::fields::object_mut(&mut next, &["status"]).map_err(|e| {
+                RegistryError::Internal(format!("LogicalCluster of {cluster}: {e}"))
+            })?;
+            if left.is_empty() && status.get("phase") == Some(&json!("Initializing")) {
+                status.insert("phase".into(), json!("Ready"));
             }
-            next["status"]["initializers"] = json!(left);
+            status.insert("initializers".into(), json!(left));
             Ok(next)
         })
         .await?;

@@ -1,7 +1,8 @@
 //! One pass over a namespace: if it is terminating, delete every object of every built-in
 //! namespaced resource and of every namespaced custom resource its logical cluster serves in
-//! it, and once nothing is left, remove the `kubernetes` finalizer through the `finalize`
-//! subresource.
+//! it (custom resources as stored: an unreachable conversion webhook does not hold the
+//! namespace up), and once nothing is left, remove the `kubernetes` finalizer through the
+//! `finalize` subresource.
 
 use kcp_apis::builtin::{RESOURCES, Resource};
 use kcp_registry::strategy::{NAMESPACE_FINALIZER, spec_finalizers};
@@ -73,14 +74,18 @@ pub async fn reconcile(
     }
 
     let mut remaining = 0;
-    let custom = namespaced_custom_resources(registry, cluster);
-    for resource in namespaced_resources().chain(custom) {
+    for resource in namespaced_resources() {
         let content = Target {
             cluster,
             resource,
             namespace: Some(name),
         };
         remaining += registry.delete_collection(content, None).await?.pending;
+    }
+    for resource in namespaced_custom_resources(registry, cluster) {
+        remaining += registry
+            .delete_custom_resources_as_stored(cluster, resource.group, resource.name, Some(name))
+            .await?;
     }
     if remaining > 0 {
         tracing::debug!(
@@ -97,7 +102,8 @@ pub async fn reconcile(
         .into_iter()
         .filter(|f| f != NAMESPACE_FINALIZER)
         .collect();
-    finalized["spec"]["finalizers"] = json!(kept);
+    kcp_registry::fields::set(&mut finalized, &["spec", "finalizers"], json!(kept))
+        .map_err(|e| RegistryError::Internal(format!("namespace {name} of {cluster}: {e}")))?;
     let finalize = registry
         .subresource("finalize")
         .expect("the registry serves namespaces/finalize");

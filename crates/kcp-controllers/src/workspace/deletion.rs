@@ -6,9 +6,9 @@
 use kcp_apis::system;
 use kcp_registry::tenancy::{CLUSTER_ANNOTATION, LOGICAL_CLUSTER, WORKSPACE_FINALIZER};
 use kcp_registry::{Registry, RegistryError, Target};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use super::change;
+use super::{change, status_of};
 use crate::driver::{Key, Outcome};
 
 /// The condition that tells whether a deleting logical cluster's content is gone.
@@ -22,11 +22,12 @@ fn condition_present(workspace: &Value, condition: &Value) -> bool {
 }
 
 /// Puts the LogicalCluster's `condition` in the workspace's status.
-fn mirror(status: &mut Value, condition: &Value) {
-    if !status["conditions"].is_array() {
-        status["conditions"] = json!([]);
+fn mirror(status: &mut Map<String, Value>, condition: &Value) {
+    let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+    if !conditions.is_array() {
+        *conditions = json!([]);
     }
-    if let Some(all) = status["conditions"].as_array_mut() {
+    if let Some(all) = conditions.as_array_mut() {
         all.retain(|c| c["type"] != condition["type"]);
         all.push(condition.clone());
     }
@@ -65,7 +66,10 @@ pub(super) async fn reconcile(
         }
     }
     let result = change(registry, key, |next| {
-        if let Some(list) = next["metadata"]["finalizers"].as_array_mut() {
+        if let Some(list) = next
+            .pointer_mut("/metadata/finalizers")
+            .and_then(Value::as_array_mut)
+        {
             list.retain(|f| f != WORKSPACE_FINALIZER);
         }
         if next["metadata"]["finalizers"] == json!([])
@@ -73,6 +77,7 @@ pub(super) async fn reconcile(
         {
             metadata.remove("finalizers");
         }
+        Ok(())
     })
     .await;
     match result {
@@ -98,10 +103,12 @@ async fn show_progress(
             .is_none_or(|c| condition_present(workspace, c));
     if !shown {
         change(registry, key, move |next| {
-            next["status"]["phase"] = json!("Deleting");
+            let status = status_of(next)?;
+            status.insert("phase".into(), json!("Deleting"));
             if let Some(condition) = &content {
-                mirror(&mut next["status"], condition);
+                mirror(status, condition);
             }
+            Ok(())
         })
         .await?;
     }

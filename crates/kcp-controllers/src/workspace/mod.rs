@@ -16,9 +16,10 @@ mod phase;
 mod scheduling;
 
 use kcp_apis::system;
+use kcp_registry::fields::{self, WrongType};
 use kcp_registry::tenancy::WORKSPACE_FINALIZER;
 use kcp_registry::{Registry, RegistryError, Target};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::sync::watch;
 
 use crate::driver::{Also, Controller, Key, Outcome};
@@ -49,11 +50,13 @@ pub(crate) fn workspaces(cluster: &str) -> Target<'_> {
     }
 }
 
-/// Changes the workspace `key` by `edit` (the whole object, status included), retrying lost races.
+/// Changes the workspace `key` by `edit` (the whole object, status included), retrying lost
+/// races; a stored workspace whose fields have the wrong type fails the change (a 500: nothing
+/// a controller can repair).
 pub(crate) async fn change(
     registry: &Registry,
     key: &Key,
-    edit: impl Fn(&mut Value) + Send + Sync,
+    edit: impl Fn(&mut Value) -> Result<(), WrongType> + Send + Sync,
 ) -> Result<Value, RegistryError> {
     registry
         .privileged()
@@ -62,15 +65,22 @@ pub(crate) async fn change(
             &key.name,
             &move |current: &Value| {
                 let mut next = current.clone();
-                edit(&mut next);
+                edit(&mut next).map_err(|e| {
+                    RegistryError::Internal(format!("workspace {}|{}: {e}", key.cluster, key.name))
+                })?;
                 Ok(next)
             },
         )
         .await
 }
 
+/// The `status` object of a workspace being changed.
+pub(crate) fn status_of(workspace: &mut Value) -> Result<&mut Map<String, Value>, WrongType> {
+    fields::object_mut(workspace, &["status"])
+}
+
 /// Sets `WorkspaceInitialized=True` in a workspace's status.
-pub(crate) fn mark_initialized(status: &mut Value) {
+pub(crate) fn mark_initialized(status: &mut Map<String, Value>) {
     crate::conditions::set(
         status,
         crate::conditions::Condition {
@@ -98,13 +108,19 @@ pub async fn reconcile(registry: &Registry, key: &Key) -> Result<Outcome, Regist
     if !has_finalizer {
         // Admission adds it; a client may have removed it since.
         change(registry, key, |next| {
-            let finalizers = &mut next["metadata"]["finalizers"];
+            let metadata = fields::object_mut(next, &["metadata"])?;
+            let finalizers = metadata
+                .entry("finalizers")
+                .or_insert_with(|| serde_json::json!([]));
             if !finalizers.is_array() {
                 *finalizers = serde_json::json!([]);
             }
-            if let Some(list) = finalizers.as_array_mut() {
+            if let Some(list) = finalizers.as_array_mut()
+                && !list.iter().any(|f| f == WORKSPACE_FINALIZER)
+            {
                 list.push(serde_json::json!(WORKSPACE_FINALIZER));
             }
+            Ok(())
         })
         .await?;
         return Ok(Outcome::Finished);

@@ -5,6 +5,8 @@
 //! workspace in one write. A name another owner already holds is replaced by a new random one.
 
 use kcp_apis::system;
+use kcp_registry::fields;
+use kcp_registry::tenancy::paths::valid_cluster_name;
 use kcp_registry::tenancy::{
     CLUSTER_ANNOTATION, LOGICAL_CLUSTER, LOGICAL_CLUSTER_FINALIZER, PATH_ANNOTATION,
     TYPE_ANNOTATION, names, types,
@@ -12,7 +14,7 @@ use kcp_registry::tenancy::{
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::{Value, json};
 
-use super::{change, mark_initialized};
+use super::{change, mark_initialized, status_of};
 use crate::conditions::{self, Condition};
 use crate::driver::{Key, Outcome};
 
@@ -21,7 +23,10 @@ pub(super) async fn reconcile(
     key: &Key,
     workspace: &Value,
 ) -> Result<Outcome, RegistryError> {
-    let Some(cluster) = workspace["metadata"]["annotations"][CLUSTER_ANNOTATION].as_str() else {
+    let Some(cluster) = workspace["metadata"]["annotations"][CLUSTER_ANNOTATION]
+        .as_str()
+        .filter(|name| valid_cluster_name(name))
+    else {
         return rename(registry, key).await;
     };
     let parent = registry.logical_cluster(&key.cluster).await?;
@@ -84,11 +89,12 @@ pub(super) async fn reconcile(
     }
     let cluster = cluster.to_string();
     change(registry, key, move |next| {
-        next["spec"]["cluster"] = json!(cluster);
-        next["spec"]["URL"] = json!(url);
-        let status = &mut next["status"];
-        status["phase"] = json!(phase);
-        status["initializers"] = json!(initializers);
+        let spec = fields::object_mut(next, &["spec"])?;
+        spec.insert("cluster".into(), json!(cluster));
+        spec.insert("URL".into(), json!(url));
+        let status = status_of(next)?;
+        status.insert("phase".into(), json!(phase));
+        status.insert("initializers".into(), json!(initializers));
         conditions::set(
             status,
             Condition {
@@ -101,6 +107,7 @@ pub(super) async fn reconcile(
         if phase == "Ready" {
             mark_initialized(status);
         }
+        Ok(())
     })
     .await?;
     Ok(Outcome::Finished)
@@ -110,7 +117,11 @@ pub(super) async fn reconcile(
 async fn rename(registry: &Registry, key: &Key) -> Result<Outcome, RegistryError> {
     let name = names::random_cluster_name();
     change(registry, key, move |next| {
-        next["metadata"]["annotations"][CLUSTER_ANNOTATION] = json!(name);
+        fields::set(
+            next,
+            &["metadata", "annotations", CLUSTER_ANNOTATION],
+            json!(name),
+        )
     })
     .await?;
     Ok(Outcome::Finished)

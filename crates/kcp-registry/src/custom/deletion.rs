@@ -6,12 +6,23 @@
 //! created (405). The CRD controller's cleanup then deletes every custom resource of the CRD in
 //! its logical cluster and removes the finalizer, which removes the CRD. A delete of a CRD
 //! that is already terminating is the generic delete (it waits for the finalizers).
+//!
+//! Controllers delete custom resources as they are stored
+//! ([`Registry::delete_custom_resources_as_stored`]), as kube-apiserver's CRD finalizer deletes
+//! them at the storage version: nothing is converted, so a CRD whose conversion webhook cannot
+//! be reached can still be emptied and deleted (and so can its namespaces and its workspace).
 
+use bytes::Bytes;
+use kcp_storage::keys::ResourceKeys;
+use kcp_storage::{RangeRequest, StorageError};
 use serde_json::{Value, json};
 
 use crate::error::RegistryError;
 use crate::meta;
 use crate::store::{DeleteOutcome, Registry, Target, decode};
+
+/// How many stored objects one read of [`Registry::delete_custom_resources_as_stored`] takes.
+const DELETE_PAGE: usize = 256;
 
 /// The finalizer a deleted CRD carries until its custom resources are gone.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
@@ -46,6 +57,79 @@ impl Registry {
     }
 }
 
+impl Registry {
+    /// Deletes every custom resource `plural.group` of `cluster` (only those in `namespace`,
+    /// if given) as stored, without converting or defaulting them: an object without
+    /// finalizers goes, one with finalizers gets its deletionTimestamp (as a delete does).
+    /// Answers how many are left (finalizers hold them, or a write raced this one).
+    pub async fn delete_custom_resources_as_stored(
+        &self,
+        cluster: &str,
+        group: &str,
+        plural: &str,
+        namespace: Option<&str>,
+    ) -> Result<usize, RegistryError> {
+        let keys = ResourceKeys::new(group, plural);
+        let prefix = match namespace {
+            Some(namespace) => keys.namespace(cluster, namespace),
+            None => keys.cluster(cluster),
+        };
+        let mut remaining = 0;
+        let mut request = Some(RangeRequest::prefix(prefix).with_limit(DELETE_PAGE));
+        while let Some(page_request) = request {
+            let page = self.storage().range(page_request.clone()).await?;
+            for kv in &page.kvs {
+                if !self
+                    .delete_stored(&kv.key, &kv.value, kv.mod_revision)
+                    .await?
+                {
+                    remaining += 1;
+                }
+            }
+            request = page_request.next_page(&page);
+        }
+        Ok(remaining)
+    }
+
+    /// Deletes one stored object as it is, or marks it deleted while finalizers hold it;
+    /// whether it is gone.
+    async fn delete_stored(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        revision: u64,
+    ) -> Result<bool, RegistryError> {
+        let mut object: Value = serde_json::from_slice(value)
+            .map_err(|e| RegistryError::Internal(format!("stored object is not JSON: {e}")))?;
+        let outcome = if meta::has_finalizers(&object) {
+            if meta::string(&object, "deletionTimestamp").is_some() {
+                return Ok(false);
+            }
+            let metadata = meta::metadata_mut(&mut object);
+            metadata.insert("deletionTimestamp".into(), json!(meta::now()));
+            metadata.insert("deletionGracePeriodSeconds".into(), json!(0));
+            let bytes =
+                serde_json::to_vec(&object).map_err(|e| RegistryError::Internal(e.to_string()))?;
+            self.storage()
+                .update(key, Bytes::from(bytes), revision)
+                .await
+                .map(|_| false)
+        } else {
+            self.storage()
+                .delete(key, Some(revision))
+                .await
+                .map(|_| true)
+        };
+        match outcome {
+            Ok(gone) => Ok(gone),
+            // Changed meanwhile: the next pass looks again.
+            Err(StorageError::Conflict { .. }) => Ok(false),
+            Err(StorageError::NotFound { .. }) => Ok(true),
+            Err(other) => Err(other.into()),
+        }
+    }
+}
+
 /// Starts the termination of `crd`: deletionTimestamp, the cleanup finalizer, and the
 /// `Terminating` condition.
 fn mark_terminating(crd: &mut Value) {
@@ -61,11 +145,19 @@ fn mark_terminating(crd: &mut Value) {
     {
         list.push(json!(CLEANUP_FINALIZER));
     }
-    if !crd["status"].is_object() {
-        crd["status"] = json!({});
+    let Some(fields) = crd.as_object_mut() else {
+        return;
+    };
+    let status = fields.entry("status").or_insert_with(|| json!({}));
+    if !status.is_object() {
+        *status = json!({});
     }
-    if !crd["status"]["conditions"].is_array() {
-        crd["status"]["conditions"] = json!([]);
+    let Some(status) = status.as_object_mut() else {
+        return;
+    };
+    let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+    if !conditions.is_array() {
+        *conditions = json!([]);
     }
     let terminating = json!({
         "type": "Terminating",
@@ -74,7 +166,7 @@ fn mark_terminating(crd: &mut Value) {
         "reason": "InstanceDeletionPending",
         "message": "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
     });
-    if let Some(conditions) = crd["status"]["conditions"].as_array_mut() {
+    if let Some(conditions) = conditions.as_array_mut() {
         match conditions.iter_mut().find(|c| c["type"] == "Terminating") {
             Some(old) => *old = terminating,
             None => conditions.push(terminating),

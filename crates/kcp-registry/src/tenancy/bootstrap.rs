@@ -97,7 +97,9 @@ impl Registry {
                         LOGICAL_CLUSTER,
                         &move |current: &Value| {
                             let mut next = current.clone();
-                            next["status"]["URL"] = json!(url);
+                            crate::fields::set(&mut next, &["status", "URL"], json!(url)).map_err(
+                                |e| RegistryError::Internal(format!("root LogicalCluster: {e}")),
+                            )?;
                             Ok(next)
                         },
                     )

@@ -1,9 +1,11 @@
 //! kcp's tenancy: workspaces, their types and the logical clusters behind them.
 //!
 //! - [`names`]: logical cluster names (random for workspaces, derived from the user for homes);
-//! - [`paths`]: `/clusters/root:org:team` resolved to a logical cluster name through Workspaces;
+//! - [`paths`]: kcp's grammar of paths and cluster names, and `/clusters/root:org:team`
+//!   resolved to an existing logical cluster through Workspaces;
 //! - [`types`]: WorkspaceType references, `extend`, allowed parents and children, initializers;
-//! - `admission`: what creating a Workspace, LogicalCluster or WorkspaceType checks and sets;
+//! - `admission`: what writing a Workspace, LogicalCluster or WorkspaceType checks and sets
+//!   (the fields that name or own a logical cluster are the server's alone);
 //! - `bootstrap`: the root logical cluster and the built-in WorkspaceTypes;
 //! - `home`: users' home workspaces (`~`).
 //!

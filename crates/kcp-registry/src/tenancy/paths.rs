@@ -1,7 +1,18 @@
-//! Workspace paths. `/clusters/<path>` names a logical cluster either by its name (one segment,
-//! or anything under `system:`: used as it is, as kcp does) or by a path `root:org:team`: the
-//! first segment is a logical cluster name (`user:<name>` stands for a user's home), each next
-//! one a Workspace in the cluster reached so far, followed through its `spec.cluster`.
+//! Workspace paths and logical cluster names, as kcp (`kcp-dev/logicalcluster`) defines them.
+//!
+//! A path is one or more segments joined by `:`, each a DNS label (`[a-z0-9]`, then up to 61 of
+//! `[a-z0-9-]`, then `[a-z0-9]`): the regular expression
+//! `^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(:[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`. Anything else
+//! (empty, `.`, `..`, NUL, upper case, a segment over 63 characters) is not a path; the API
+//! server answers it with kcp's 400. `/clusters/<path>` names a logical cluster either by its
+//! name (one segment; `system:*` names the server's own clusters) or by a path `root:org:team`:
+//! the first segment is a logical cluster name (`user:<name>` stands for a user's home), each
+//! next one a Workspace in the cluster reached so far, followed through its `spec.cluster`.
+//!
+//! Only logical clusters that exist resolve: a name must have its LogicalCluster (`root`
+//! always has), and of the `system:` names only [`SYSTEM_CLUSTERS`], so no request can write
+//! under a storage key of a cluster nobody created. Unknown paths and names answer kcp's 404
+//! `workspaces.tenancy.kcp.io "<path>" not found`.
 //!
 //! Resolution reads storage (one read per segment), so there is no per-workspace index to keep
 //! in memory or in step, and a Workspace scheduled by another server resolves at once.
@@ -12,11 +23,19 @@ use super::{LOGICAL_CLUSTER, ROOT, names, text};
 use crate::error::RegistryError;
 use crate::store::{Registry, Target};
 
+/// The `system:` logical clusters this server serves: kcp's shard-local admin cluster (the
+/// `system:admin` context of the admin kubeconfig). kcp's other system clusters hold what this
+/// server does not have (shards, system CRDs, bound CRDs).
+pub const SYSTEM_CLUSTERS: &[&str] = &["system:admin"];
+
+/// The longest path segment (a DNS label).
+const MAX_SEGMENT: usize = 63;
+
 /// Whether `segment` is a valid path segment (a DNS label).
 pub fn valid_segment(segment: &str) -> bool {
     let bytes = segment.as_bytes();
     !bytes.is_empty()
-        && bytes.len() <= 63
+        && bytes.len() <= MAX_SEGMENT
         && bytes
             .iter()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
@@ -24,10 +43,19 @@ pub fn valid_segment(segment: &str) -> bool {
         && bytes[bytes.len() - 1] != b'-'
 }
 
-/// Whether `path` names a logical cluster directly (no lookup).
-pub fn is_cluster_name(path: &str) -> bool {
-    path.starts_with("system:") || !path.contains(':')
+/// Whether `path` is a workspace path (kcp's `Path.IsValid`, without the wildcard `*`).
+pub fn valid_path(path: &str) -> bool {
+    path.split(':').all(valid_segment)
 }
+
+/// Whether `name` is a logical cluster name a Workspace may point at: one DNS label (kcp's
+/// `Name.IsValid` also takes `system:` names, which no workspace has).
+pub fn valid_cluster_name(name: &str) -> bool {
+    valid_segment(name)
+}
+
+/// Why `name` is not a logical cluster name, as a field error's detail.
+pub const CLUSTER_NAME_MESSAGE: &str = "a logical cluster name must consist of lower case alphanumeric characters or '-', start and end with an alphanumeric character, and be at most 63 characters (regex used for validation is '[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?')";
 
 /// The 404 an unknown path answers, as kcp words it.
 pub fn not_found(path: &str) -> RegistryError {
@@ -41,17 +69,20 @@ impl Registry {
     /// The logical cluster `path` names (see the module docs); 404 when a segment does not
     /// exist or its workspace has no logical cluster yet.
     pub async fn resolve_path(&self, path: &str) -> Result<String, RegistryError> {
-        if is_cluster_name(path) {
-            return Ok(path.to_string());
+        if !valid_path(path) {
+            return Err(not_found(path));
+        }
+        if path.starts_with("system:") {
+            return match SYSTEM_CLUSTERS.contains(&path) {
+                true => Ok(path.to_string()),
+                false => Err(not_found(path)),
+            };
         }
         let mut segments: Vec<&str> = path.split(':').collect();
         let home;
         if segments[0] == "user" && segments.len() > 1 {
             home = names::home_cluster_name(segments[1]);
             segments.splice(0..2, [home.as_str()]);
-        }
-        if !segments.iter().all(|s| valid_segment(s)) {
-            return Err(not_found(path));
         }
         let mut cluster = segments[0].to_string();
         if cluster != ROOT && !self.logical_cluster_exists(&cluster).await? {
@@ -68,7 +99,7 @@ impl Registry {
                 Err(RegistryError::NotFound { .. }) => return Err(not_found(path)),
                 Err(other) => return Err(other),
             };
-            match text(&workspace, &["spec", "cluster"]) {
+            match text(&workspace, &["spec", "cluster"]).filter(|c| valid_cluster_name(c)) {
                 Some(next) => cluster = next.to_string(),
                 None => return Err(not_found(path)),
             }
@@ -110,10 +141,26 @@ mod tests {
     }
 
     #[test]
-    fn names_and_system_clusters_need_no_lookup() {
-        assert!(is_cluster_name("root"));
-        assert!(is_cluster_name("2xj8f9k3m5n7p1q4"));
-        assert!(is_cluster_name("system:admin"));
-        assert!(!is_cluster_name("root:org"));
+    fn paths_follow_kcps_regular_expression() {
+        for good in [
+            "root",
+            "root:org:team-1",
+            "a",
+            "system:admin",
+            "user:alice",
+            &"a".repeat(63),
+        ] {
+            assert!(valid_path(good), "{good}");
+        }
+        let long = "a".repeat(64);
+        for bad in [
+            "", ".", "..", "root:", ":root", "root::a", "Root", "a_b", "\0", "a/b", "*", "root:-a",
+            "%00", &long,
+        ] {
+            assert!(!valid_path(bad), "{bad:?}");
+        }
+        assert!(valid_cluster_name("2xj8f9k3m5n7p1q4"));
+        assert!(!valid_cluster_name("root:org"));
+        assert!(!valid_cluster_name(""));
     }
 }

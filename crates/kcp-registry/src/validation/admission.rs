@@ -64,9 +64,15 @@ pub fn default_webhooks(object: &mut Value, mutating: bool) {
                 }
             }
         }
-        let service = &mut hook["clientConfig"]["service"];
-        if service.is_object() && service["port"].is_null() {
-            service["port"] = json!(443);
+        // Read without `IndexMut`, which would panic on a `clientConfig` that is not an object
+        // (and insert nulls into one that has no `service`).
+        if let Some(service) = hook
+            .get_mut("clientConfig")
+            .and_then(|config| config.get_mut("service"))
+            .and_then(Value::as_object_mut)
+            && service.get("port").is_none_or(Value::is_null)
+        {
+            service.insert("port".into(), json!(443));
         }
     }
 }

@@ -24,10 +24,9 @@ fn text<'a>(value: &'a Value, field: &str) -> &'a str {
 /// Fills in `names.singular` (the lower-cased kind), `names.listKind` (`<Kind>List`) and
 /// `conversion.strategy: None`.
 pub fn default(object: &mut Value) {
-    let spec = &mut object["spec"];
-    if !spec.is_object() {
+    let Some(spec) = object.get_mut("spec").filter(|spec| spec.is_object()) else {
         return;
-    }
+    };
     let kind = text(&spec["names"], "kind").to_string();
     if spec["names"].is_object() && !kind.is_empty() {
         if text(&spec["names"], "singular").is_empty() {

@@ -160,13 +160,21 @@ pub fn validate_config_map_update(new: &Value, old: &Value, errs: &mut Errors) {
 pub fn prepare_secret(object: &mut Value) -> Result<(), RegistryError> {
     require_base64_map(object, "data", "Secret")?;
     require_string_map(object, "stringData", "Secret", "v1")?;
-    if let Some(Value::Object(string_data)) = object.as_object_mut().unwrap().remove("stringData") {
-        if !object["data"].is_object() {
-            object["data"] = json!({});
-        }
-        let data = object["data"]
-            .as_object_mut()
-            .expect("data was made an object");
+    let string_data = object
+        .as_object_mut()
+        .and_then(|fields| fields.remove("stringData"));
+    if let Some(Value::Object(string_data)) = string_data {
+        // `data` was checked above: absent, null or an object of base64 strings.
+        let data = crate::fields::object_mut(object, &["data"]).map_err(|e| {
+            decode_error(
+                "Secret",
+                "v1",
+                &format!(
+                    "json: cannot unmarshal {} into Go struct field Secret.data of type map[string][]uint8",
+                    e.found
+                ),
+            )
+        })?;
         for (name, value) in string_data {
             let text = value.as_str().unwrap_or_default();
             let encoded = base64::engine::general_purpose::STANDARD.encode(text);

@@ -1038,3 +1038,42 @@ fn custom_resource_definition_stored_versions_stay_in_spec() {
         ]
     );
 }
+
+#[test]
+fn defaults_never_panic_on_fields_of_the_wrong_type() {
+    let hooks = json!([
+        {"name": "a.example.com", "clientConfig": "x"},
+        {"name": "b.example.com", "clientConfig": {"url": "https://example.com"}},
+        {"name": "c.example.com", "clientConfig": {"service": "x"}},
+    ]);
+    for kind in [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ] {
+        let mut object = json!({"metadata": {"name": "w"}, "webhooks": hooks});
+        let _ = prepare(resource(super::ADMISSION, kind), &mut object);
+        // Defaults go only where their parent is an object; nothing else is made up.
+        assert_eq!(object["webhooks"][0]["clientConfig"], "x", "{kind}");
+        assert_eq!(
+            object["webhooks"][1]["clientConfig"],
+            json!({"url": "https://example.com"}),
+            "{kind}"
+        );
+    }
+    for (kind, field) in [
+        ("CustomResourceDefinition", "spec"),
+        ("Secret", "data"),
+        ("RoleBinding", "roleRef"),
+    ] {
+        let group = match kind {
+            "CustomResourceDefinition" => "apiextensions.k8s.io",
+            "RoleBinding" => super::RBAC,
+            _ => "",
+        };
+        for value in [json!("x"), json!(1), json!([]), json!(null)] {
+            let mut object = json!({"metadata": {"name": "w"}, "stringData": {"k": "v"}});
+            object[field] = value.clone();
+            let _ = prepare(resource(group, kind), &mut object);
+        }
+    }
+}

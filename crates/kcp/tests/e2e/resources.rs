@@ -70,7 +70,21 @@ fn configmaps_round_trip_through_kubectl() {
         "stale.json",
         &kcp.kubectl_ok(&["get", "cm", "demo", "-o", "json"]),
     );
+    // A replace that changes nothing writes nothing, as kube-apiserver: the version stays.
     kcp.kubectl_ok(&["replace", "-f", &stale]);
+    let version = || {
+        kcp.kubectl_ok(&[
+            "get",
+            "cm",
+            "demo",
+            "-o",
+            "jsonpath={.metadata.resourceVersion}",
+        ])
+    };
+    let before = version();
+    kcp.kubectl_ok(&["replace", "-f", &stale]);
+    assert_eq!(version(), before);
+    kcp.kubectl_ok(&["label", "cm", "demo", "newer=write"]);
     let conflict = kcp.kubectl(&["replace", "-f", &stale]);
     assert!(!conflict.status.success());
     let stderr = String::from_utf8_lossy(&conflict.stderr);

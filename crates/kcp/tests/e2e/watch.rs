@@ -50,12 +50,14 @@ fn kubectl_get_watch_sees_added_modified_and_deleted() {
     };
     assert_eq!(next(), ["ADDED", "watched"], "the list part arrives first");
 
+    // A replace that changes nothing is no event (kube-apiserver writes nothing); a change is.
     let current = write_file(
         dir.path(),
         "current.json",
         &kcp.kubectl_ok(&["get", "cm", "watched", "-o", "json"]),
     );
     kcp.kubectl_ok(&["replace", "-f", &current]);
+    kcp.kubectl_ok(&["label", "cm", "watched", "seen=yes"]);
     assert_eq!(next(), ["MODIFIED", "watched"]);
     kcp.kubectl_ok(&["delete", "cm", "watched"]);
     assert_eq!(next(), ["DELETED", "watched"]);

@@ -1,7 +1,8 @@
 //! Workspaces with kubectl alone (the plugins have their own tests): creation walks to Ready with
 //! a URL, paths and logical cluster names reach the same workspace, types constrain where
 //! workspaces may live, initializers hold a workspace in Initializing, deletion removes a whole
-//! tree, homes, and a restart keeps it all.
+//! tree, homes, and a restart keeps it all; only the server names and owns logical clusters (no
+//! aliasing another workspace's cluster, no directly deletable LogicalClusters by users).
 
 use super::support::{Kcp, write_file};
 
@@ -139,10 +140,26 @@ fn workspaces_become_ready_and_are_reached_by_path_and_by_name() {
         "lc.yaml",
         "apiVersion: core.kcp.io/v1alpha1\nkind: LogicalCluster\nmetadata:\n  name: cluster\n",
     );
-    let refused = kcp.kubectl_in_err("lonely", &["create", "-f", &lc]);
+    let refused = kcp.kubectl_in_err("root:org:team", &["create", "-f", &lc]);
     assert!(
         refused.contains("LogicalCluster cannot be created"),
         "{refused}"
+    );
+    // A cluster nobody created cannot be written to (nor is any other name a cluster).
+    let phantom = kcp.kubectl_in_err("phantom", &["create", "namespace", "x"]);
+    assert!(
+        phantom.contains(r#"workspaces.tenancy.kcp.io \"phantom\" not found"#)
+            || phantom.contains(r#"workspaces.tenancy.kcp.io "phantom" not found"#),
+        "{phantom}"
+    );
+    let invalid = kcp.kubectl_in_err(
+        "root",
+        &["get", "--raw", "/clusters/%2e%2e/api/v1/namespaces"],
+    );
+    assert!(
+        invalid.contains(r#"invalid cluster: \"..\" does not match the regex"#)
+            || invalid.contains(r#"invalid cluster: ".." does not match the regex"#),
+        "{invalid}"
     );
 
     // kcp's kinds are served everywhere but are not CRDs anyone can delete.
@@ -321,10 +338,21 @@ fn deleting_a_workspace_deletes_its_tree_and_honours_finalizers() {
         &["get", "--raw", "/clusters/root:doomed/api/v1/namespaces"],
     );
     assert!(gone.contains("root:doomed"), "{gone}");
-    // Nothing is left behind in the team's logical cluster.
+    // The team's logical cluster is gone, and nothing is left behind in it.
+    let gone = kcp.kubectl_in_err(&team_cluster, &["get", "configmaps", "-A"]);
+    assert!(gone.contains(&team_cluster), "{gone}");
     for resource in ["configmaps", "namespaces", "logicalclusters", "workspaces"] {
-        let left = kcp.kubectl_in_ok(&team_cluster, &["get", resource, "-A", "-o", "name"]);
-        assert!(left.is_empty(), "{resource}: {left}");
+        let left = kcp.kubectl_in_ok(
+            "*",
+            &[
+                "get",
+                resource,
+                "-A",
+                "-o",
+                "jsonpath={.items[*].metadata.annotations}",
+            ],
+        );
+        assert!(!left.contains(&team_cluster), "{resource}: {left}");
     }
     // The sibling is untouched.
     assert_eq!(
@@ -400,5 +428,129 @@ fn homes_are_made_on_first_use_and_everything_survives_a_restart() {
         "root:org:team",
         "after",
         Some("universal"),
+    );
+}
+
+#[test]
+fn only_the_server_names_and_owns_logical_clusters() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join(".kcp"), &[]);
+    create_ready(&kcp, dir.path(), "root", "victim", None);
+    let victim = field(&kcp, "root", &["get", "ws", "victim"], "{.spec.cluster}");
+    kcp.kubectl_in_ok(
+        &victim,
+        &["create", "configmap", "secret-plans", "-n", "default"],
+    );
+
+    // Neither spec.cluster nor the cluster annotation aliases another workspace's cluster.
+    let by_spec = write_file(
+        dir.path(),
+        "by-spec.yaml",
+        &format!("{}spec:\n  cluster: {victim}\n", workspace("by-spec", None)),
+    );
+    let refused = kcp.kubectl_in_err("root", &["create", "-f", &by_spec]);
+    assert!(
+        refused.contains(r#"workspaces.tenancy.kcp.io "by-spec" is forbidden: spec.Cluster can only be set by system privileged users"#),
+        "{refused}"
+    );
+    let by_annotation = write_file(
+        dir.path(),
+        "by-annotation.yaml",
+        &format!(
+            "{}  annotations:\n    internal.tenancy.kcp.io/cluster: {victim}\n",
+            workspace("by-annotation", None)
+        ),
+    );
+    let refused = kcp.kubectl_in_err("root", &["create", "-f", &by_annotation]);
+    assert!(
+        refused.contains(
+            r#"modification of reserved annotation: \"internal.tenancy.kcp.io/cluster\""#
+        ) || refused
+            .contains(r#"modification of reserved annotation: "internal.tenancy.kcp.io/cluster""#),
+        "{refused}"
+    );
+    create_ready(&kcp, dir.path(), "root", "mine", None);
+    let moved = kcp.kubectl_in_err(
+        "root",
+        &[
+            "patch",
+            "ws",
+            "mine",
+            "--type=merge",
+            "-p",
+            &format!(r#"{{"spec":{{"cluster":"{victim}"}}}}"#),
+        ],
+    );
+    assert!(
+        moved.contains("spec.cluster can only be changed by system privileged users"),
+        "{moved}"
+    );
+    let mine = field(&kcp, "root", &["get", "ws", "mine"], "{.spec.cluster}");
+    assert_ne!(mine, victim);
+    assert!(
+        kcp.kubectl_in_ok(
+            "root:mine",
+            &["get", "configmaps", "-n", "default", "-o", "name"]
+        )
+        .is_empty()
+    );
+
+    // A LogicalCluster cannot be made directly deletable, so its content stays.
+    let deletable = kcp.kubectl_in_err(
+        "root:victim",
+        &[
+            "patch",
+            "logicalcluster",
+            "cluster",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"directlyDeletable":true}}"#,
+        ],
+    );
+    assert!(
+        deletable.contains("spec.directlyDeletable can only be changed by system privileged users"),
+        "{deletable}"
+    );
+    kcp.kubectl_in_err("root:victim", &["delete", "logicalcluster", "cluster"]);
+    assert_eq!(
+        field(&kcp, "root", &["get", "ws", "victim"], "{.status.phase}"),
+        "Ready"
+    );
+    assert_eq!(
+        kcp.kubectl_in_ok(
+            "root:victim",
+            &[
+                "get",
+                "configmap",
+                "secret-plans",
+                "-n",
+                "default",
+                "-o",
+                "name"
+            ]
+        )
+        .trim(),
+        "configmap/secret-plans"
+    );
+
+    // A body of the wrong shape is the schema's 422, not a crash.
+    let stringy = write_file(
+        dir.path(),
+        "stringy.json",
+        r#"{"apiVersion":"tenancy.kcp.io/v1alpha1","kind":"Workspace","metadata":{"name":"stringy"},"spec":"x"}"#,
+    );
+    let invalid = kcp.kubectl_in_err(
+        "root",
+        &[
+            "create",
+            "--raw",
+            "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces",
+            "-f",
+            &stringy,
+        ],
+    );
+    assert!(
+        invalid.contains("spec in body must be of type object"),
+        "{invalid}"
     );
 }
