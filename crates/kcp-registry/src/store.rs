@@ -308,7 +308,8 @@ impl Registry {
             meta::metadata_mut(&mut object).insert("name".into(), json!(name));
         }
         self.admit_tenancy_create(&target, &mut object).await?;
-        let causes = validation::validate_create(target.resource, &object);
+        let mut causes = validation::validate_create(target.resource, &object);
+        validation::check_rules(target.resource, &object, None, &mut causes).await;
         if !causes.is_empty() {
             return Err(target.invalid(&name, causes));
         }
@@ -418,7 +419,7 @@ impl Registry {
             let next = object.clone();
             let mut next = strategy::prepare_update(target.resource, self.part, &stored, next);
             carry_server_fields(target.resource, &stored, &mut next);
-            check_update(&target, name, &next, &stored)?;
+            check_update(&target, name, &next, &stored).await?;
             match self
                 .write_back(&target, name, next, current.mod_revision)
                 .await
@@ -459,7 +460,7 @@ impl Registry {
             let mut patched =
                 strategy::prepare_update(target.resource, self.part, &stored, patched);
             carry_server_fields(target.resource, &stored, &mut patched);
-            check_update(&target, name, &patched, &stored)?;
+            check_update(&target, name, &patched, &stored).await?;
             match self
                 .write_back(&target, name, patched, current.mod_revision)
                 .await
@@ -659,13 +660,14 @@ fn normalize(target: &Target<'_>, body: Value) -> Result<Value, RegistryError> {
 }
 
 /// Fails with the 422 of `next` replacing `stored` if it breaks the kind's rules.
-fn check_update(
+async fn check_update(
     target: &Target<'_>,
     name: &str,
     next: &Value,
     stored: &Value,
 ) -> Result<(), RegistryError> {
-    let causes = validation::validate_update(target.resource, next, stored);
+    let mut causes = validation::validate_update(target.resource, next, stored);
+    validation::check_rules(target.resource, next, Some(stored), &mut causes).await;
     if causes.is_empty() {
         Ok(())
     } else {
