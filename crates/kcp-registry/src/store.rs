@@ -309,7 +309,8 @@ impl Registry {
             meta::metadata_mut(&mut object).insert("name".into(), json!(name));
         }
         self.admit_tenancy_create(&target, &mut object).await?;
-        let causes = validation::validate_create(target.resource, &object);
+        let mut causes = validation::validate_create(target.resource, &object);
+        validation::check_rules(target.resource, &object, None, &mut causes).await;
         if !causes.is_empty() {
             return Err(target.invalid(&name, causes));
         }
@@ -420,7 +421,7 @@ impl Registry {
             let mut next = strategy::prepare_update(target.resource, self.part, &stored, next);
             carry_server_fields(target.resource, &stored, &mut next);
             self.admit_tenancy_update(&target, name, &stored, &mut next)?;
-            check_update(&target, name, &next, &stored)?;
+            check_update(&target, name, &next, &stored).await?;
             if unchanged(target.resource, &stored, &next) {
                 return Ok(stored);
             }
@@ -465,7 +466,7 @@ impl Registry {
                 strategy::prepare_update(target.resource, self.part, &stored, patched);
             carry_server_fields(target.resource, &stored, &mut patched);
             self.admit_tenancy_update(&target, name, &stored, &mut patched)?;
-            check_update(&target, name, &patched, &stored)?;
+            check_update(&target, name, &patched, &stored).await?;
             if unchanged(target.resource, &stored, &patched) {
                 return Ok(stored);
             }
@@ -668,13 +669,14 @@ fn normalize(target: &Target<'_>, body: Value) -> Result<Value, RegistryError> {
 }
 
 /// Fails with the 422 of `next` replacing `stored` if it breaks the kind's rules.
-fn check_update(
+async fn check_update(
     target: &Target<'_>,
     name: &str,
     next: &Value,
     stored: &Value,
 ) -> Result<(), RegistryError> {
-    let causes = validation::validate_update(target.resource, next, stored);
+    let mut causes = validation::validate_update(target.resource, next, stored);
+    validation::check_rules(target.resource, next, Some(stored), &mut causes).await;
     if causes.is_empty() {
         Ok(())
     } else {

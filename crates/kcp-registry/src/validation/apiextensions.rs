@@ -2,7 +2,9 @@
 //! dotted domain, a known scope, DNS-1035 version names without repeats and exactly one
 //! storage version, the required names; group and plural never change. Schemas and the rest
 //! of the CRD semantics are not checked here, except that every version has a structural
-//! schema whose CEL rules (`x-kubernetes-validations`) compile, the conversion settings (a
+//! schema whose CEL rules (`x-kubernetes-validations`) compile and are within Kubernetes'
+//! estimated cost limits (not estimated again when an update leaves a version's schema as it
+//! was, as in Kubernetes), the conversion settings (a
 //! webhook needs a client config and a ConversionReview version the server speaks) and, on
 //! updates, `status.storedVersions`. Defaults as in `apiextensions/v1`: `singular`, `listKind`,
 //! `conversion.strategy`.
@@ -68,8 +70,9 @@ fn go_versions(versions: &[Value]) -> String {
     )
 }
 
-/// A version's schema must be structural, and then its CEL rules must compile (paths of
-/// both relative to `schema_path`).
+/// A version's schema must be structural, and then its CEL rules must compile and be within
+/// Kubernetes' estimated cost limits (paths of both relative to `schema_path`; the limit of
+/// the whole schema is reported at `schema_path` itself).
 fn schema_errors(schema: &Value, schema_path: &str, errs: &mut Errors) {
     let cause = |e: FieldError| crate::Cause {
         reason: e.reason,
@@ -81,12 +84,51 @@ fn schema_errors(schema: &Value, schema_path: &str, errs: &mut Errors) {
         errs.extend(structural.into_iter().map(cause));
         return;
     }
-    if let Err(rule_errors) = CelValidator::compile(schema) {
-        errs.extend(rule_errors.into_iter().map(|mut e| {
-            e.field = format!("{schema_path}.{}", e.field);
-            cause(e)
-        }));
+    errs.extend(CelValidator::check(schema).into_iter().map(|mut e| {
+        e.field = if e.field.is_empty() {
+            schema_path.to_string()
+        } else {
+            format!("{schema_path}.{}", e.field)
+        };
+        cause(e)
+    }));
+}
+
+/// Whether `cause` holds an estimated cost against a CRD (and not a mistake in it).
+fn is_cost(cause: &crate::Cause) -> bool {
+    cause.reason == "FieldValueForbidden"
+        && (cause.message.contains(" exceeds budget by factor of ")
+            || cause.message.contains("contributed to estimated rule"))
+}
+
+/// As Kubernetes does on updates, drops the estimated costs of versions whose schema did not
+/// change: a CRD stored under other limits (or estimated otherwise) stays updatable.
+fn forgive_unchanged_costs(new: &Value, old: &Value, errs: &mut Errors) {
+    fn schema(version: &Value) -> Option<&Value> {
+        version.get("schema")?.get("openAPIV3Schema")
     }
+    let old_versions = old["spec"]["versions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let unchanged: Vec<String> = new["spec"]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter(|(_, version)| {
+            old_versions
+                .iter()
+                .any(|o| o.get("name") == version.get("name") && schema(o) == schema(version))
+        })
+        .map(|(i, _)| format!("{}.schema.openAPIV3Schema", index("spec.versions", i)))
+        .collect();
+    errs.retain(|cause| {
+        !(is_cost(cause)
+            && unchanged
+                .iter()
+                .any(|path| cause.field == *path || cause.field.starts_with(&format!("{path}."))))
+    });
 }
 
 pub fn validate(object: &Value, errs: &mut Errors) {
@@ -305,6 +347,7 @@ fn validate_stored_versions(crd: &Value, errs: &mut Errors) {
 /// Group and plural make up the name and the storage location: they never change. The stored
 /// versions must stay served or not (see [`validate_stored_versions`]).
 pub fn validate_update(new: &Value, old: &Value, errs: &mut Errors) {
+    forgive_unchanged_costs(new, old, errs);
     validate_stored_versions(new, errs);
     for (path, get) in [
         (
@@ -326,7 +369,7 @@ pub fn validate_update(new: &Value, old: &Value, errs: &mut Errors) {
 mod tests {
     use serde_json::{Value, json};
 
-    use super::validate;
+    use super::{validate, validate_update};
 
     fn crd_with_schema(schema: Value) -> Value {
         json!({"metadata": {"name": "widgets.example.com"}, "spec": {
@@ -381,5 +424,48 @@ mod tests {
                 "FieldValueRequired spec.versions[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule: Required value: rule is not specified"
             ]
         );
+    }
+
+    #[test]
+    fn rules_over_the_estimated_cost_limits_are_forbidden() {
+        let crd = crd_with_schema(json!({"type": "object", "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-validations": [{"rule": "self.items.all(x, self.items.all(y, x == y))"}],
+            "properties": {"items": {"type": "array", "items": {"type": "string"}}},
+        }}}));
+        let hint = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+        assert_eq!(
+            errors(&crd),
+            [
+                format!("FieldValueForbidden spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x {hint}"),
+                "FieldValueForbidden spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Forbidden: contributed to estimated rule & messageExpression cost total exceeding cost limit for entire OpenAPIv3 schema".to_string(),
+                format!("FieldValueForbidden spec.versions[0].schema.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule & messageExpression cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {hint}"),
+            ]
+        );
+    }
+
+    #[test]
+    fn unchanged_schemas_are_not_estimated_again_on_update() {
+        let costly = json!({"type": "object", "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-validations": [{"rule": "self.items.all(x, self.items.all(y, x == y))"}],
+            "properties": {"items": {"type": "array", "items": {"type": "string"}}},
+        }}});
+        let mut old = crd_with_schema(costly.clone());
+        old["status"] = json!({"storedVersions": ["v1"]});
+        let mut relabelled = old.clone();
+        relabelled["metadata"]["labels"] = json!({"a": "b"});
+        let mut errs = Vec::new();
+        validate(&relabelled, &mut errs);
+        validate_update(&relabelled, &old, &mut errs);
+        assert!(errs.is_empty(), "{errs:?}");
+        // A changed schema is estimated again.
+        let mut changed = old.clone();
+        changed["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"]
+            [0]["message"] = json!("m");
+        let mut errs = Vec::new();
+        validate(&changed, &mut errs);
+        validate_update(&changed, &old, &mut errs);
+        assert_eq!(errs.len(), 3, "{errs:?}");
     }
 }

@@ -1,9 +1,13 @@
 //! Custom resources: validated by their CRD version's schema (with Kubernetes' paths and
 //! messages, every problem at once) after the metadata rules every object follows, and
-//! defaulted by it before that; the fields the `scale` subresource reads must be readable.
-//! Unknown fields are pruned earlier, where `fieldValidation` is read (the API server).
+//! defaulted by it before that; the fields the `scale` subresource reads must be readable;
+//! then the version's CEL rules ([`check_rules`], async: they run on tokio's blocking pool,
+//! so a slow rule never holds up other requests). Unknown fields are pruned earlier, where
+//! `fieldValidation` is read (the API server).
 
+use kcp_apimachinery::schema::{CelValidator, FieldError};
 use kcp_apimachinery::unstructured::{nested_int64, nested_string};
+use kcp_apis::builtin::Resource;
 use kcp_apis::custom::CustomResource;
 use serde_json::Value;
 
@@ -25,7 +29,7 @@ pub(crate) fn prepare(custom: &CustomResource, object: &mut Value) {
 pub(crate) fn validate_create(custom: &CustomResource, object: &Value) -> Errors {
     let mut errs = Errors::new();
     metadata::validate(object, NameRule::Subdomain, &mut errs);
-    validate_schema(custom, object, None, &mut errs);
+    validate_schema(custom, object, &mut errs);
     validate_scale(custom, object, &mut errs);
     errs
 }
@@ -35,40 +39,64 @@ pub(crate) fn validate_update(custom: &CustomResource, new: &Value, old: &Value)
     let mut errs = Errors::new();
     metadata::validate_update(new, old, &mut errs);
     metadata::validate(new, NameRule::Subdomain, &mut errs);
-    validate_schema(custom, new, Some(old), &mut errs);
+    validate_schema(custom, new, &mut errs);
     validate_scale(custom, new, &mut errs);
     errs
 }
 
-/// The schema's problems with `object`, then its CEL rules' (with `old` for transition
-/// rules) unless a value of the wrong type or outside its enum makes them meaningless: then,
-/// as in Kubernetes, one error says the rules were not checked.
-fn validate_schema(
-    custom: &CustomResource,
+/// The schema's problems with `object`.
+fn validate_schema(custom: &CustomResource, object: &Value, errs: &mut Errors) {
+    if let Some(schema) = &custom.schema {
+        let found = kcp_apimachinery::schema::validate(schema, object, "");
+        errs.extend(found.into_iter().map(cause));
+    }
+}
+
+/// Whether `causes` hold a value of the wrong type or outside its enum, which makes CEL rules
+/// meaningless (Kubernetes' `hasBlockingErr`).
+fn blocking(causes: &[Cause]) -> bool {
+    causes.iter().any(|c| {
+        c.reason == "FieldValueNotSupported" || c.message.contains(" in body must be of type ")
+    })
+}
+
+/// Adds the failures of the CEL rules of `resource` (a custom resource) on `object` (`old`:
+/// the stored object on update) to `causes`, the object's other problems: as in Kubernetes,
+/// when those include a blocking one the rules are not run and one cause says so.
+pub(crate) async fn check_rules(
+    resource: &Resource,
     object: &Value,
     old: Option<&Value>,
-    errs: &mut Errors,
+    causes: &mut Vec<Cause>,
 ) {
-    let Some(schema) = &custom.schema else {
+    let Some(validator) = resource.custom.as_ref().and_then(|c| c.cel.as_ref()) else {
         return;
     };
-    let found = kcp_apimachinery::schema::validate(schema, object, "");
-    let blocking = found.iter().any(|e| {
-        e.reason == "FieldValueNotSupported" || e.message.contains(" in body must be of type ")
-    });
-    errs.extend(found.into_iter().map(cause));
-    let Some(cel) = &custom.cel else {
-        return;
-    };
-    if blocking {
-        errs.push(Cause {
+    if blocking(causes) {
+        causes.push(Cause {
             reason: "FieldValueInvalid",
             field: "<nil>".into(),
             message: "Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
         });
         return;
     }
-    errs.extend(cel.validate(object, old).into_iter().map(cause));
+    let failures = run_rules(validator.clone(), object.clone(), old.cloned()).await;
+    causes.extend(failures.into_iter().map(cause));
+}
+
+/// Runs `validator` on tokio's blocking pool: rules may take up to their cost budget (about a
+/// second), which must not stall the async workers. A panic there (which the validator
+/// already guards against per rule) becomes an internal error, not a lost request.
+async fn run_rules(validator: CelValidator, object: Value, old: Option<Value>) -> Vec<FieldError> {
+    let evaluation =
+        tokio::task::spawn_blocking(move || validator.validate(&object, old.as_ref())).await;
+    evaluation.unwrap_or_else(|_| {
+        vec![FieldError {
+            reason: "InternalError",
+            field: "<nil>".into(),
+            message: "Internal error: the validation rules could not be evaluated".into(),
+        }]
+    })
 }
 
 fn cause(error: kcp_apimachinery::schema::FieldError) -> Cause {
@@ -157,6 +185,65 @@ mod tests {
                 ".spec.replicas: Invalid value: 0: .spec.replicas accessor error: two is of the type string, expected int64",
                 ".status.selector: Invalid value: \"\": .status.selector accessor error: 1 is of the type int64, expected string",
             ]
+        );
+    }
+
+    /// The resource of a CRD whose `spec.items` must all be positive.
+    fn ruled() -> &'static Resource {
+        let interner = Box::leak(Box::new(Interner::default()));
+        &interner.resources(&json!({
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {
+                "openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                    "type": "object",
+                    "x-kubernetes-validations": [{"rule": "self.items.all(x, x > 0)", "message": "positive"}],
+                    "properties": {"items": {"type": "array", "items": {"type": "integer"}}},
+                }}},
+            }}],
+        }))[0]
+    }
+
+    #[tokio::test]
+    async fn rules_yield_to_the_runtime_while_they_run() {
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let finished = done.clone();
+        let object = json!({"metadata": {"name": "w"}, "spec": {"items": [1, 0, 3]}});
+        let validation = tokio::spawn(async move {
+            let mut causes = Vec::new();
+            check_rules(ruled(), &object, None, &mut causes).await;
+            finished.store(true, std::sync::atomic::Ordering::SeqCst);
+            causes
+        });
+        // On this single-threaded runtime the validation task runs until it waits for the
+        // blocking pool; evaluating the rules in place would have finished it.
+        tokio::task::yield_now().await;
+        assert!(!done.load(std::sync::atomic::Ordering::SeqCst));
+        let causes = validation.await.unwrap();
+        assert_eq!(
+            causes
+                .iter()
+                .map(|c| format!("{}: {}", c.field, c.message))
+                .collect::<Vec<_>>(),
+            ["spec: Invalid value: \"object\": positive"]
+        );
+    }
+
+    #[tokio::test]
+    async fn rules_are_not_run_on_values_of_the_wrong_type() {
+        let mut causes = vec![Cause {
+            reason: "FieldValueInvalid",
+            field: "spec.items[0]".into(),
+            message: "Invalid value: \"string\": spec.items[0] in body must be of type integer: \"string\"".into(),
+        }];
+        let object = json!({"spec": {"items": ["a"]}});
+        check_rules(ruled(), &object, None, &mut causes).await;
+        assert_eq!(causes.len(), 2);
+        assert!(
+            causes[1]
+                .message
+                .contains("some validation rules were not checked")
         );
     }
 }

@@ -30,6 +30,7 @@ use serde_json::Value;
 
 use crate::error::{Cause, RegistryError};
 use crate::names::NameRule;
+pub(crate) use custom::check_rules;
 use field::Errors;
 
 const RBAC: &str = "rbac.authorization.k8s.io";

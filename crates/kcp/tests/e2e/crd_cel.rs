@@ -1,6 +1,10 @@
 //! CEL validation rules of custom resources with kubectl: `message`, `messageExpression`,
 //! `reason`, `fieldPath` and a transition rule with `oldSelf`, reported as kube-apiserver
-//! reports them; and a rule that does not compile refused when the CRD is created.
+//! reports them; a rule that does not compile refused when the CRD is created; a rule whose
+//! estimated cost is over Kubernetes' limits refused likewise; and expensive rules evaluated
+//! without holding up the server.
+
+use std::time::{Duration, Instant};
 
 use super::support::{Kcp, write_file};
 
@@ -97,4 +101,130 @@ fn cel_rules_validate_custom_resources() {
             && stderr.contains("compilation failed"),
         "{stderr}"
     );
+}
+
+/// The rule of the issue: a loop in a loop over a list nothing bounds.
+const COSTLY_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: bombs.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: bombs, singular: bomb, kind: Bomb}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: "self.items.all(x, self.items.all(y, x == y || x != y))"
+            properties:
+              items:
+                type: array
+                items: {type: string}
+"#;
+
+#[test]
+fn rules_over_the_estimated_cost_limits_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let cluster = &kcp.workspace("crd-cel-cost");
+    let crd = write_file(dir.path(), "crd.yaml", COSTLY_CRD);
+    let stderr = kcp.kubectl_in_err(cluster, &["apply", "-f", &crd]);
+    let rule =
+        "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule";
+    let hint = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+    assert_eq!(
+        stderr,
+        format!(
+            "The CustomResourceDefinition \"bombs.example.com\" is invalid: \n\
+             * {rule}: Forbidden: estimated rule cost exceeds budget by factor of more than 100x {hint}\n\
+             * {rule}: Forbidden: contributed to estimated rule & messageExpression cost total exceeding cost limit for entire OpenAPIv3 schema\n\
+             * spec.versions[0].schema.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule & messageExpression cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {hint}"
+        )
+    );
+    // Bounded, the same rule is accepted.
+    let bounded = COSTLY_CRD.replace(
+        "                type: array\n                items: {type: string}",
+        "                type: array\n                maxItems: 100\n                items: {type: string, maxLength: 16}",
+    );
+    let bounded = write_file(dir.path(), "bounded.yaml", &bounded);
+    kcp.kubectl_in_ok(cluster, &["apply", "-f", &bounded]);
+}
+
+#[test]
+fn expensive_rules_do_not_hold_up_other_requests() {
+    // Twelve rules, each a loop in a loop: within the estimate thanks to the bounds, and
+    // together close to the runtime budget on a full list.
+    let rules: String = (0..12)
+        .map(|i| format!("            - rule: \"self.items.all(x, self.items.all(y, x == y || x != y || {i} < 0))\"\n"))
+        .collect();
+    let crd = COSTLY_CRD
+        .replace(
+            "            - rule: \"self.items.all(x, self.items.all(y, x == y || x != y))\"\n",
+            &rules,
+        )
+        .replace(
+            "                type: array\n                items: {type: string}",
+            "                type: array\n                maxItems: 300\n                items: {type: string, maxLength: 8}",
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let cluster = "root";
+    let crd = write_file(dir.path(), "crd.yaml", &crd);
+    kcp.kubectl_in_ok(cluster, &["apply", "-f", &crd]);
+    kcp.wait_established(cluster, "bombs.example.com");
+
+    let items: Vec<String> = (0..200).map(|i| format!("i{i:03}")).collect();
+    // Twice as many writes at once as the server has worker threads, and then some.
+    let writers = 2 * std::thread::available_parallelism().map_or(2, |n| n.get()) + 2;
+    let files: Vec<String> = (0..writers)
+        .map(|w| {
+            let object = serde_json::json!({
+                "apiVersion": "example.com/v1",
+                "kind": "Bomb",
+                "metadata": {"name": format!("b{w}"), "namespace": "default"},
+                "spec": {"items": items},
+            });
+            write_file(dir.path(), &format!("b{w}.json"), &object.to_string())
+        })
+        .collect();
+    let kcp = std::sync::Arc::new(kcp);
+    let handles: Vec<_> = files
+        .into_iter()
+        .map(|file| {
+            let kcp = kcp.clone();
+            std::thread::spawn(move || kcp.kubectl_in(cluster, &["create", "-f", &file]))
+        })
+        .collect();
+
+    // Meanwhile, from a connection of its own, /readyz answers promptly.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = runtime.block_on(kcp.kube_client());
+    let mut probes = 0;
+    while !handles.iter().all(|h| h.is_finished()) {
+        let started = Instant::now();
+        let request = hyper::Request::get("/readyz").body(Vec::new()).unwrap();
+        let answer = runtime.block_on(client.request_text(request)).unwrap();
+        let took = started.elapsed();
+        assert_eq!(answer, "ok");
+        assert!(took < Duration::from_secs(1), "/readyz took {took:?}");
+        probes += 1;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(probes > 0);
+    for handle in handles {
+        let output = handle.join().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 }

@@ -2,19 +2,44 @@
 //! kube-apiserver's messages: `Invalid value: "<schema type>": <message>` (or `Forbidden`,
 //! `Required value`, `Duplicate value` by the rule's `reason`), `<error> evaluating rule:
 //! <rule>` when a rule cannot be evaluated.
+//!
+//! Every rule runs metered (`super::meter`): a rule over its own limit, or one that spends
+//! the rest of the object's budget, ends the validation of the object with Kubernetes'
+//! messages (`... no further validation rules will be run ...`). A rule that panics inside
+//! the interpreter is reported as an internal error of that rule.
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use kube_cel::cel::common::types::CelOptional;
 use kube_cel::cel::common::value::Val;
-use kube_cel::cel::{Context, ExecutionError, Program, Value as CelValue};
+use kube_cel::cel::{Context, ExecutionError, Value as CelValue};
 use serde_json::Value;
 
+use super::instrument::Instrumented;
+use super::meter::{COST_LIMIT_EXCEEDED, Exceeded, PER_CALL_LIMIT, RUNTIME_BUDGET, metered};
 use super::rules::{Reason, Rule};
 use super::values::to_cel_needed;
 use super::{Node, child, index};
 use crate::schema::FieldError;
+
+/// The cost limits of one validation.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    pub(super) per_call: u64,
+    pub(super) budget: u64,
+}
+
+impl Limits {
+    /// Kubernetes' PerCallLimit and RuntimeCELCostBudget.
+    pub(super) const KUBERNETES: Limits = Limits {
+        per_call: PER_CALL_LIMIT,
+        budget: RUNTIME_BUDGET,
+    };
+}
+
+const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
 
 /// Longest message a `messageExpression` may produce (Kubernetes' 5 KiB).
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
@@ -28,10 +53,14 @@ pub(super) fn run(
     functions: &Context<'static>,
     new: &Value,
     old: Option<&Value>,
+    limits: Limits,
 ) -> Vec<FieldError> {
     let mut walk = Walk {
         functions,
         errors: Vec::new(),
+        per_call: limits.per_call,
+        remaining: limits.budget,
+        stopped: false,
     };
     walk.node(root, new, old, "", old.map(|o| (o, new)));
     walk.errors
@@ -40,6 +69,21 @@ pub(super) fn run(
 struct Walk<'f> {
     functions: &'f Context<'static>,
     errors: Vec<FieldError>,
+    per_call: u64,
+    /// What is left of the object's budget.
+    remaining: u64,
+    /// Set once a limit is passed: no further rule runs.
+    stopped: bool,
+}
+
+/// How running one program ended.
+enum Outcome {
+    Value(CelValue),
+    Failed(ExecutionError),
+    /// The meter ran out: the rule's own limit or the object's budget.
+    Exceeded(Exceeded),
+    /// The interpreter panicked.
+    Panicked,
 }
 
 impl Walk<'_> {
@@ -51,7 +95,7 @@ impl Walk<'_> {
         path: &str,
         ratchet: Ratchet,
     ) {
-        if new.is_null() {
+        if new.is_null() || self.stopped {
             return;
         }
         let old = old.filter(|o| !o.is_null());
@@ -111,6 +155,11 @@ impl Walk<'_> {
         ratchet: Ratchet,
     ) {
         let Some(shape) = &node.shape else { return };
+        let shown_type = go_quoted(&node.type_name);
+        if self.remaining == 0 {
+            self.stop(path, &shown_type, OUT_OF_BUDGET.to_string());
+            return;
+        }
         let needs_old = node.rules.iter().any(|r| r.uses_old_self);
         let old = old.filter(|_| needs_old);
         let mut variables = BTreeMap::new();
@@ -130,6 +179,9 @@ impl Walk<'_> {
             resolver: None,
         };
         for rule in &node.rules {
+            if self.stopped {
+                return;
+            }
             if rule.uses_old_self && old.is_none() && !rule.optional_old_self {
                 continue;
             }
@@ -145,14 +197,34 @@ impl Walk<'_> {
                     variables,
                     resolver: None,
                 };
-                execute(&rule.program, &optional)
+                self.execute(&rule.runnable, &optional)
             } else {
-                execute(&rule.program, &scope)
+                self.execute(&rule.runnable, &scope)
             };
-            let shown_type = go_quoted(&node.type_name);
             match result {
-                Ok(CelValue::Bool(true)) => {}
-                Err(error) => {
+                Outcome::Value(CelValue::Bool(true)) => {}
+                Outcome::Exceeded(Exceeded::PerCall) => {
+                    self.stop(
+                        path,
+                        &shown_type,
+                        format!(
+                            "'{COST_LIMIT_EXCEEDED}': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                            rule.shown
+                        ),
+                    );
+                }
+                Outcome::Exceeded(Exceeded::Budget) => {
+                    self.stop(path, &shown_type, OUT_OF_BUDGET.to_string());
+                }
+                Outcome::Panicked => self.errors.push(FieldError::new(
+                    "InternalError",
+                    shown_path(path),
+                    format!(
+                        "Internal error: the interpreter failed evaluating rule: {}",
+                        rule.shown
+                    ),
+                )),
+                Outcome::Failed(error) => {
                     let detail = evaluation_error(&error, &rule.shown);
                     self.errors.push(FieldError::new(
                         "FieldValueInvalid",
@@ -160,7 +232,7 @@ impl Walk<'_> {
                         format!("Invalid value: {shown_type}: {detail}"),
                     ));
                 }
-                Ok(_) => {
+                Outcome::Value(_) => {
                     let unchanged = ratchet.is_some_and(|(o, n)| o == n);
                     if unchanged && !rule.uses_old_self {
                         continue;
@@ -169,16 +241,68 @@ impl Walk<'_> {
                         Some(field_path) => child(path, field_path),
                         None => path.to_string(),
                     };
-                    let message = rule
-                        .message_expression
-                        .as_ref()
-                        .and_then(|expression| evaluated_message(expression, &scope))
-                        .unwrap_or_else(|| rule.message.clone());
+                    let message = match &rule.message_expression {
+                        None => None,
+                        Some(expression) => match self.execute(&expression.runnable, &scope) {
+                            Outcome::Value(value) => usable_message(value),
+                            Outcome::Exceeded(Exceeded::PerCall) => {
+                                self.stop(
+                                    path,
+                                    &shown_type,
+                                    format!(
+                                        "no further validation rules will be run due to call cost exceeds limit for messageExpression: {}",
+                                        go_quoted(&expression.source)
+                                    ),
+                                );
+                                return;
+                            }
+                            Outcome::Exceeded(Exceeded::Budget) => {
+                                self.stop(
+                                    path,
+                                    &shown_type,
+                                    "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".to_string(),
+                                );
+                                return;
+                            }
+                            Outcome::Failed(_) | Outcome::Panicked => None,
+                        },
+                    };
+                    let message = message.unwrap_or_else(|| rule.message.clone());
                     self.errors
                         .push(failure(rule, shown_path(&field), &shown_type, message));
                 }
             }
         }
+    }
+
+    /// Runs one program under the meter, with what is left of the object's budget.
+    fn execute(&mut self, program: &Instrumented, scope: &Context) -> Outcome {
+        let run = metered(self.per_call, self.remaining, program.base, || {
+            catch_unwind(AssertUnwindSafe(|| {
+                CelValue::resolve(&program.expression, scope)
+            }))
+        });
+        self.remaining = self.remaining.saturating_sub(run.used);
+        if let Some(exceeded) = run.exceeded {
+            return Outcome::Exceeded(exceeded);
+        }
+        match run.value {
+            Some(Ok(Ok(value))) => Outcome::Value(value),
+            Some(Ok(Err(error))) => Outcome::Failed(error),
+            Some(Err(_)) => Outcome::Panicked,
+            // Only a limit keeps a program from running.
+            None => Outcome::Exceeded(Exceeded::Budget),
+        }
+    }
+
+    /// Reports `message` at `path` and ends the validation.
+    fn stop(&mut self, path: &str, shown_type: &str, message: String) {
+        self.errors.push(FieldError::new(
+            "FieldValueInvalid",
+            shown_path(path),
+            format!("Invalid value: {shown_type}: {message}"),
+        ));
+        self.stopped = true;
     }
 }
 
@@ -193,21 +317,11 @@ fn same_keys<'a>(olds: &'a [Value], item: &Value, keys: &[String]) -> Option<&'a
         .find(|old| keys.iter().all(|k| old.get(k) == item.get(k)))
 }
 
-/// Runs a program; a panic inside CEL is an evaluation error, not a crash.
-fn execute(program: &Program, scope: &Context) -> Result<CelValue, ExecutionError> {
-    catch_unwind(AssertUnwindSafe(|| program.execute(scope))).unwrap_or_else(|_| {
-        Err(ExecutionError::function_error(
-            "<rule>",
-            "internal error while evaluating",
-        ))
-    })
-}
-
-/// The message a `messageExpression` gives, or `None` (then the static message is used)
-/// when it fails, is not a string, is blank, has line breaks or is too long.
-fn evaluated_message(expression: &Program, scope: &Context) -> Option<String> {
-    match execute(expression, scope) {
-        Ok(CelValue::String(s)) => {
+/// The message a `messageExpression` gave, or `None` (then the static message is used)
+/// when it is not a string, is blank, has line breaks or is too long.
+fn usable_message(value: CelValue) -> Option<String> {
+    match value {
+        CelValue::String(s) => {
             let trimmed = s.trim();
             (!trimmed.is_empty() && !trimmed.contains('\n') && trimmed.len() <= MAX_MESSAGE_BYTES)
                 .then(|| trimmed.to_string())

@@ -2,37 +2,68 @@
 //! crate's CEL (with Kubernetes' CEL libraries) and our own schema walk, with
 //! kube-apiserver's paths and messages.
 //!
-//! [`CelValidator::compile`] checks and compiles every rule of a CRD version's schema once
-//! (its errors are what CRD validation reports); [`CelValidator::validate`] evaluates them
-//! against each written object: rules run on every non-null value their node matches
-//! (properties, list items, map values, `allOf` branches), transition rules (those naming
-//! `oldSelf`) only where the old object has a value at the same place (map-type list items
-//! are matched by their keys, other list items never), and on updates a failing rule whose
-//! value did not change is forgiven (ratcheting). Not done: cost budgets, and type checking
+//! [`CelValidator::compile`] checks and compiles every rule of a CRD version's schema once;
+//! [`CelValidator::check`] adds what CRD validation also refuses: rules whose estimated cost
+//! (`estimate`, from the schema's `maxItems`, `maxProperties` and `maxLength`, as Kubernetes
+//! estimates it) exceeds Kubernetes' per-expression limit, and schemas whose rules together
+//! exceed the per-CRD limit. Rule texts are parsed within Kubernetes' size and recursion
+//! limits (`syntax`), on a thread of their own with a stack those limits fit in.
+//!
+//! [`CelValidator::validate`] evaluates the rules against each written object: rules run on
+//! every non-null value their node matches (properties, list items, map values, `allOf`
+//! branches), transition rules (those naming `oldSelf`) only where the old object has a value
+//! at the same place (map-type list items are matched by their keys, other list items never),
+//! and on updates a failing rule whose value did not change is forgiven (ratcheting). Rules run
+//! as rewritten by `instrument`, so that `meter` counts their actual cost: a rule that passes
+//! Kubernetes' per-call limit, or an object whose rules pass the runtime budget, stops the
+//! validation with Kubernetes' messages. Evaluation is synchronous and may take long on large
+//! objects: callers on an async runtime run it on a blocking thread. Not done: type checking
 //! at compile time (CEL here only parses).
+//!
+//! Must not know: HTTP, storage, where the schema comes from.
 
+mod estimate;
 mod evaluate;
+mod instrument;
+mod meter;
 mod needs;
 mod rules;
+mod syntax;
+mod types;
 mod values;
 
 #[cfg(test)]
 mod tests;
+
+use std::sync::Arc;
 
 use kube_cel::KubeCelExt;
 use kube_cel::cel::Context;
 use serde_json::Value;
 
 use super::{FieldError, child, index};
+use estimate::STATIC_ESTIMATED_CRD_COST_LIMIT;
 use needs::Need;
 use rules::Rule;
+use types::{Child, Ty, child_cardinality, max_cardinality};
 use values::Shape;
 
+/// The stack CEL compilation runs on: Kubernetes' parser limits (250 levels of nesting) need
+/// more than a default thread's in unoptimized builds.
+const COMPILE_STACK_BYTES: usize = 16 * 1024 * 1024;
+
 /// The compiled `x-kubernetes-validations` of one CRD version's `openAPIV3Schema`: compiled
-/// once, shared between threads, evaluated on every write of a custom resource.
+/// once, shared between threads (cloning shares it), evaluated on every write of a custom
+/// resource.
+#[derive(Clone)]
 pub struct CelValidator {
+    inner: Arc<Compiled>,
+}
+
+struct Compiled {
     root: Node,
-    /// CEL's standard functions and Kubernetes' libraries, shared by every evaluation.
+    /// CEL's standard functions, Kubernetes' libraries and the meter's functions, shared by
+    /// every evaluation.
     functions: Context<'static>,
 }
 
@@ -64,16 +95,99 @@ fn flag(schema: &Value, key: &str) -> bool {
     schema.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
+/// What compiling a schema's rules found: mistakes every server refuses, and costs over
+/// Kubernetes' limits, which only CRD validation refuses (rules already stored keep working,
+/// within the runtime limits).
+#[derive(Default)]
+struct Findings {
+    errors: Vec<(FieldError, bool)>,
+    /// The sum of every rule's and message expression's estimated cost.
+    total: u64,
+    /// The (at most four) dearest contributions of at least 1% of the per-CRD limit,
+    /// dearest first: the paths Kubernetes blames when the total is over it.
+    dearest: Vec<(String, u64)>,
+}
+
+impl Findings {
+    fn error(&mut self, error: FieldError) {
+        self.errors.push((error, false));
+    }
+
+    fn cost(&mut self, error: FieldError) {
+        self.errors.push((error, true));
+    }
+
+    fn observe(&mut self, path: String, cost: u64) {
+        self.total = self.total.saturating_add(cost);
+        if cost < STATIC_ESTIMATED_CRD_COST_LIMIT / 100 {
+            return;
+        }
+        let at = self.dearest.partition_point(|(_, c)| *c >= cost);
+        self.dearest.insert(at, (path, cost));
+        self.dearest.truncate(4);
+    }
+
+    /// The errors over the per-CRD limit, once every rule has been observed.
+    fn finish(&mut self) {
+        if self.total <= STATIC_ESTIMATED_CRD_COST_LIMIT {
+            return;
+        }
+        for (path, _) in std::mem::take(&mut self.dearest) {
+            self.cost(FieldError::new(
+                "FieldValueForbidden",
+                &path,
+                "Forbidden: contributed to estimated rule & messageExpression cost total exceeding cost limit for entire OpenAPIv3 schema".into(),
+            ));
+        }
+        self.cost(FieldError::new(
+            "FieldValueForbidden",
+            "",
+            format!(
+                "Forbidden: {}",
+                cost_message(
+                    "x-kubernetes-validations estimated rule & messageExpression cost total for entire OpenAPIv3 schema",
+                    self.total,
+                    STATIC_ESTIMATED_CRD_COST_LIMIT
+                )
+            ),
+        ));
+    }
+}
+
+/// Kubernetes' message for an estimate over its limit: the factor as Go prints it (`%f` under
+/// 1.5, `%.1f` up to 100, then "more than 100x").
+fn cost_message(what: &str, cost: u64, limit: u64) -> String {
+    let factor = cost as f64 / limit as f64;
+    let factor = if factor > 100.0 {
+        "more than 100x".to_string()
+    } else if factor < 1.5 {
+        format!("{factor:.6}x")
+    } else {
+        format!("{factor:.1}x")
+    };
+    format!(
+        "{what} exceeds budget by factor of {factor} (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+    )
+}
+
 /// The node for `schema` at `path` (schema path, relative to the root), typed by `types`
 /// (the same schema except inside `allOf`); `None` when nothing below has rules.
+/// `cardinality`: how many times the node can occur per object, `None` when unbounded.
 fn build(
     schema: &Value,
     types: &Value,
     resource_root: bool,
     path: &str,
-    errors: &mut Vec<FieldError>,
+    cardinality: Option<u64>,
+    findings: &mut Findings,
 ) -> Option<Node> {
-    let rules = rules::compile(schema, types, path, errors);
+    let rules = if schema.get("x-kubernetes-validations").is_some() {
+        let self_ty = Ty::of(types, resource_root).unwrap_or_else(Ty::unknown);
+        let runs = cardinality.unwrap_or_else(|| max_cardinality(self_ty.min_json));
+        rules::compile(schema, types, path, &self_ty, runs, findings)
+    } else {
+        Vec::new()
+    };
     let embedded = |s: &Value| flag(s, "x-kubernetes-embedded-resource");
     let items = match (schema.get("items"), types.get("items")) {
         (Some(items), Some(item_types)) if items.is_object() && item_types.is_object() => build(
@@ -81,7 +195,8 @@ fn build(
             item_types,
             embedded(item_types),
             &child(path, "items"),
-            errors,
+            child_cardinality(cardinality, types, Child::Items),
+            findings,
         ),
         _ => None,
     };
@@ -100,7 +215,8 @@ fn build(
                 property_type,
                 embedded(property_type),
                 &at,
-                errors,
+                child_cardinality(cardinality, types, Child::Property),
+                findings,
             ) {
                 properties.push((name.clone(), node));
             }
@@ -116,7 +232,8 @@ fn build(
                 value_types,
                 embedded(value_types),
                 &child(path, "additionalProperties"),
-                errors,
+                child_cardinality(cardinality, types, Child::Values),
+                findings,
             )
         }
         _ => None,
@@ -133,7 +250,8 @@ fn build(
                 types,
                 resource_root,
                 &index(&child(path, "allOf"), i),
-                errors,
+                cardinality,
+                findings,
             )
         })
         .collect();
@@ -179,12 +297,43 @@ fn build(
 fn needs(rules: &[Rule], variable: &str) -> Need {
     let mut need = Need::Nothing;
     for rule in rules {
-        need.add_uses(rule.program.expression(), variable);
-        if let Some(expression) = &rule.message_expression {
-            need.add_uses(expression.expression(), variable);
+        need.add_uses(&rule.expression, variable);
+        if let Some(message) = &rule.message_expression {
+            need.add_uses(&message.expression, variable);
         }
     }
     need
+}
+
+/// Runs `f` on a thread with a stack deep enough for the parser at Kubernetes' limits;
+/// `None` if that thread cannot be had or `f` panics.
+fn with_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Option<T> {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("cel-compile".into())
+            .stack_size(COMPILE_STACK_BYTES)
+            .spawn_scoped(scope, f)
+            .ok()?
+            .join()
+            .ok()
+    })
+}
+
+/// The node tree of `schema` and what compiling it found.
+fn compile_schema(schema: &Value) -> Result<(Option<Node>, Findings), FieldError> {
+    with_stack(|| {
+        let mut findings = Findings::default();
+        let root = build(schema, schema, true, "", Some(1), &mut findings);
+        findings.finish();
+        (root, findings)
+    })
+    .ok_or_else(|| {
+        FieldError::new(
+            "InternalError",
+            "x-kubernetes-validations",
+            "Internal error: the validation rules could not be compiled".into(),
+        )
+    })
 }
 
 impl CelValidator {
@@ -192,23 +341,54 @@ impl CelValidator {
     /// `Ok(None)` when the schema has no rules at all. `Err` holds one error per mistake,
     /// with Kubernetes' message and the path of the rule's field relative to the schema
     /// root (`properties[spec].x-kubernetes-validations[0].rule`); the caller prefixes
-    /// `spec.versions[i].schema.openAPIV3Schema.`.
+    /// `spec.versions[i].schema.openAPIV3Schema.`. Estimated costs are not held against the
+    /// rules here (see [`CelValidator::check`]): this is how a stored CRD is served.
     pub fn compile(schema: &Value) -> Result<Option<CelValidator>, Vec<FieldError>> {
-        let mut errors = Vec::new();
-        let root = build(schema, schema, true, "", &mut errors);
+        let (root, findings) = compile_schema(schema).map_err(|e| vec![e])?;
+        let errors: Vec<FieldError> = findings
+            .errors
+            .into_iter()
+            .filter(|(_, cost)| !cost)
+            .map(|(e, _)| e)
+            .collect();
         if !errors.is_empty() {
             return Err(errors);
         }
-        Ok(root.map(|root| CelValidator {
-            root,
-            functions: Context::default().with_all(),
+        Ok(root.map(|root| {
+            let mut functions = Context::default().with_all();
+            meter::register(&mut functions);
+            CelValidator {
+                inner: Arc::new(Compiled { root, functions }),
+            }
         }))
     }
 
+    /// Everything CRD validation refuses in `schema`'s rules: what [`CelValidator::compile`]
+    /// reports, and the rules (and message expressions) whose estimated cost exceeds
+    /// Kubernetes' per-expression limit (`Forbidden` at the rule), and, when all of them
+    /// together exceed the per-CRD limit, the dearest ones and the schema root (an empty
+    /// path).
+    pub fn check(schema: &Value) -> Vec<FieldError> {
+        match compile_schema(schema) {
+            Ok((_, findings)) => findings.errors.into_iter().map(|(e, _)| e).collect(),
+            Err(error) => vec![error],
+        }
+    }
+
     /// Evaluates every rule against `new` (`old`: the stored object on update). Returns
-    /// every failure, with Kubernetes' paths (`spec.items[2].name`) and messages.
+    /// every failure, with Kubernetes' paths (`spec.items[2].name`) and messages; stops at
+    /// the first rule that exceeds its cost limit or the object's budget.
     pub fn validate(&self, new: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        evaluate::run(&self.root, &self.functions, new, old)
+        self.validate_within(new, old, evaluate::Limits::KUBERNETES)
+    }
+
+    fn validate_within(
+        &self,
+        new: &Value,
+        old: Option<&Value>,
+        limits: evaluate::Limits,
+    ) -> Vec<FieldError> {
+        evaluate::run(&self.inner.root, &self.inner.functions, new, old, limits)
     }
 }
 

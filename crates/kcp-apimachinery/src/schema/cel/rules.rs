@@ -1,15 +1,19 @@
 //! One schema node's `x-kubernetes-validations`, checked and compiled as kube-apiserver does
 //! when a CRD is written: the rule, `message`, `messageExpression`, `reason`, `fieldPath` and
 //! `optionalOldSelf` fields first (a node with such mistakes is not compiled), then the CEL
-//! programs. Only syntax is checked: this CEL has no type checker, so a rule naming a field
-//! the schema does not have fails when it runs, not here.
+//! programs, and their estimated costs against Kubernetes' limits. Only syntax is checked:
+//! this CEL has no type checker, so a rule naming a field the schema does not have fails when
+//! it runs, not here.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
-use kube_cel::cel::Program;
+use kube_cel::cel::common::ast::IdedExpr;
 use serde_json::Value;
 
 use super::super::{FieldError, child, index};
+use super::estimate::{STATIC_ESTIMATED_COST_LIMIT, estimate};
+use super::instrument::{Instrumented, instrument};
+use super::syntax::parse;
+use super::types::Ty;
+use super::{Findings, cost_message};
 use crate::labels::validation::go_quote;
 
 /// The `reason` of a rule; `None` means `FieldValueInvalid`.
@@ -34,8 +38,11 @@ pub(super) struct Rule {
     pub(super) shown: String,
     /// `failed rule: <rule>` unless a message is set.
     pub(super) message: String,
-    pub(super) program: Program,
-    pub(super) message_expression: Option<Program>,
+    /// The rule as written, for what it reaches of `self` and `oldSelf`.
+    pub(super) expression: IdedExpr,
+    /// The rule as it runs, charging the meter.
+    pub(super) runnable: Instrumented,
+    pub(super) message_expression: Option<MessageExpression>,
     pub(super) reason: Reason,
     /// The normalized `fieldPath` (`replicas`, `labels[app]`), appended to the node's path.
     pub(super) field_path: Option<String>,
@@ -43,15 +50,11 @@ pub(super) struct Rule {
     pub(super) optional_old_self: bool,
 }
 
-/// A parsed program, or the parser's report. A parser panic is a report too.
-fn parse(source: &str) -> Result<Program, String> {
-    match catch_unwind(AssertUnwindSafe(|| Program::compile(source))) {
-        Ok(Ok(program)) => Ok(program),
-        Ok(Err(errors)) => Err(errors.to_string()),
-        Err(_) => Err(format!(
-            "ERROR: <input>:1:1: Syntax error: cannot parse {source:?}"
-        )),
-    }
+/// A compiled `messageExpression`.
+pub(super) struct MessageExpression {
+    pub(super) source: String,
+    pub(super) expression: IdedExpr,
+    pub(super) runnable: Instrumented,
 }
 
 fn text<'a>(rule: &'a Value, key: &str) -> &'a str {
@@ -170,13 +173,17 @@ fn field_errors(rule: &Value, schema: &Value, at: &dyn Fn(&str) -> String) -> Ve
 }
 
 /// Compiles the rules of `schema` (at `path`, relative to the schema root); every problem
-/// goes to `errors` with Kubernetes' path and message. `types` is the schema that gives the
-/// node its type (differs from `schema` inside `allOf`).
+/// goes to `findings` with Kubernetes' path and message. `types` is the schema that gives the
+/// node its type (differs from `schema` inside `allOf`), `self_ty` what CEL sees of it, and
+/// `cardinality` how many times its rules can run per object (rule costs are multiplied by
+/// it, message expressions' are not, as in Kubernetes).
 pub(super) fn compile(
     schema: &Value,
     types: &Value,
     path: &str,
-    errors: &mut Vec<FieldError>,
+    self_ty: &Ty,
+    cardinality: u64,
+    findings: &mut Findings,
 ) -> Vec<Rule> {
     let Some(raw_rules) = schema
         .get("x-kubernetes-validations")
@@ -184,12 +191,15 @@ pub(super) fn compile(
     else {
         return Vec::new();
     };
-    let before = errors.len();
+    let mut mistakes = false;
     for (i, raw) in raw_rules.iter().enumerate() {
         let at = |field: &str| child(&index(&child(path, "x-kubernetes-validations"), i), field);
-        errors.extend(field_errors(raw, types, &at));
+        for error in field_errors(raw, types, &at) {
+            findings.error(error);
+            mistakes = true;
+        }
     }
-    if errors.len() > before {
+    if mistakes {
         return Vec::new();
     }
     let mut rules = Vec::with_capacity(raw_rules.len());
@@ -197,9 +207,25 @@ pub(super) fn compile(
         let at = |field: &str| child(&index(&child(path, "x-kubernetes-validations"), i), field);
         let source = text(raw, "rule");
         let program = match parse(source) {
-            Ok(program) => Some(program),
+            Ok(expression) => {
+                let estimate = estimate(&expression, self_ty);
+                let cost = estimate.cost.saturating_mul(cardinality);
+                if cost > STATIC_ESTIMATED_COST_LIMIT {
+                    findings.cost(FieldError::new(
+                        "FieldValueForbidden",
+                        &at("rule"),
+                        format!(
+                            "Forbidden: {}",
+                            cost_message("estimated rule cost", cost, STATIC_ESTIMATED_COST_LIMIT)
+                        ),
+                    ));
+                }
+                findings.observe(at("rule"), cost);
+                let runnable = instrument(&expression, &estimate);
+                Some((expression, runnable))
+            }
             Err(report) => {
-                errors.push(invalid(
+                findings.error(invalid(
                     at("rule"),
                     &go_rule(raw),
                     &format!("compilation failed: {report}"),
@@ -209,19 +235,48 @@ pub(super) fn compile(
         };
         let message_expression = match text(raw, "messageExpression") {
             "" => Ok(None),
-            source => parse(source).map(Some).map_err(|report| {
-                errors.push(invalid(
-                    at("messageExpression"),
-                    &go_rule(raw),
-                    &format!("messageExpression compilation failed: {report}"),
-                ));
-            }),
+            source => match parse(source) {
+                Ok(expression) => {
+                    let estimate = estimate(&expression, self_ty);
+                    if estimate.cost > STATIC_ESTIMATED_COST_LIMIT {
+                        findings.cost(FieldError::new(
+                            "FieldValueForbidden",
+                            &at("messageExpression"),
+                            format!(
+                                "Forbidden: {}",
+                                cost_message(
+                                    "estimated messageExpression cost",
+                                    estimate.cost,
+                                    STATIC_ESTIMATED_COST_LIMIT
+                                )
+                            ),
+                        ));
+                    }
+                    findings.observe(at("messageExpression"), estimate.cost);
+                    let runnable = instrument(&expression, &estimate);
+                    Ok(Some(MessageExpression {
+                        source: source.to_string(),
+                        expression,
+                        runnable,
+                    }))
+                }
+                Err(report) => {
+                    findings.error(invalid(
+                        at("messageExpression"),
+                        &go_rule(raw),
+                        &format!("messageExpression compilation failed: {report}"),
+                    ));
+                    Err(())
+                }
+            },
         };
-        let Some(program) = program else { continue };
-        let uses_old_self = program.references().has_variable("oldSelf");
+        let Some((expression, runnable)) = program else {
+            continue;
+        };
+        let uses_old_self = expression.references().has_variable("oldSelf");
         let optional_old_self = raw.get("optionalOldSelf").and_then(Value::as_bool);
         if !uses_old_self && let Some(optional) = optional_old_self {
-            errors.push(invalid(
+            findings.error(invalid(
                 at("optionalOldSelf"),
                 &optional.to_string(),
                 "may not be set if oldSelf is not used in rule",
@@ -245,7 +300,8 @@ pub(super) fn compile(
             } else {
                 message.to_string()
             },
-            program,
+            expression,
+            runnable,
             message_expression,
             reason: REASONS
                 .iter()

@@ -378,3 +378,335 @@ fn shared_between_threads() {
     let counts: Vec<usize> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     assert_eq!(counts, [0, 1]);
 }
+
+/// `reason field: message` of everything CRD validation refuses in `schema`'s rules.
+fn check(schema: Value) -> Vec<String> {
+    CelValidator::check(&schema)
+        .into_iter()
+        .map(|e| format!("{} {}: {}", e.reason, e.field, e.message))
+        .collect()
+}
+
+/// A root schema whose `spec.items` is a list of strings with the given bounds and the
+/// given rules on `spec`.
+fn items_schema(max_items: Option<u64>, max_length: Option<u64>, rules: Value) -> Value {
+    let mut item = json!({"type": "string"});
+    if let Some(n) = max_length {
+        item["maxLength"] = json!(n);
+    }
+    let mut items = json!({"type": "array", "items": item});
+    if let Some(n) = max_items {
+        items["maxItems"] = json!(n);
+    }
+    json!({
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-validations": rules,
+            "properties": {"items": items},
+        }},
+    })
+}
+
+const HINT: &str = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+
+#[test]
+fn nested_loops_over_unbounded_lists_are_refused_when_the_crd_is_written() {
+    let rule = json!([{"rule": "self.items.all(x, self.items.all(y, x == y))"}]);
+    assert_eq!(
+        check(items_schema(None, None, rule.clone())),
+        [
+            format!(
+                "FieldValueForbidden properties[spec].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x {HINT}"
+            ),
+            "FieldValueForbidden properties[spec].x-kubernetes-validations[0].rule: Forbidden: contributed to estimated rule & messageExpression cost total exceeding cost limit for entire OpenAPIv3 schema".to_string(),
+            format!(
+                "FieldValueForbidden : Forbidden: x-kubernetes-validations estimated rule & messageExpression cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {HINT}"
+            ),
+        ]
+    );
+    // Stored CRDs are still served: the estimate is only held against new rules.
+    assert!(CelValidator::compile(&items_schema(None, None, rule.clone())).is_ok());
+    // With bounds the same rule is cheap enough.
+    assert!(check(items_schema(Some(100), Some(64), rule)).is_empty());
+}
+
+#[test]
+fn ordinary_rules_are_within_the_estimate() {
+    // Cheap per element: fine even over an unbounded list of unbounded strings.
+    let rules = json!([
+        {"rule": "self.items.all(x, x.size() < 100)"},
+        {"rule": "self.items.exists(x, x == 'a') || size(self.items) == 0"},
+    ]);
+    assert_eq!(check(items_schema(None, None, rules)), Vec::<String>::new());
+    // String functions over every element want bounds, as in Kubernetes.
+    let rules = json!([
+        {"rule": "self.items.map(x, x.lowerAscii()).all(x, x.startsWith('a'))"},
+        {"rule": "!has(self.items) || self.items.filter(x, x.matches('^[a-z]+$')).size() >= 0"},
+        {"rule": "self.items.all(x, self.items.exists_one(y, x == y))"},
+    ]);
+    assert_eq!(
+        check(items_schema(Some(100), Some(253), rules)),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn rules_under_unbounded_lists_count_once_per_possible_element() {
+    // One cheap rule on each item of an unbounded list of objects with a long string: the
+    // rule's estimate is multiplied by how many items fit in a request.
+    let schema = |max_items: Option<u64>| {
+        let mut list = json!({"type": "array", "items": {
+            "type": "object",
+            "x-kubernetes-validations": [{"rule": "self.name.matches('^[a-z]+$')"}],
+            "properties": {"name": {"type": "string", "maxLength": 253}},
+        }});
+        if let Some(n) = max_items {
+            list["maxItems"] = json!(n);
+        }
+        json!({"type": "object", "properties": {"list": list}})
+    };
+    let refused = check(schema(None));
+    assert!(
+        refused[0].starts_with("FieldValueForbidden properties[list].items.x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of "),
+        "{refused:?}"
+    );
+    assert!(check(schema(Some(100))).is_empty());
+}
+
+#[test]
+fn the_total_of_a_schema_is_limited_too() {
+    // Each rule is just under the per-rule limit (0.1 × 28000 bytes, squared), thirteen of
+    // them are over the per-CRD one.
+    let rules: Vec<Value> = (0..13)
+        .map(|_| json!({"rule": "self.s.contains(self.t)"}))
+        .collect();
+    let schema = json!({
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-validations": rules,
+            "properties": {
+                "s": {"type": "string", "maxLength": 7000},
+                "t": {"type": "string", "maxLength": 7000},
+            },
+        }},
+    });
+    let mut expected: Vec<String> = (0..4)
+        .map(|i| format!("FieldValueForbidden properties[spec].x-kubernetes-validations[{i}].rule: Forbidden: contributed to estimated rule & messageExpression cost total exceeding cost limit for entire OpenAPIv3 schema"))
+        .collect();
+    expected.push(format!("FieldValueForbidden : Forbidden: x-kubernetes-validations estimated rule & messageExpression cost total for entire OpenAPIv3 schema exceeds budget by factor of 1.019201x {HINT}"));
+    assert_eq!(check(schema), expected);
+}
+
+#[test]
+fn message_expressions_are_estimated_too() {
+    let rules = json!([{
+        "rule": "size(self.items) < 5",
+        "messageExpression": "self.items.map(x, self.items.map(y, x + y)).join(',')",
+    }]);
+    let found = check(items_schema(None, None, rules));
+    assert!(
+        found[0].starts_with("FieldValueForbidden properties[spec].x-kubernetes-validations[0].messageExpression: Forbidden: estimated messageExpression cost exceeds budget by factor of more than 100x"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_rule_past_its_cost_limit_stops_validation() {
+    // Compiled as a stored CRD would be (no estimate), then run on a large list.
+    let v = validator(items_schema(
+        None,
+        None,
+        json!([
+            {"rule": "self.items.all(x, self.items.all(y, x == y || true))"},
+            {"rule": "false", "message": "never reached"},
+        ]),
+    ));
+    let items: Vec<String> = (0..600).map(|i| i.to_string()).collect();
+    assert_eq!(
+        failures(&v, json!({"spec": {"items": items}}), None),
+        [
+            "spec: Invalid value: \"object\": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: self.items.all(x, self.items.all(y, x == y || true))"
+        ]
+    );
+    // Small objects are unaffected.
+    assert_eq!(
+        failures(&v, json!({"spec": {"items": ["a", "a"]}}), None),
+        ["spec: Invalid value: \"object\": never reached"]
+    );
+}
+
+#[test]
+fn functions_that_outgrow_their_inputs_are_charged_before_they_run() {
+    let v = validator(json!({
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "properties": {
+                "s": {"type": "string", "x-kubernetes-validations": [
+                    {"rule": "self.replace('', self).size() > 0"},
+                ]},
+                "n": {"type": "integer", "x-kubernetes-validations": [
+                    {"rule": "lists.range(self).size() > 0"},
+                ]},
+                "p": {"type": "integer", "x-kubernetes-validations": [
+                    {"rule": "('%.' + string(self) + 'f').format([1.0]) != ''"},
+                ]},
+            },
+        }},
+    }));
+    let cancelled = |rule: &str, path: &str, ty: &str| {
+        format!(
+            "{path}: Invalid value: \"{ty}\": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {rule}"
+        )
+    };
+    // Each would allocate gigabytes.
+    assert_eq!(
+        failures(&v, json!({"spec": {"s": "x".repeat(100_000)}}), None),
+        [cancelled(
+            "self.replace('', self).size() > 0",
+            "spec.s",
+            "string"
+        )]
+    );
+    assert_eq!(
+        failures(&v, json!({"spec": {"n": 1_000_000_000_000i64}}), None),
+        [cancelled(
+            "lists.range(self).size() > 0",
+            "spec.n",
+            "integer"
+        )]
+    );
+    assert_eq!(
+        failures(&v, json!({"spec": {"p": 999_999_999}}), None),
+        [cancelled(
+            "('%.' + string(self) + 'f').format([1.0]) != ''",
+            "spec.p",
+            "integer"
+        )]
+    );
+    // Within the limits they run as before.
+    assert!(failures(&v, json!({"spec": {"s": "ab", "n": 3, "p": 2}}), None).is_empty());
+}
+
+#[test]
+fn the_budget_of_an_object_is_shared_by_its_rules() {
+    let v = validator(json!({
+        "type": "object",
+        "properties": {"list": {"type": "array", "items": {
+            "type": "object",
+            "x-kubernetes-validations": [{"rule": "self.tags.all(t, t != '')", "message": "empty tag"}],
+            "properties": {"tags": {"type": "array", "items": {"type": "string"}}},
+        }}},
+    }));
+    // Each item's rule costs about 450 units: the seventh one runs out.
+    let limits = super::evaluate::Limits {
+        per_call: 1_000,
+        budget: 3_000,
+    };
+    let item = json!({"tags": (0..50).map(|i| i.to_string()).collect::<Vec<_>>()});
+    let object = json!({"list": vec![item; 20]});
+    let found: Vec<String> = v
+        .validate_within(&object, None, limits)
+        .into_iter()
+        .map(|e| format!("{}: {}", e.field, e.message))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "list[6]: Invalid value: \"object\": validation failed due to running out of cost budget, no further validation rules will be run"
+        ]
+    );
+}
+
+#[test]
+fn a_message_expression_past_its_limit_stops_validation() {
+    let v = validator(items_schema(
+        None,
+        None,
+        json!([{
+            "rule": "size(self.items) < 2",
+            "messageExpression": "self.items.map(x, self.items.map(y, x + y)).join(',')",
+        }]),
+    ));
+    let items: Vec<String> = (0..2000).map(|i| i.to_string()).collect();
+    assert_eq!(
+        failures(&v, json!({"spec": {"items": items}}), None),
+        [
+            "spec: Invalid value: \"object\": no further validation rules will be run due to call cost exceeds limit for messageExpression: \"self.items.map(x, self.items.map(y, x + y)).join(',')\""
+        ]
+    );
+}
+
+#[test]
+fn rules_the_interpreter_cannot_run_are_refused_when_compiled() {
+    let struct_literal = compile_errors(items_schema(
+        None,
+        None,
+        json!([{"rule": "Foo{a: 1} == self"}]),
+    ));
+    assert_eq!(struct_literal.len(), 1, "{struct_literal:?}");
+    assert!(
+        struct_literal[0].ends_with("compilation failed: ERROR: <input>:1:4: undeclared reference to 'Foo' (in container '')\n | Foo{a: 1} == self\n | ...^"),
+        "{struct_literal:?}"
+    );
+    let deep = format!(
+        "{}true{}",
+        "(".repeat(100_000 / 2 - 10),
+        ")".repeat(100_000 / 2 - 10)
+    );
+    let chain = format!("self.items.size(){}", " + 1".repeat(20_000));
+    let ternary = format!("{}true", "true ? false : ".repeat(5_000));
+    let list = format!("{}1{} == 1", "[".repeat(1_000), "][0]".repeat(1_000));
+    for (rule, message) in [
+        (deep, "expression recursion limit exceeded: 250"),
+        (chain, "max recursion depth exceeded"),
+        (ternary, "max recursion depth exceeded"),
+        (list, "expression recursion limit exceeded: 250"),
+    ] {
+        let errors = compile_errors(items_schema(None, None, json!([{"rule": rule}])));
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].ends_with(&format!(
+                "compilation failed: ERROR: <input>:-1:0: {message}"
+            )),
+            "{}",
+            &errors[0][errors[0].len().saturating_sub(200)..]
+        );
+    }
+    // Almost as deep as Kubernetes allows still works, compiled and run.
+    let parens = format!(
+        "{}size(self.items) >= 0{}",
+        "(".repeat(240),
+        ")".repeat(240)
+    );
+    let lists = format!("{}1{} == 1", "[".repeat(120), "][0]".repeat(120));
+    let ternary = format!("{}size(self.items) >= 0", "false ? false : ".repeat(240));
+    let chain = format!("size(self.items){} > 0", " + 1".repeat(240));
+    let v = validator(items_schema(
+        None,
+        None,
+        json!([{"rule": parens}, {"rule": lists}, {"rule": ternary}, {"rule": chain}]),
+    ));
+    assert!(failures(&v, json!({"spec": {"items": ["a"]}}), None).is_empty());
+}
+
+#[test]
+fn a_rule_that_panics_the_interpreter_is_an_internal_error() {
+    let mut v = spec_with(json!([{"rule": "self.a > 0"}, {"rule": "self.a < 0"}]));
+    // Compiling refuses what the interpreter cannot evaluate; make one slip through.
+    let compiled = std::sync::Arc::get_mut(&mut v.inner).expect("not shared yet");
+    let spec = &mut compiled.root.properties[0].1;
+    spec.rules[0].runnable.expression = kube_cel::cel::IdedExpr::default();
+    assert_eq!(
+        v.validate(&json!({"spec": {"a": 1}}), None)
+            .into_iter()
+            .map(|e| format!("{} {}: {}", e.reason, e.field, e.message))
+            .collect::<Vec<_>>(),
+        [
+            "InternalError spec: Internal error: the interpreter failed evaluating rule: self.a > 0",
+            "FieldValueInvalid spec: Invalid value: \"object\": failed rule: self.a < 0",
+        ]
+    );
+}
