@@ -244,6 +244,59 @@ async fn stalled_watchers(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe
     drop(held);
 }
 
+/// CEL rules that would run for minutes are refused when the CRD is written; rules that are
+/// expensive but within the estimate, written many at once, leave the server answering.
+async fn expensive_rules(kcp: &Arc<Kcp>, attacker: &kube::Config, probe: &ReadyProbe) {
+    use super::crd_cel::COSTLY_CRD;
+    let dir = tempfile::tempdir().unwrap();
+    let unbounded = super::support::write_file(dir.path(), "unbounded.yaml", COSTLY_CRD);
+    let rules: String = (0..12)
+        .map(|i| format!("            - rule: \"self.items.all(x, self.items.all(y, x == y || x != y || {i} < 0))\"\n"))
+        .collect();
+    let bounded = COSTLY_CRD
+        .replace(
+            "            - rule: \"self.items.all(x, self.items.all(y, x == y || x != y))\"\n",
+            &rules,
+        )
+        .replace(
+            "                type: array\n                items: {type: string}",
+            "                type: array\n                maxItems: 300\n                items: {type: string, maxLength: 8}",
+        );
+    let bounded = super::support::write_file(dir.path(), "bounded.yaml", &bounded);
+    let server = Arc::clone(kcp);
+    tokio::task::spawn_blocking(move || {
+        let refused = server.kubectl_in_err("root:attacker", &["apply", "-f", &unbounded]);
+        assert!(
+            refused.contains("estimated rule cost exceeds budget"),
+            "{refused}"
+        );
+        server.kubectl_in_ok("root:attacker", &["apply", "-f", &bounded]);
+        server.wait_established("root:attacker", "bombs.example.com");
+    })
+    .await
+    .unwrap();
+    let items: Vec<String> = (0..300).map(|i| format!("i{i:03}")).collect();
+    let writes = (0..24).map(|i| {
+        let client = kube::Client::try_from(attacker.clone()).unwrap();
+        let body = serde_json::json!({
+            "apiVersion": "example.com/v1",
+            "kind": "Bomb",
+            "metadata": {"name": format!("b{i}")},
+            "spec": {"items": items},
+        });
+        async move {
+            let request = http::Request::post("/apis/example.com/v1/namespaces/default/bombs")
+                .header("content-type", "application/json")
+                .body(body.to_string().into_bytes())
+                .unwrap();
+            // Accepted or refused for its cost, the write is answered.
+            let _ = client.request_text(request).await;
+        }
+    });
+    futures::future::join_all(writes).await;
+    probe.check("expensive CEL rules");
+}
+
 #[tokio::test]
 async fn a_hostile_tenant_cannot_take_the_server_down() {
     let dir = tempfile::tempdir().unwrap();
@@ -252,7 +305,7 @@ async fn a_hostile_tenant_cannot_take_the_server_down() {
         let kcp = Kcp::start(&root, &[]);
         kcp.workspace("bystander");
         kcp.workspace("attacker");
-        kcp
+        Arc::new(kcp)
     })
     .await
     .unwrap();
@@ -262,6 +315,7 @@ async fn a_hostile_tenant_cannot_take_the_server_down() {
     let slow = slow_clients(kcp.address());
 
     stalled_watchers(&kcp, &attacker, &probe).await;
+    expensive_rules(&kcp, &attacker, &probe).await;
 
     probe.finish("the attacks").await;
     for task in slow {

@@ -104,7 +104,7 @@ fn cel_rules_validate_custom_resources() {
 }
 
 /// The rule of the issue: a loop in a loop over a list nothing bounds.
-const COSTLY_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+pub(crate) const COSTLY_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
   name: bombs.example.com
