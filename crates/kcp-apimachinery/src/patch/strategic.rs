@@ -359,7 +359,8 @@ mod tests {
         let error = apply(&json!({}), &json!({ "spec": deep }), &strategies).unwrap_err();
         assert_eq!(error.to_string(), "exceeded max depth of 100");
         let mut far = json!({});
-        for _ in 0..5_000 {
+        // (Deeper values cannot even be dropped on a test thread's stack.)
+        for _ in 0..1_000 {
             far = json!([far]);
         }
         assert!(apply(&json!({}), &json!({ "spec": far }), &strategies).is_err());
