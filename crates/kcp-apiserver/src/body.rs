@@ -115,7 +115,12 @@ mod tests {
             .find(|r| r.kind == "ConfigMap")
             .unwrap();
         let json_body = format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
-        let yaml_body = format!("a:\n{}", (1..=MAX_DEPTH + 1).map(|i| format!("{}- \n", "  ".repeat(i))).collect::<String>());
+        let yaml_body = format!(
+            "a:\n{}",
+            (1..=MAX_DEPTH + 1)
+                .map(|i| format!("{}- \n", "  ".repeat(i)))
+                .collect::<String>()
+        );
         let flow_yaml = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
         for (media, body) in [
             ("application/json", json_body.as_str()),
@@ -131,8 +136,12 @@ mod tests {
                 other => panic!("{media}: {other:?}"),
             }
         }
-        let error = decode_object(Some("application/json"), json_body.as_bytes(), Some(configmaps))
-            .unwrap_err();
+        let error = decode_object(
+            Some("application/json"),
+            json_body.as_bytes(),
+            Some(configmaps),
+        )
+        .unwrap_err();
         assert_eq!(
             error.to_string(),
             "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: exceeded max depth of 100"

@@ -141,7 +141,10 @@ mod tests {
             .unwrap();
         assert_eq!(
             warnings,
-            ["duplicate field \"metadata.name\"", "unknown field \"spec\""]
+            [
+                "duplicate field \"metadata.name\"",
+                "unknown field \"spec\""
+            ]
         );
         let error = FieldValidation::Strict
             .apply(config_map(), &mut object.clone(), &duplicates)
@@ -182,6 +185,9 @@ mod tests {
             Response::new(crate::status::full(bytes::Bytes::new())),
             &["line 1:\n  key \"é\"".to_string()],
         );
-        assert_eq!(response.headers()["warning"], "299 - \"line 1:   key \\\"?\\\"\"");
+        assert_eq!(
+            response.headers()["warning"],
+            "299 - \"line 1:   key \\\"?\\\"\""
+        );
     }
 }

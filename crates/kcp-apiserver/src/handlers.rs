@@ -218,11 +218,18 @@ async fn answer_verb(
             };
             let duplicates = duplicate_fields(prefix, &document.duplicates);
             let warnings = Mutex::new(Vec::new());
-            let object = patch(registry, target, name, patch_type, document.value, |patched| {
-                let found = validation.apply(resource, patched, &duplicates)?;
-                *warnings.lock().unwrap_or_else(|e| e.into_inner()) = found;
-                Ok(())
-            })
+            let object = patch(
+                registry,
+                target,
+                name,
+                patch_type,
+                document.value,
+                |patched| {
+                    let found = validation.apply(resource, patched, &duplicates)?;
+                    *warnings.lock().unwrap_or_else(|e| e.into_inner()) = found;
+                    Ok(())
+                },
+            )
             .await?;
             let warnings = warnings.into_inner().unwrap_or_else(|e| e.into_inner());
             Ok(with_warnings(respond(StatusCode::OK, object)?, &warnings))

@@ -59,7 +59,8 @@ pub async fn json_response_to_yaml(response: Response<Body>) -> Response<Body> {
         Ok(collected) => collected.to_bytes(),
         Err(never) => match never {},
     };
-    let Some(yaml) = serde_json::from_slice::<Value>(&bytes)
+    // Objects stored deeper than serde_json's default limit (before there was a limit) read too.
+    let Some(yaml) = kcp_apimachinery::json::decode_stored(&bytes)
         .ok()
         .and_then(|value| encode(&value))
     else {

@@ -83,14 +83,22 @@ async fn writes_deeper_than_the_limit_are_refused_and_the_limit_is_exact() {
     );
     too_deep(
         registry
-            .update(configmaps(), "at-limit", configmap("at-limit", MAX_DEPTH + 1))
+            .update(
+                configmaps(),
+                "at-limit",
+                configmap("at-limit", MAX_DEPTH + 1),
+            )
             .await
             .unwrap_err(),
     );
     too_deep(
         registry
             .privileged()
-            .update(configmaps(), "at-limit", configmap("at-limit", MAX_DEPTH + 1))
+            .update(
+                configmaps(),
+                "at-limit",
+                configmap("at-limit", MAX_DEPTH + 1),
+            )
             .await
             .unwrap_err(),
     );

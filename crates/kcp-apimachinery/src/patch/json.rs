@@ -151,9 +151,17 @@ fn walk_mut<'v>(mut value: &'v mut Value, tokens: &[String]) -> Option<&'v mut V
 
 impl Applying {
     fn apply(&mut self, operation: &Value) -> Result<(), PatchError> {
-        let kind = operation.get("op").and_then(Value::as_str).unwrap_or("unknown");
-        if !matches!(kind, "add" | "remove" | "replace" | "move" | "copy" | "test") {
-            return Err(PatchError::NotApplicable(format!("Unexpected kind: {kind}")));
+        let kind = operation
+            .get("op")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown");
+        if !matches!(
+            kind,
+            "add" | "remove" | "replace" | "move" | "copy" | "test"
+        ) {
+            return Err(PatchError::NotApplicable(format!(
+                "Unexpected kind: {kind}"
+            )));
         }
         let path_text = operation
             .get("path")
@@ -235,7 +243,9 @@ impl Applying {
                 let copy = source.clone();
                 self.add(kind, &path, copy)
             }
-            _ => unreachable!("kinds are checked above"),
+            other => Err(PatchError::NotApplicable(format!(
+                "Unexpected kind: {other}"
+            ))),
         }
     }
 
@@ -305,7 +315,11 @@ impl Applying {
             return Ok(());
         };
         let doc_missing = || {
-            let what = if kind == "add" { "path" } else { "destination path" };
+            let what = if kind == "add" {
+                "path"
+            } else {
+                "destination path"
+            };
             missing(format!(
                 "{kind} operation does not apply: doc is missing {what}: \"{}\"",
                 path.text
@@ -342,7 +356,11 @@ impl Applying {
 
     fn remove(&mut self, kind: &str, path: &Pointer<'_>) -> Result<Value, PatchError> {
         let doc_missing = || {
-            let what = if kind == "remove" { "path" } else { "from path" };
+            let what = if kind == "remove" {
+                "path"
+            } else {
+                "from path"
+            };
             missing(format!(
                 "{kind} operation does not apply: doc is missing {what}: \"{}\"",
                 path.text
@@ -451,7 +469,10 @@ mod tests {
             patched,
             json!({"a": {"b": [9, 2, 3, 4]}, "d": "y", "e": [9, 2, 3, 4], "f/g": {"~": 1}})
         );
-        assert_eq!(apply(&doc, &json!([op("add", "", json!([1]))])).unwrap(), json!([1]));
+        assert_eq!(
+            apply(&doc, &json!([op("add", "", json!([1]))])).unwrap(),
+            json!([1])
+        );
     }
 
     #[test]
@@ -561,9 +582,13 @@ mod tests {
             ops.push(copy("/e", "/d/-"));
         }
         assert!(serde_json::to_vec(&ops).unwrap().len() < 5_000);
-        let error = apply(&json!({}), &Value::Array(ops)).unwrap_err().to_string();
+        let error = apply(&json!({}), &Value::Array(ops))
+            .unwrap_err()
+            .to_string();
         assert!(
-            error.starts_with("Unable to complete the copy, the accumulated size increase of copy is "),
+            error.starts_with(
+                "Unable to complete the copy, the accumulated size increase of copy is "
+            ),
             "{error}"
         );
         assert!(error.ends_with("exceeding the limit 3145728"), "{error}");

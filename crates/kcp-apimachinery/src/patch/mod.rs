@@ -171,7 +171,9 @@ mod tests {
         let over = json!({ "n": nested(MAX_DEPTH) });
         assert_eq!(
             merge_patch(&json!({}), &over),
-            Err(PatchError::NotApplicable("exceeded max depth of 100".into()))
+            Err(PatchError::NotApplicable(
+                "exceeded max depth of 100".into()
+            ))
         );
         // Deep patches are refused before any recursion, deep results after.
         let far_over = json!({ "n": nested(MAX_DEPTH + 50) });
