@@ -1,6 +1,7 @@
 //! Pure Kubernetes API machinery shared by the server, the registry and the clients.
 //!
-//! Owns label selectors ([`labels`]) and field selectors ([`fields`]) (their string grammar,
+//! Owns the nesting limit of stored objects and the decoders that enforce or tolerate it
+//! ([`json`]), label selectors ([`labels`]) and field selectors ([`fields`]) (their string grammar,
 //! validation, canonical printing and matching), patches ([`patch`]: JSON, merge, strategic)
 //! the JSONPath subset CRD printer columns use ([`jsonpath`]) and nested-field accessors
 //! ([`unstructured`]), with error texts kept close to `k8s.io/apimachinery` so clients see the messages they expect.
@@ -9,6 +10,7 @@
 //! a field selector (callers check [`fields::Selector::requirements`] against their own list).
 
 pub mod fields;
+pub mod json;
 pub mod jsonpath;
 pub mod labels;
 pub mod patch;

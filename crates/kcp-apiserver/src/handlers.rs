@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use std::borrow::Cow;
 use std::sync::Mutex;
 
-use crate::field_validation::{FieldValidation, with_warnings};
+use crate::field_validation::{FieldValidation, duplicate_fields, with_warnings};
 use crate::negotiation::{self, Answer, Negotiated};
 use crate::request_info::ResourceRequest;
 use crate::status::{Body, failure, from_registry_error, json_response};
@@ -190,8 +190,10 @@ async fn answer_verb(
             if resource.namespaced && namespace.is_none() {
                 return Ok(not_found());
             }
-            let mut object = parse_body(headers, body)?;
-            let warnings = validation.apply(resource, &mut object)?;
+            let decoded = crate::body::decode_object(content_type(headers), body, Some(resource))?;
+            let mut object = decoded.value;
+            let duplicates = duplicate_fields("", &decoded.duplicates);
+            let warnings = validation.apply(resource, &mut object, &duplicates)?;
             let object = registry.create(target, object).await?;
             Ok(with_warnings(
                 respond(StatusCode::CREATED, object)?,
@@ -199,18 +201,35 @@ async fn answer_verb(
             ))
         }
         ("update", Some(name)) => {
-            let mut object = parse_body(headers, body)?;
-            let warnings = validation.apply(resource, &mut object)?;
+            let decoded = crate::body::decode_object(content_type(headers), body, Some(resource))?;
+            let mut object = decoded.value;
+            let duplicates = duplicate_fields("", &decoded.duplicates);
+            let warnings = validation.apply(resource, &mut object, &duplicates)?;
             let object = registry.update(target, name, object).await?;
             Ok(with_warnings(respond(StatusCode::OK, object)?, &warnings))
         }
         ("patch", Some(name)) => {
+            let patch_type = patch_type(headers, resource)?;
+            let document = crate::body::decode_patch(body)?;
+            let prefix = if patch_type == PatchType::Json {
+                "json patch "
+            } else {
+                ""
+            };
+            let duplicates = duplicate_fields(prefix, &document.duplicates);
             let warnings = Mutex::new(Vec::new());
-            let object = patch(registry, target, name, headers, body, |patched| {
-                let found = validation.apply(resource, patched)?;
-                *warnings.lock().unwrap_or_else(|e| e.into_inner()) = found;
-                Ok(())
-            })
+            let object = patch(
+                registry,
+                target,
+                name,
+                patch_type,
+                document.value,
+                |patched| {
+                    let found = validation.apply(resource, patched, &duplicates)?;
+                    *warnings.lock().unwrap_or_else(|e| e.into_inner()) = found;
+                    Ok(())
+                },
+            )
             .await?;
             let warnings = warnings.into_inner().unwrap_or_else(|e| e.into_inner());
             Ok(with_warnings(respond(StatusCode::OK, object)?, &warnings))
@@ -385,18 +404,15 @@ fn deleted_status(resource: &Resource, object: &Value) -> Value {
 }
 
 /// Applies a PATCH by its content type: JSON patch, merge patch, or strategic merge patch with
-/// the list rules of the built-in kind.
+/// the list rules of the built-in kind. Each keeps the result within the nesting limit (422).
 async fn patch(
     registry: &Registry,
     target: Target<'_>,
     name: &str,
-    headers: &HeaderMap,
-    body: &Bytes,
+    patch_type: PatchType,
+    document: Value,
     check: impl Fn(&mut Value) -> Result<(), RegistryError> + Send + Sync,
 ) -> Result<Value, RegistryError> {
-    let patch_type = patch_type(headers, target.resource)?;
-    let document: Value = serde_json::from_slice(body)
-        .map_err(|e| RegistryError::BadRequest(format!("error decoding patch: {e}")))?;
     let kind = target.resource.kind;
     let apply = move |current: &Value| -> Result<Value, RegistryError> {
         let patched = match patch_type {
@@ -423,6 +439,7 @@ pub(crate) fn patch_error(error: PatchError) -> RegistryError {
     match error {
         PatchError::Malformed(message) => RegistryError::BadRequest(message),
         PatchError::NotApplicable(message) => RegistryError::Unprocessable(message),
+        PatchError::TooLarge(message) => RegistryError::RequestEntityTooLarge(message),
     }
 }
 
@@ -459,32 +476,16 @@ pub(crate) fn patch_type(
 }
 
 /// The object in a request body: JSON, YAML, or protobuf for the kinds kubectl's typed commands
-/// send.
+/// send (see [`crate::body`]; repeated keys are not reported here).
 pub(crate) fn parse_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, RegistryError> {
-    let content_type = headers
+    crate::body::decode_object(content_type(headers), body, None).map(|decoded| decoded.value)
+}
+
+/// The request's `Content-Type`, if it is text.
+fn content_type(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/json");
-    let media = content_type.split(';').next().unwrap_or_default().trim();
-    match media {
-        "application/json" => serde_json::from_slice(body).map_err(|e| {
-            RegistryError::BadRequest(format!("the object provided is unrecognized: {e}"))
-        }),
-        "application/yaml" => crate::yaml::decode(body),
-        "application/vnd.kubernetes.protobuf" => {
-            crate::protobuf::decode(body).map_err(|error| match error {
-                crate::protobuf::ProtobufError::Malformed(message) => {
-                    RegistryError::BadRequest(message)
-                }
-                crate::protobuf::ProtobufError::Unsupported(message) => {
-                    RegistryError::UnsupportedMediaType(message)
-                }
-            })
-        }
-        _ => Err(RegistryError::UnsupportedMediaType(format!(
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {media})"
-        ))),
-    }
 }
 
 /// The `dryRun` value of a DeleteOptions body, if it names one.

@@ -72,6 +72,7 @@ pub fn registry_error_status(
         E::Forbidden { .. } => (StatusCode::FORBIDDEN, "Forbidden"),
         E::BadRequest(_) => (StatusCode::BAD_REQUEST, "BadRequest"),
         E::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed"),
+        E::RequestEntityTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "RequestEntityTooLarge"),
         E::UnsupportedMediaType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType"),
         E::Expired(_) => (StatusCode::GONE, "Expired"),
         E::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable"),

@@ -2,22 +2,40 @@
 //! registry works on, and JSON responses are re-encoded when the client negotiated YAML. YAML
 //! follows YAML 1.1 scalars as Kubernetes' `sigs.k8s.io/yaml` does (`on` is `true`); keys come
 //! out sorted, as Kubernetes writes them.
+//!
+//! Decoding stops at [`MAX_DEPTH`] levels (also serde-saphyr's own depth budget, so its
+//! recursion is bounded), keeps serde-saphyr's budgets against alias and anchor bombs, and
+//! reports repeated keys (the last one wins) instead of refusing them, for `fieldValidation`.
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, header};
 use http_body::Body as _;
 use http_body_util::BodyExt;
-use kcp_registry::RegistryError;
+use kcp_apimachinery::json::{BodyError, Checked, Decoded, MAX_DEPTH, depth_message};
 use serde_json::Value;
 
 use crate::status::{Body, full};
 
-/// The object in a YAML request body; malformed YAML is a 400.
-pub fn decode(body: &[u8]) -> Result<Value, RegistryError> {
-    let text = std::str::from_utf8(body)
-        .map_err(|e| RegistryError::BadRequest(format!("error converting YAML to JSON: {e}")))?;
-    serde_saphyr::from_str::<Value>(text)
-        .map_err(|e| RegistryError::BadRequest(format!("error converting YAML to JSON: {e}")))
+/// The object in a YAML request body and the keys it repeated.
+pub fn decode(body: &[u8]) -> Result<Decoded, BodyError> {
+    let text = std::str::from_utf8(body).map_err(|e| BodyError::Syntax(e.to_string()))?;
+    let mut options = serde_saphyr::Options::default();
+    options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::PassThrough;
+    let mut budget = options.budget.take().unwrap_or_default();
+    budget.max_depth = MAX_DEPTH + 1;
+    budget.flow_nesting_limit = MAX_DEPTH + 1;
+    options.budget = Some(budget);
+    match serde_saphyr::from_str_with_options::<Checked>(text, options) {
+        Ok(Checked(decoded)) => Ok(decoded),
+        Err(error) => {
+            let message = error.to_string();
+            if message.contains(&depth_message()) {
+                Err(BodyError::TooDeep)
+            } else {
+                Err(BodyError::Syntax(message))
+            }
+        }
+    }
 }
 
 /// A JSON value as a YAML document.
@@ -41,7 +59,8 @@ pub async fn json_response_to_yaml(response: Response<Body>) -> Response<Body> {
         Ok(collected) => collected.to_bytes(),
         Err(never) => match never {},
     };
-    let Some(yaml) = serde_json::from_slice::<Value>(&bytes)
+    // Objects stored deeper than serde_json's default limit (before there was a limit) read too.
+    let Some(yaml) = kcp_apimachinery::json::decode_stored(&bytes)
         .ok()
         .and_then(|value| encode(&value))
     else {
@@ -65,7 +84,8 @@ mod tests {
         let object = decode(
             b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: {x: \"1\"}\ndata:\n  n: \"42\"\n  list: |\n    line\n",
         )
-        .unwrap();
+        .unwrap()
+        .value;
         assert_eq!(
             object,
             json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -75,9 +95,28 @@ mod tests {
     }
 
     #[test]
+    fn aliases_cannot_blow_up_and_depth_stops_at_the_limit() {
+        // A billion laughs: each level refers to the previous one ten times.
+        let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            bomb.push_str(&format!(
+                "a{i}: &a{i} [{}]\n",
+                vec![format!("*a{}", i - 1); 10].join(", ")
+            ));
+        }
+        assert!(decode(bomb.as_bytes()).is_err());
+        let mut nested = String::from("v");
+        for _ in 0..MAX_DEPTH {
+            nested = format!("[{nested}]");
+        }
+        assert!(decode(format!("a: {nested}").as_bytes()).is_err());
+        assert!(decode(nested.as_bytes()).is_ok());
+    }
+
+    #[test]
     fn malformed_yaml_is_a_bad_request() {
         for bad in [&b"a: [1, 2\n"[..], b"a: b: c\n", b"\xff\xfe"] {
-            assert!(matches!(decode(bad), Err(RegistryError::BadRequest(_))));
+            assert!(matches!(decode(bad), Err(BodyError::Syntax(_))));
         }
     }
 
@@ -88,7 +127,7 @@ mod tests {
                            "metadata": {"name": "x", "generation": 3, "annotations": {}},
                            "list": [1, "two", null, false]});
         let yaml = encode(&value).unwrap();
-        assert_eq!(decode(yaml.as_bytes()).unwrap(), value, "{yaml}");
+        assert_eq!(decode(yaml.as_bytes()).unwrap().value, value, "{yaml}");
     }
 
     #[tokio::test]

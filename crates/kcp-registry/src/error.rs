@@ -54,6 +54,10 @@ pub enum RegistryError {
     /// 422: a well-formed request that cannot apply (a JSON patch whose test fails).
     #[error("{0}")]
     Unprocessable(String),
+    /// 413: a request larger than the server takes (a JSON patch of more than 10,000
+    /// operations), with kube-apiserver's `Request entity too large: ` before the reason.
+    #[error("Request entity too large: {0}")]
+    RequestEntityTooLarge(String),
     /// 415: a body in a media type the server does not read.
     #[error("{0}")]
     UnsupportedMediaType(String),

@@ -343,11 +343,18 @@ impl Registry {
     }
 
     /// `object` encoded as storage keeps it (custom resources at their storage version).
+    ///
+    /// Every write passes here (create, update, patch, subresources, dry runs, controllers'
+    /// privileged writes), so this is where an object deeper than
+    /// [`MAX_DEPTH`](kcp_apimachinery::json::MAX_DEPTH) is refused, before anything is stored:
+    /// 400, as kube-apiserver answers a body its decoder cannot read (patches meet the same
+    /// limit earlier, with 422, when they are applied).
     async fn encode_for_storage(
         &self,
         target: &Target<'_>,
         object: &Value,
     ) -> Result<Bytes, RegistryError> {
+        check_depth(target, object)?;
         match target.resource.custom {
             Some(custom)
                 if object["apiVersion"].as_str()
@@ -766,14 +773,29 @@ fn spec_changed(resource: &Resource, stored: &Value, next: &Value) -> bool {
     }
 }
 
+/// Refuses objects deeper than the nesting limit every stored object obeys.
+fn check_depth(target: &Target<'_>, object: &Value) -> Result<(), RegistryError> {
+    use kcp_apimachinery::json::{MAX_DEPTH, depth_message, exceeds_depth};
+    if exceeds_depth(object, MAX_DEPTH) {
+        return Err(validation::decode_error(
+            target.resource.kind,
+            target.resource.version,
+            &depth_message(),
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn encode(object: &Value) -> Result<Bytes, RegistryError> {
     serde_json::to_vec(object)
         .map(Bytes::from)
         .map_err(|e| RegistryError::Internal(e.to_string()))
 }
 
+/// Reads a stored object with the tolerant decoder: whatever depth an older server stored, it
+/// reads (parts deeper than `MAX_READ_DEPTH` as their JSON text) and never exhausts the stack.
 pub(crate) fn decode(kv: &KeyValue) -> Result<Value, RegistryError> {
-    let mut object: Value = serde_json::from_slice(&kv.value)
+    let mut object = kcp_apimachinery::json::decode_stored(&kv.value)
         .map_err(|e| RegistryError::Internal(format!("stored object is not JSON: {e}")))?;
     meta::set_resource_version(&mut object, kv.mod_revision);
     if let Some(cluster) = cluster_of_key(&kv.key) {

@@ -15,6 +15,7 @@ mod e2e {
     pub mod kube_rs;
     pub mod kube_rs_crd;
     pub mod kubectl;
+    pub mod limits;
     pub mod namespaces;
     pub mod negotiation;
     pub mod openapi;

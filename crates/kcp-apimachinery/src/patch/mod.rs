@@ -1,9 +1,18 @@
-//! Patches as Kubernetes applies them: JSON patch (RFC 6902), JSON merge patch (RFC 7386) and
-//! strategic merge patch ([`strategic`]), chosen by the request's content type.
+//! Patches as Kubernetes applies them: JSON patch (RFC 6902, [`json`]), JSON merge patch
+//! (RFC 7386) and strategic merge patch ([`strategic`]), chosen by the request's content type.
+//!
+//! No patch produces an object deeper than [`crate::json::MAX_DEPTH`] (422 with
+//! `exceeded max depth of 100`), and none recurses deeper than its own inputs: merge patches
+//! recurse along the patch document, whose depth is checked before they start.
 
+pub mod json;
 pub mod strategic;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+use crate::json::{MAX_DEPTH, depth_message, exceeds_depth};
+
+pub use json::{MAX_COPY_BYTES, MAX_JSON_PATCH_OPERATIONS};
 
 /// Patch kinds by their content type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,40 +48,69 @@ pub enum PatchError {
     /// missing paths).
     #[error("{0}")]
     NotApplicable(String),
+    /// More operations than a JSON patch may carry (413).
+    #[error("{0}")]
+    TooLarge(String),
 }
 
-/// Most operations a JSON patch may carry, as kube-apiserver limits them.
-pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
-
-/// Applies an RFC 6902 JSON patch to `object`; all or nothing.
+/// Applies an RFC 6902 JSON patch to `object`; all or nothing (see [`json`] for its limits).
 pub fn json_patch(object: &Value, patch: &Value) -> Result<Value, PatchError> {
-    let operations = patch.as_array().ok_or_else(|| {
-        PatchError::Malformed("json patch must be a JSON array of operations".into())
-    })?;
-    if operations.len() > MAX_JSON_PATCH_OPERATIONS {
-        return Err(PatchError::Malformed(format!(
-            "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
-            operations.len()
-        )));
-    }
-    let patch: json_patch::Patch = serde_json::from_value(patch.clone())
-        .map_err(|e| PatchError::Malformed(format!("invalid json patch: {e}")))?;
-    let mut patched = object.clone();
-    json_patch::patch(&mut patched, &patch)
-        .map_err(|e| PatchError::NotApplicable(e.to_string()))?;
-    Ok(patched)
+    json::apply(object, patch)
 }
 
 /// Applies an RFC 7386 merge patch to `object`.
 pub fn merge_patch(object: &Value, patch: &Value) -> Result<Value, PatchError> {
-    if !patch.is_object() {
+    let Value::Object(fields) = patch else {
         return Err(PatchError::Malformed(
             "merge patch must be a JSON object".into(),
         ));
-    }
+    };
+    // A patch one level deeper than the limit can still only delete there; deeper ones would
+    // build objects past it.
+    check_patch_depth(patch)?;
     let mut patched = object.clone();
-    json_patch::merge(&mut patched, patch);
+    merge_fields(&mut patched, fields);
+    check_result_depth(&patched)?;
     Ok(patched)
+}
+
+/// Refuses patch documents whose depth alone would take a result past the limit.
+pub(crate) fn check_patch_depth(patch: &Value) -> Result<(), PatchError> {
+    if exceeds_depth(patch, MAX_DEPTH + 1) {
+        return Err(PatchError::NotApplicable(depth_message()));
+    }
+    Ok(())
+}
+
+/// Refuses results deeper than the limit.
+pub(crate) fn check_result_depth(patched: &Value) -> Result<(), PatchError> {
+    if exceeds_depth(patched, MAX_DEPTH) {
+        return Err(PatchError::NotApplicable(depth_message()));
+    }
+    Ok(())
+}
+
+/// RFC 7386 on one object; recursion follows the patch's objects.
+fn merge_fields(target: &mut Value, patch: &Map<String, Value>) {
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let Value::Object(fields) = target else {
+        return;
+    };
+    for (key, value) in patch {
+        match value {
+            Value::Null => {
+                fields.remove(key);
+            }
+            Value::Object(inner) => {
+                merge_fields(fields.entry(key.clone()).or_insert(Value::Null), inner);
+            }
+            other => {
+                fields.insert(key.clone(), other.clone());
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -111,6 +149,42 @@ mod tests {
         .unwrap();
         assert_eq!(patched, json!({"data": {"b": "2", "c": "3"}, "list": [3]}));
         assert!(merge_patch(&object, &json!([1])).is_err());
+        assert_eq!(
+            merge_patch(&json!({"a": 1}), &json!({"a": {"b": {"c": null}}})).unwrap(),
+            json!({"a": {"b": {}}})
+        );
+    }
+
+    fn nested(levels: usize) -> Value {
+        let mut value = json!({});
+        for _ in 1..levels {
+            value = json!({ "n": value });
+        }
+        value
+    }
+
+    #[test]
+    fn merge_patch_results_stay_within_the_depth_limit() {
+        // The root object is one level: the patch's value may add 99.
+        let fits = json!({ "n": nested(MAX_DEPTH - 1) });
+        assert!(merge_patch(&json!({}), &fits).is_ok());
+        let over = json!({ "n": nested(MAX_DEPTH) });
+        assert_eq!(
+            merge_patch(&json!({}), &over),
+            Err(PatchError::NotApplicable(
+                "exceeded max depth of 100".into()
+            ))
+        );
+        // Deep patches are refused before any recursion, deep results after.
+        let far_over = json!({ "n": nested(MAX_DEPTH + 50) });
+        assert!(merge_patch(&json!({}), &far_over).is_err());
+        // A stored object deeper than the limit can be made shallower by a patch.
+        let legacy = json!({"keep": 1, "deep": nested(MAX_DEPTH + 20)});
+        assert_eq!(
+            merge_patch(&legacy, &json!({"deep": null})).unwrap(),
+            json!({"keep": 1})
+        );
+        assert!(merge_patch(&legacy, &json!({"keep": 2})).is_err());
     }
 
     #[test]

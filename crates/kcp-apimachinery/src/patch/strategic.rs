@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use super::PatchError;
+use super::{PatchError, check_patch_depth, check_result_depth};
 
 /// How a list at some path merges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,20 +30,24 @@ const RETAIN_KEYS: &str = "$retainKeys";
 const DELETE_FROM_PRIMITIVE_LIST: &str = "$deleteFromPrimitiveList/";
 const SET_ELEMENT_ORDER: &str = "$setElementOrder/";
 
-/// Applies `patch` to `original`.
+/// Applies `patch` to `original`. The recursion follows the patch's maps and lists, whose depth
+/// is checked first; the result must be within [`crate::json::MAX_DEPTH`].
 pub fn apply(
     original: &Value,
     patch: &Value,
     strategies: ListStrategies<'_>,
 ) -> Result<Value, PatchError> {
+    check_patch_depth(patch)?;
     let (Value::Object(original), Value::Object(patch)) = (original, patch) else {
         return Err(PatchError::Malformed(
             "strategic merge patch must be a JSON object".into(),
         ));
     };
     let mut path = Vec::new();
-    Ok(merge_map(original, patch, &mut path, strategies)?
-        .map_or(Value::Object(Map::new()), Value::Object))
+    let patched = merge_map(original, patch, &mut path, strategies)?
+        .map_or(Value::Object(Map::new()), Value::Object);
+    check_result_depth(&patched)?;
+    Ok(patched)
 }
 
 /// Merges a patch map into an original map; `None` means `$patch: delete`.
@@ -344,6 +348,22 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn results_deeper_than_the_limit_are_refused() {
+        let mut deep = json!({});
+        for _ in 0..crate::json::MAX_DEPTH {
+            deep = json!({ "n": deep });
+        }
+        let error = apply(&json!({}), &json!({ "spec": deep }), &strategies).unwrap_err();
+        assert_eq!(error.to_string(), "exceeded max depth of 100");
+        let mut far = json!({});
+        // (Deeper values cannot even be dropped on a test thread's stack.)
+        for _ in 0..1_000 {
+            far = json!([far]);
+        }
+        assert!(apply(&json!({}), &json!({ "spec": far }), &strategies).is_err());
     }
 
     #[test]
