@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode, header};
-use kcp_apis::builtin::{self, Resource};
+use kcp_apis::builtin::{self, Resource, ResourceRef};
 use kcp_apis::schema::{self, REF_PREFIX};
 use serde_json::{Map, Value, json};
 
@@ -38,24 +38,28 @@ impl Document {
     }
 }
 
+/// What identifies a served resource: its address.
+fn identity(resource: &ResourceRef) -> usize {
+    match resource {
+        ResourceRef::Static(resource) => std::ptr::from_ref::<Resource>(resource) as usize,
+        ResourceRef::Shared(resource) => Arc::as_ptr(resource) as usize,
+    }
+}
+
 /// The document of a group version of custom resources. Built once per distinct set of
 /// (interned) resources, so every cluster with the same CRDs shares it.
-fn custom_document(resources: &[&'static Resource]) -> Arc<Document> {
+fn custom_document(resources: &[&ResourceRef]) -> Arc<Document> {
     type Cache = Mutex<HashMap<Vec<usize>, Arc<Document>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
-    let key: Vec<usize> = resources
-        .iter()
-        .map(|r| std::ptr::from_ref::<Resource>(r) as usize)
-        .collect();
+    let key: Vec<usize> = resources.iter().map(|r| identity(r)).collect();
     let mut cache = CACHE
         .get_or_init(Cache::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    Arc::clone(
-        cache
-            .entry(key)
-            .or_insert_with(|| Arc::new(Document::new(&custom_group_version_document(resources)))),
-    )
+    Arc::clone(cache.entry(key).or_insert_with(|| {
+        let plain: Vec<&Resource> = resources.iter().map(|r| &***r).collect();
+        Arc::new(Document::new(&custom_group_version_document(&plain)))
+    }))
 }
 
 /// The documents `served` has: the built-in ones, then one per custom group version.
@@ -69,8 +73,9 @@ fn served_documents(served: &Served) -> Vec<(String, DocumentRef)> {
             continue;
         }
         for version in versions {
-            let resources: Vec<&'static Resource> =
-                served.in_group_version(group, version).collect();
+            let resources: Vec<&ResourceRef> = served
+                .non_builtin_in_group_version(group, version)
+                .collect();
             all.push((
                 gv_path(group, version),
                 DocumentRef::Custom(custom_document(&resources)),
@@ -183,7 +188,7 @@ fn hash_param(query: Option<&str>) -> Option<&str> {
 
 /// The OpenAPI v3 document of one group version of custom resources: their schemas, the
 /// shared ones their operations refer to, and their paths.
-fn custom_group_version_document(resources: &[&'static Resource]) -> Value {
+fn custom_group_version_document(resources: &[&Resource]) -> Value {
     let mut paths = Map::new();
     let roots = schema::COMMON.iter().copied().chain([
         "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
@@ -307,7 +312,7 @@ struct Operation<'a> {
 fn add_resource_paths(paths: &mut Map<String, Value>, resource: &Resource) {
     let name = schema::component_name(resource);
     let list = format!("{name}List");
-    let base = format!("/{}", gv_path(resource.group, resource.version));
+    let base = format!("/{}", gv_path(&resource.group, &resource.version));
     let scope = if resource.namespaced {
         "/namespaces/{namespace}"
     } else {
@@ -315,7 +320,7 @@ fn add_resource_paths(paths: &mut Map<String, Value>, resource: &Resource) {
     };
     let collection = format!("{base}{scope}/{}", resource.name);
     let item = format!("{collection}/{{name}}");
-    let kind = resource.kind;
+    let kind: &str = &resource.kind;
     let verbs = resource.verbs;
     let has = |verb: &str| verbs.contains(&verb);
     let object = || schema_ref(&name);
@@ -499,8 +504,8 @@ fn insert_path(
         let operation_id = format!(
             "{}{}{}{scope}{}{suffix}",
             op.verb_id,
-            pascal(resource.group),
-            pascal(resource.version),
+            pascal(&resource.group),
+            pascal(&resource.version),
             resource.kind
         );
         let response = if op.response.is_null() {
@@ -518,7 +523,7 @@ fn insert_path(
                 "401": {"description": "Unauthorized"},
             },
             "x-kubernetes-action": op.action,
-            "x-kubernetes-group-version-kind": schema::gvk(resource, resource.kind),
+            "x-kubernetes-group-version-kind": schema::gvk(resource, &resource.kind),
         });
         if let Some(body) = op.body {
             value["requestBody"] = if body.get("content").is_some() {
@@ -533,7 +538,7 @@ fn insert_path(
 }
 
 fn tag(resource: &Resource) -> String {
-    format!("{}_{}", tag_group(resource.group), resource.version)
+    format!("{}_{}", tag_group(&resource.group), resource.version)
 }
 
 fn tag_group(group: &str) -> String {

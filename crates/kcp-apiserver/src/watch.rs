@@ -83,14 +83,16 @@ pub async fn serve(
         Err(RegistryError::Expired(_)) => None,
         Err(other) => return Err(other),
     };
-    let resource = target.resource;
+    // The task outlives the request's borrow: it owns a copy (sharing a custom resource's
+    // schema, kept alive while the watch runs).
+    let resource = target.resource.clone();
     let (sender, receiver) = mpsc::channel::<Bytes>(64);
     tokio::spawn(async move {
         let encode = |kind: &str, object: Value| -> Bytes {
             let object = match conversion {
                 _ if kind == "ERROR" => object,
                 Conversion::Table(version) if kind != "BOOKMARK" => {
-                    crate::table::render(resource, &[object], json!({}), version, include)
+                    crate::table::render(&resource, &[object], json!({}), version, include)
                 }
                 Conversion::PartialObjectMetadata(version) => {
                     partial_object_metadata(&object, version)

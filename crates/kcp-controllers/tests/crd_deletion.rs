@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kcp_apis::builtin::Resource;
+use kcp_apis::builtin::{Resource, ResourceRef};
 use kcp_controllers::Controllers;
 use kcp_registry::custom::CLEANUP_FINALIZER;
 use kcp_registry::{DeleteOutcome, ListOptions, Registry, RegistryError, Target};
@@ -72,7 +72,7 @@ async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
 }
 
 /// The widgets resource of `cluster`, once its CRD is Established.
-async fn widgets(registry: &Registry, cluster: &str) -> &'static Resource {
+async fn widgets(registry: &Registry, cluster: &str) -> ResourceRef {
     let mut found = None;
     eventually("widgets are served", async || {
         found = registry
@@ -84,7 +84,7 @@ async fn widgets(registry: &Registry, cluster: &str) -> &'static Resource {
     found.unwrap()
 }
 
-fn inside<'a>(cluster: &'a str, resource: &'static Resource, namespace: &'a str) -> Target<'a> {
+fn inside<'a>(cluster: &'a str, resource: &'a Resource, namespace: &'a str) -> Target<'a> {
     Target {
         cluster,
         resource,
@@ -92,11 +92,7 @@ fn inside<'a>(cluster: &'a str, resource: &'static Resource, namespace: &'a str)
     }
 }
 
-async fn widget_names(
-    registry: &Registry,
-    cluster: &str,
-    resource: &'static Resource,
-) -> Vec<String> {
+async fn widget_names(registry: &Registry, cluster: &str, resource: &Resource) -> Vec<String> {
     let everywhere = Target {
         cluster,
         resource,
@@ -131,7 +127,7 @@ fn terminating(crd: &Value) -> (String, String) {
     )
 }
 
-async fn setup(registry: &Registry, cluster: &str, spaces: &[&str]) -> &'static Resource {
+async fn setup(registry: &Registry, cluster: &str, spaces: &[&str]) -> ResourceRef {
     registry.create(crds(cluster), widget_crd()).await.unwrap();
     for space in spaces {
         registry
@@ -155,12 +151,12 @@ async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
         ("b", "held", &["example.com/hold"][..]),
     ] {
         registry
-            .create(inside(doomed, resource, space), widget(name, finalizers))
+            .create(inside(doomed, &resource, space), widget(name, finalizers))
             .await
             .unwrap();
     }
     registry
-        .create(inside(kept, kept_resource, "a"), widget("one", &[]))
+        .create(inside(kept, &kept_resource, "a"), widget("one", &[]))
         .await
         .unwrap();
 
@@ -178,7 +174,7 @@ async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
         ("True".into(), "InstanceDeletionPending".into())
     );
     let refused = registry
-        .create(inside(doomed, resource, "a"), widget("late", &[]))
+        .create(inside(doomed, &resource, "a"), widget("late", &[]))
         .await;
     assert!(
         matches!(&refused, Err(RegistryError::MethodNotAllowed(message)) if message == "create not allowed while custom resource definition is terminating"),
@@ -186,7 +182,7 @@ async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
     );
 
     eventually("only the held widget is left", async || {
-        widget_names(&registry, doomed, resource).await == ["b/held"]
+        widget_names(&registry, doomed, &resource).await == ["b/held"]
     })
     .await;
     let crd = registry
@@ -198,17 +194,21 @@ async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
         ("True".into(), "InstanceDeletionInProgress".into())
     );
     let held = registry
-        .get(inside(doomed, resource, "b"), "held")
+        .get(inside(doomed, &resource, "b"), "held")
         .await
         .unwrap();
     assert!(held["metadata"]["deletionTimestamp"].is_string());
 
     registry
-        .patch(inside(doomed, resource, "b"), "held", &|current: &Value| {
-            let mut next = current.clone();
-            next["metadata"]["finalizers"] = json!([]);
-            Ok(next)
-        })
+        .patch(
+            inside(doomed, &resource, "b"),
+            "held",
+            &|current: &Value| {
+                let mut next = current.clone();
+                next["metadata"]["finalizers"] = json!([]);
+                Ok(next)
+            },
+        )
         .await
         .unwrap();
     eventually("the CRD is gone", async || {
@@ -228,7 +228,7 @@ async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
 
     // The same CRD in another cluster keeps its resources.
     assert_eq!(
-        widget_names(&registry, kept, kept_resource).await,
+        widget_names(&registry, kept, &kept_resource).await,
         ["a/one"]
     );
     let other = registry
@@ -239,7 +239,7 @@ async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
 
     // Created again, the CRD starts empty.
     let resource = setup(&registry, doomed, &[]).await;
-    assert!(widget_names(&registry, doomed, resource).await.is_empty());
+    assert!(widget_names(&registry, doomed, &resource).await.is_empty());
     controllers.shutdown().await;
 }
 
@@ -251,7 +251,7 @@ async fn terminating_namespaces_lose_their_custom_resources() {
     let resource = setup(&registry, cluster, &["doomed", "kept"]).await;
     for space in ["doomed", "kept"] {
         registry
-            .create(inside(cluster, resource, space), widget("w", &[]))
+            .create(inside(cluster, &resource, space), widget("w", &[]))
             .await
             .unwrap();
     }
@@ -266,6 +266,9 @@ async fn terminating_namespaces_lose_their_custom_resources() {
         )
     })
     .await;
-    assert_eq!(widget_names(&registry, cluster, resource).await, ["kept/w"]);
+    assert_eq!(
+        widget_names(&registry, cluster, &resource).await,
+        ["kept/w"]
+    );
     controllers.shutdown().await;
 }

@@ -22,10 +22,12 @@ const MODIFIED: &str =
     "the object has been modified; please apply your changes to the latest version and try again";
 
 /// Where a request points: a resource in a logical cluster, and a namespace for namespaced ones.
+/// The resource is borrowed for the request from the handle its caller holds (a
+/// [`kcp_apis::builtin::ResourceRef`] from [`Registry::resolve`], or a static built-in one).
 #[derive(Debug, Clone, Copy)]
 pub struct Target<'a> {
     pub cluster: &'a str,
-    pub resource: &'static Resource,
+    pub resource: &'a Resource,
     pub namespace: Option<&'a str>,
 }
 
@@ -61,9 +63,9 @@ impl Target<'_> {
     pub(crate) fn as_stored(&self) -> bool {
         self.is_wildcard()
             && kcp_apis::system::find(
-                self.resource.group,
-                self.resource.version,
-                self.resource.name,
+                &self.resource.group,
+                &self.resource.version,
+                &self.resource.name,
             )
             .is_none()
     }
@@ -77,7 +79,7 @@ impl Target<'_> {
     }
 
     fn keys(&self) -> ResourceKeys {
-        ResourceKeys::new(self.resource.group, self.resource.name)
+        ResourceKeys::new(&self.resource.group, &self.resource.name)
     }
 
     pub(crate) fn key(&self, name: &str) -> Vec<u8> {
@@ -346,7 +348,7 @@ impl Registry {
         target: &Target<'_>,
         object: &Value,
     ) -> Result<Bytes, RegistryError> {
-        match target.resource.custom {
+        match target.resource.custom() {
             Some(custom)
                 if object["apiVersion"].as_str()
                     != Some(&format!(
@@ -709,13 +711,13 @@ fn carry_server_fields(resource: &Resource, stored: &Value, next: &mut Value) {
 /// Kubernetes strategies do, and for every custom resource.
 fn tracks_generation(resource: &Resource) -> bool {
     resource.custom.is_some()
-        || !kcp_apis::builtin::generation_fields(resource.group, resource.kind).is_empty()
+        || !kcp_apis::builtin::generation_fields(&resource.group, &resource.kind).is_empty()
 }
 
 /// Whether a field that moves the generation changed: the kind's tracked fields, or for custom
 /// resources everything but metadata (and status, with a status subresource).
 fn spec_changed(resource: &Resource, stored: &Value, next: &Value) -> bool {
-    match resource.custom {
+    match resource.custom() {
         Some(custom) => {
             let counts = |key: &String| {
                 let ignored = matches!(key.as_str(), "apiVersion" | "kind" | "metadata")
@@ -730,7 +732,7 @@ fn spec_changed(resource: &Resource, stored: &Value, next: &Value) -> bool {
                 .filter(|key| counts(key))
                 .any(|key| old.get(key) != new.get(key))
         }
-        None => kcp_apis::builtin::generation_fields(resource.group, resource.kind)
+        None => kcp_apis::builtin::generation_fields(&resource.group, &resource.kind)
             .iter()
             .any(|field| stored.get(field) != next.get(field)),
     }

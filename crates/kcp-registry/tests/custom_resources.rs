@@ -87,8 +87,8 @@ async fn identical_crds_share_one_resource_and_serve_only_their_cluster() {
         .resolve("root:b", "example.com", "v1", "widgets")
         .await
         .unwrap();
-    assert!(std::ptr::eq(a, b), "the same CRD is one resource");
-    assert_eq!(registry.distinct_custom_resource_specs(), 1);
+    assert!(std::ptr::eq(&*a, &*b), "the same CRD is one resource");
+    assert_eq!(registry.live_custom_resource_specs(), 1);
     assert!(
         registry
             .resolve("root:c", "example.com", "v1", "widgets")
@@ -111,22 +111,24 @@ async fn objects_are_stored_at_the_storage_version_and_served_at_any() {
         .resolve("root", "example.com", "v1", "widgets")
         .await
         .unwrap();
-    let at = |resource| Target {
-        cluster: "root",
-        resource,
-        namespace: None,
-    };
+    fn at(resource: &Resource) -> Target<'_> {
+        Target {
+            cluster: "root",
+            resource,
+            namespace: None,
+        }
+    }
     let created = registry
-        .create(at(beta), json!({"metadata": {"name": "w"}, "spec": {}}))
+        .create(at(&beta), json!({"metadata": {"name": "w"}, "spec": {}}))
         .await
         .unwrap();
     assert_eq!(created["apiVersion"], "example.com/v1beta1");
     // Read at v1: converted, and defaulted by v1's schema on the way out.
-    let read = registry.get(at(v1), "w").await.unwrap();
+    let read = registry.get(at(&v1), "w").await.unwrap();
     assert_eq!(read["apiVersion"], "example.com/v1");
     assert_eq!(read["spec"]["size"], 1);
     let listed = registry
-        .list(at(beta), ListOptions::default())
+        .list(at(&beta), ListOptions::default())
         .await
         .unwrap();
     assert_eq!(listed.items[0]["apiVersion"], "example.com/v1beta1");

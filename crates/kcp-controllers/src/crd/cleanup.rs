@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use kcp_apis::builtin::Resource;
+use kcp_apis::builtin::{Resource, ResourceRef};
 use kcp_registry::custom::{CLEANUP_FINALIZER, condition_true};
 use kcp_registry::{ListOptions, Registry, RegistryError, Target};
 use serde_json::{Value, json};
@@ -103,7 +103,7 @@ pub async fn reconcile(
                 "no served version of {plural}.{group} to delete its instances through"
             )));
         };
-        match delete_instances(registry, cluster, resource).await {
+        match delete_instances(registry, cluster, &resource).await {
             Ok(0) => terminating(false, "InstanceDeletionCompleted", "removed all instances"),
             Ok(remaining) => {
                 tracing::debug!(cluster, crd = name, remaining, "custom resources remaining");
@@ -140,11 +140,7 @@ fn overlaps_builtin(group: &str, plural: &str) -> bool {
 }
 
 /// One served resource of `crd` (every version reads and deletes the same stored objects).
-async fn served_resource(
-    registry: &Registry,
-    cluster: &str,
-    crd: &Value,
-) -> Option<&'static Resource> {
+async fn served_resource(registry: &Registry, cluster: &str, crd: &Value) -> Option<ResourceRef> {
     let group = crd["spec"]["group"].as_str()?;
     let plural = crd["spec"]["names"]["plural"].as_str()?;
     let versions = crd["spec"]["versions"].as_array()?;
@@ -163,7 +159,7 @@ async fn served_resource(
 async fn delete_instances(
     registry: &Registry,
     cluster: &str,
-    resource: &'static Resource,
+    resource: &Resource,
 ) -> Result<usize, RegistryError> {
     let everywhere = Target {
         cluster,

@@ -116,9 +116,8 @@ mod tests {
 
     use super::*;
 
-    fn scaled() -> &'static CustomResource {
-        let interner = Box::leak(Box::new(Interner::default()));
-        interner.resources(&json!({
+    fn scaled() -> std::sync::Arc<CustomResource> {
+        Interner::default().resources(&json!({
             "group": "example.com",
             "scope": "Namespaced",
             "names": {"plural": "widgets", "kind": "Widget"},
@@ -129,12 +128,13 @@ mod tests {
                               "labelSelectorPath": ".status.selector"}}}]
         }))[0]
             .custom
+            .clone()
             .unwrap()
     }
 
     fn problems(object: Value) -> Vec<String> {
         let mut errs = Errors::new();
-        validate_scale(scaled(), &object, &mut errs);
+        validate_scale(&scaled(), &object, &mut errs);
         errs.into_iter()
             .map(|c| format!("{}: {}", c.field, c.message))
             .collect()
