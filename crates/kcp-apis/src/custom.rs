@@ -4,16 +4,18 @@
 //!
 //! Resources are interned ([`Interner`]): every logical cluster whose CRD has the same spec gets
 //! the very same `Arc<Resource>`s, so a schema is read (and its rules compiled) once per distinct
-//! CRD, not once per cluster. Interned resources live as long as the interner; it holds one
-//! entry per distinct CRD spec it was ever shown.
+//! CRD, not once per cluster. They are reference-counted: held by the clusters serving them and
+//! by requests in flight, freed with the last holder. The interner keeps only weak entries keyed
+//! by a digest of the spec, pruned as they die; nothing here grows with the CRDs ever seen.
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use kcp_apimachinery::schema::cel::CelValidator;
 use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 
 use crate::builtin::{CRUD, Name, Names, Resource};
 
@@ -353,28 +355,87 @@ pub(crate) fn build(spec: &Value) -> Vec<Resource> {
 /// every logical cluster whose CRD has that spec (and by the requests using them).
 pub type Resources = Arc<[Arc<Resource>]>;
 
-/// Hands out one shared set of resources per distinct CRD spec.
+/// A SHA-256 digest of a spec's JSON text (serde_json writes object keys sorted, so equal
+/// values have equal digests).
+type Digest = [u8; 32];
+
+fn digest(spec: &Value) -> Digest {
+    let mut hasher = Sha256::new();
+    // Writing into a hasher cannot fail, nor can serializing a `Value`.
+    let _ = serde_json::to_writer(&mut hasher, spec);
+    hasher.finalize().into()
+}
+
+/// Hands out one shared set of resources per distinct CRD spec, as long as anyone holds it.
+///
+/// Entries are weak and keyed by the spec's digest: the interner keeps neither the spec text
+/// nor the resources alive. The logical clusters serving a CRD (the registry's index) and the
+/// requests, watches and controllers using its resources hold them; when the last lets go they
+/// are freed, and the dead entry is pruned once dead entries could outnumber live ones.
 #[derive(Default)]
 pub struct Interner {
-    specs: Mutex<HashMap<String, Resources>>,
+    specs: Mutex<Specs>,
+}
+
+#[derive(Default)]
+struct Specs {
+    entries: HashMap<Digest, Weak<[Arc<Resource>]>>,
+    /// Prune dead entries when there are this many (twice the live ones after the last prune).
+    prune_at: usize,
+}
+
+/// The fewest entries pruning waits for.
+const MIN_PRUNE: usize = 64;
+
+impl Specs {
+    fn live(&self, digest: &Digest) -> Option<Resources> {
+        self.entries.get(digest).and_then(Weak::upgrade)
+    }
+
+    fn insert(&mut self, digest: Digest, resources: &Resources) {
+        if self.entries.len() >= self.prune_at {
+            self.entries.retain(|_, entry| entry.strong_count() > 0);
+            self.prune_at = (self.entries.len() * 2).max(MIN_PRUNE);
+        }
+        self.entries.insert(digest, Arc::downgrade(resources));
+    }
 }
 
 impl Interner {
-    /// The served resources of a CRD `spec`, the same `Arc`s for the same spec.
+    fn lock(&self) -> MutexGuard<'_, Specs> {
+        self.specs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The served resources of a CRD `spec`: the same `Arc`s for the same spec while anyone
+    /// holds them, built (schema read, rules compiled) otherwise.
     pub fn resources(&self, spec: &Value) -> Resources {
-        let key = spec.to_string();
-        let mut specs = self.specs.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(known) = specs.get(&key) {
-            return Arc::clone(known);
+        let digest = digest(spec);
+        if let Some(live) = self.lock().live(&digest) {
+            return live;
         }
+        // Built outside the lock: compiling a big schema must not stall every other cluster.
         let built: Resources = build(spec).into_iter().map(Arc::new).collect();
-        specs.insert(key, Arc::clone(&built));
+        let mut specs = self.lock();
+        if let Some(raced) = specs.live(&digest) {
+            return raced;
+        }
+        specs.insert(digest, &built);
         built
     }
 
-    /// How many distinct CRD specs have resources alive.
+    /// How many distinct CRD specs have their set of resources alive (held by some cluster's
+    /// index entry; a request holding one resource keeps that resource, not the entry).
     pub fn live(&self) -> usize {
-        self.specs.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.lock()
+            .entries
+            .values()
+            .filter(|entry| entry.strong_count() > 0)
+            .count()
+    }
+
+    /// How many entries the interner keeps, dead ones not yet pruned included.
+    pub fn entries(&self) -> usize {
+        self.lock().entries.len()
     }
 }
 
@@ -486,5 +547,43 @@ mod tests {
         assert!(d[0].custom().unwrap().cel.is_some());
         assert_ne!(a[0], c[0]);
         assert_eq!(interner.live(), 3);
+    }
+
+    #[test]
+    fn resources_are_freed_with_their_last_holder() {
+        let interner = Interner::default();
+        let held = interner.resources(&spec(json!({"type": "object"})));
+        let weak = Arc::downgrade(&held[0]);
+        let schema = Arc::downgrade(held[0].custom.as_ref().unwrap());
+        // A request's handle on one version keeps that resource (and its schema) alive, not
+        // the set: the interner only shares sets that some logical cluster serves.
+        let handle = Arc::clone(&held[0]);
+        drop(held);
+        assert_eq!(interner.live(), 0);
+        assert!(weak.upgrade().is_some() && schema.upgrade().is_some());
+        drop(handle);
+        assert!(weak.upgrade().is_none());
+        assert!(schema.upgrade().is_none());
+        assert_eq!(interner.live(), 0);
+        // The same spec again is built afresh.
+        let again = interner.resources(&spec(json!({"type": "object"})));
+        assert_eq!(interner.live(), 1);
+        assert_eq!(again.len(), 2);
+    }
+
+    #[test]
+    fn dead_entries_are_pruned() {
+        let interner = Interner::default();
+        let kept = interner.resources(&spec(json!({"type": "object"})));
+        for n in 0..500 {
+            let schema = json!({"type": "object", "description": format!("revision {n}")});
+            drop(interner.resources(&spec(schema)));
+        }
+        assert!(interner.entries() <= MIN_PRUNE, "{}", interner.entries());
+        assert_eq!(interner.live(), 1);
+        assert!(Arc::ptr_eq(
+            &kept,
+            &interner.resources(&spec(json!({"type": "object"})))
+        ));
     }
 }

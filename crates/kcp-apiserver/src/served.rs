@@ -54,6 +54,12 @@ impl Served {
             .filter(move |r| r.group == group && r.version == version)
     }
 
+    /// A view of the built-in resources and these others.
+    #[cfg(test)]
+    pub fn with(custom: Vec<ResourceRef>) -> Served {
+        Served { custom }
+    }
+
     /// The API groups other than the core group, in discovery order (built-in groups first,
     /// then custom groups by name), each with its versions, the preferred one first.
     pub fn groups(&self) -> Vec<(&str, Vec<&str>)> {

@@ -4,7 +4,9 @@
 //!
 //! The index entries of the clusters serving a CRD hold its resources (`Arc`s); requests,
 //! watches and controllers get their own handles ([`ResourceRef`]) from [`Registry::resolve`]
-//! and friends.
+//! and friends. When a CRD is deleted or changes its spec in the last cluster serving that
+//! spec, and its last request ends, its resources are freed; the interner only holds weak
+//! entries.
 //!
 //! The index is fed three ways: every CRD write through this registry updates it at once (a
 //! client that sees its CRD Established can use it at once), [`Registry::follow_crds`] applies
@@ -50,46 +52,69 @@ pub fn condition_true(crd: &Value, kind: &str) -> bool {
 }
 
 impl CustomResourceIndex {
-    /// Records the current state of a CRD of `cluster`.
-    pub(crate) fn observe(&self, cluster: &str, crd: &Value) {
-        let Some(name) = crd["metadata"]["name"].as_str() else {
-            return;
-        };
-        if !condition_true(crd, "Established") {
-            self.forget(cluster, name);
-            return;
-        }
-        let served = Served {
+    /// What `cluster` serves for `crd`: its name, and its resources if it is Established.
+    fn serving<'a>(&self, crd: &'a Value) -> Option<(&'a str, Option<Served>)> {
+        let name = crd["metadata"]["name"].as_str()?;
+        let served = condition_true(crd, "Established").then(|| Served {
             resources: self.interner.resources(&crd["spec"]),
             terminating: crd["metadata"].get("deletionTimestamp").is_some(),
+        });
+        Some((name, served))
+    }
+
+    /// Records the current state of a CRD of `cluster`.
+    pub(crate) fn observe(&self, cluster: &str, crd: &Value) {
+        let Some((name, served)) = self.serving(crd) else {
+            return;
         };
-        let mut clusters = self.clusters.write().unwrap_or_else(|e| e.into_inner());
-        clusters
-            .entry(cluster.to_string())
-            .or_default()
-            .insert(name.to_string(), served);
+        let Some(served) = served else {
+            self.forget(cluster, name);
+            return;
+        };
+        let replaced = {
+            let mut clusters = self.clusters.write().unwrap_or_else(|e| e.into_inner());
+            clusters
+                .entry(cluster.to_string())
+                .or_default()
+                .insert(name.to_string(), served)
+        };
+        // A replaced spec may be the last holder of a big schema: freed outside the lock.
+        drop(replaced);
     }
 
     /// Stops serving a CRD of `cluster`.
     pub(crate) fn forget(&self, cluster: &str, name: &str) {
-        let mut clusters = self.clusters.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(crds) = clusters.get_mut(cluster) {
-            crds.remove(name);
+        let removed = {
+            let mut clusters = self.clusters.write().unwrap_or_else(|e| e.into_inner());
+            let Some(crds) = clusters.get_mut(cluster) else {
+                return;
+            };
+            let removed = crds.remove(name);
             if crds.is_empty() {
                 clusters.remove(cluster);
             }
-        }
+            removed
+        };
+        drop(removed);
     }
 
-    /// Replaces the whole index by these CRDs.
+    /// Replaces the whole index by these CRDs. The new index is built while the old one still
+    /// holds its resources, so specs that stay are shared, not built again.
     fn reset(&self, crds: Vec<(String, Value)>) {
-        self.clusters
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
-        for (cluster, crd) in crds {
-            self.observe(&cluster, &crd);
+        let mut fresh: HashMap<String, BTreeMap<String, Served>> = HashMap::new();
+        for (cluster, crd) in &crds {
+            if let Some((name, Some(served))) = self.serving(crd) {
+                fresh
+                    .entry(cluster.clone())
+                    .or_default()
+                    .insert(name.to_string(), served);
+            }
         }
+        let old = std::mem::replace(
+            &mut *self.clusters.write().unwrap_or_else(|e| e.into_inner()),
+            fresh,
+        );
+        drop(old);
     }
 
     fn find(&self, cluster: &str, group: &str, version: &str, plural: &str) -> Option<Served> {
@@ -213,8 +238,9 @@ impl Registry {
             .is_some_and(|served| served.terminating)
     }
 
-    /// How many distinct CRD specs have resources alive: held by a cluster serving them or by
-    /// a request, watch or controller using them (identical CRDs of many clusters count once).
+    /// How many distinct CRD specs some logical cluster serves (identical CRDs of many
+    /// clusters count once); a spec no cluster serves any more is freed once the last request,
+    /// watch or controller using its resources lets go.
     pub fn live_custom_resource_specs(&self) -> usize {
         self.custom_index().live_specs()
     }
@@ -262,5 +288,55 @@ impl Registry {
             (false, _) => self.custom_index().observe(target.cluster, object),
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn crd(description: &str) -> Value {
+        json!({
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {
+                "group": "example.com",
+                "scope": "Namespaced",
+                "names": {"plural": "widgets", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                              "schema": {"openAPIV3Schema": {"type": "object", "description": description}}}]
+            },
+            "status": {"conditions": [{"type": "Established", "status": "True"}]}
+        })
+    }
+
+    fn widgets(index: &CustomResourceIndex, cluster: &str) -> std::sync::Weak<[Arc<Resource>]> {
+        let served = index.find(cluster, "example.com", "v1", "widgets").unwrap();
+        Arc::downgrade(&served.resources)
+    }
+
+    #[test]
+    fn a_reset_shares_the_specs_that_stay_and_frees_the_others() {
+        let index = CustomResourceIndex::default();
+        index.observe("root", &crd("a"));
+        let before = widgets(&index, "root");
+        index.reset(vec![
+            ("root".to_string(), crd("a")),
+            ("root:b".to_string(), crd("a")),
+        ]);
+        assert!(before.ptr_eq(&widgets(&index, "root")), "not built again");
+        assert!(before.ptr_eq(&widgets(&index, "root:b")));
+        assert_eq!(index.live_specs(), 1);
+        index.reset(vec![("root".to_string(), crd("b"))]);
+        assert!(before.upgrade().is_none());
+        assert!(
+            index
+                .find("root:b", "example.com", "v1", "widgets")
+                .is_none()
+        );
+        assert_eq!(index.live_specs(), 1);
+        index.forget("root", "widgets.example.com");
+        assert_eq!(index.live_specs(), 0);
     }
 }
