@@ -36,8 +36,9 @@ use crate::table;
 const MEMORY_TARGET_MIB: f64 = 64.0;
 /// How long the CRD may take to be served, or to be gone after its delete.
 const WAIT_TIMEOUT: Duration = Duration::from_secs(60);
-/// Readings a second apart without RSS falling by a MiB that count as settled.
-const QUIET_READINGS: u32 = 3;
+/// Readings a second apart without RSS falling by a MiB that count as settled (longer than the
+/// 5 s between the server's returns of freed memory to the system).
+const QUIET_READINGS: u32 = 6;
 const MIB: u64 = 1024 * 1024;
 
 const CLUSTER: &str = "/clusters/root";
