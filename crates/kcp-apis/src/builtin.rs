@@ -1,5 +1,9 @@
 //! The built-in resources of every logical cluster, as kcp serves them: upstream's generic
 //! control plane minus flowcontrol and autoscaling (no pods, nodes, deployments or services).
+//! Also [`Resource`] itself and [`ResourceRef`], the handle on one that requests hold.
+
+use std::borrow::Cow;
+use std::sync::Arc;
 
 /// The verbs of a resource with full CRUD, list and watch.
 pub const CRUD: &[&str] = &[
@@ -21,23 +25,40 @@ const CREATE_ONLY: &[&str] = &["create"];
 /// Status-like subresources.
 const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
+/// A name of a resource (group, version, plural, kind, ...): borrowed from the static catalogue,
+/// or owned by a custom resource and freed with it.
+pub type Name = Cow<'static, str>;
+/// A list of names (short names, categories), static or owned like [`Name`].
+pub type Names = Cow<'static, [Name]>;
+
+/// A static list of names.
+macro_rules! names {
+    ($($name:literal),* $(,)?) => {
+        &[$(Cow::Borrowed($name)),*]
+    };
+}
+
 /// One resource: built in, or served for a CustomResourceDefinition (see [`crate::custom`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Built-in resources are `static` values ([`RESOURCES`]); those of custom resources are built
+/// per distinct CRD spec, shared through an `Arc` and freed when the last logical cluster (or
+/// request) using them lets go (see [`crate::custom::Interner`] and [`ResourceRef`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resource {
-    pub group: &'static str,
-    pub version: &'static str,
+    pub group: Name,
+    pub version: Name,
     /// The plural, lower-case name used in URLs.
-    pub name: &'static str,
-    pub singular: &'static str,
-    pub kind: &'static str,
+    pub name: Name,
+    pub singular: Name,
+    pub kind: Name,
     pub namespaced: bool,
     pub verbs: &'static [&'static str],
-    pub short_names: &'static [&'static str],
-    pub categories: &'static [&'static str],
+    pub short_names: Names,
+    pub categories: Names,
     /// `(name, verbs)` of each subresource.
     pub subresources: &'static [(&'static str, &'static [&'static str])],
     /// What a custom resource needs besides these names; `None` for built-in resources.
-    pub custom: Option<&'static crate::custom::CustomResource>,
+    pub custom: Option<Arc<crate::custom::CustomResource>>,
 }
 
 impl Resource {
@@ -49,17 +70,101 @@ impl Resource {
             format!("{}/{}", self.group, self.version)
         }
     }
+
+    /// What a custom resource needs besides its names; `None` for built-in resources.
+    pub fn custom(&self) -> Option<&crate::custom::CustomResource> {
+        self.custom.as_deref()
+    }
 }
 
-const fn resource(
+/// An owned handle on a served resource, what requests, watches and controllers hold while they
+/// use it: built-in and system resources are static; custom ones are shared with the logical
+/// clusters that serve them and freed with their last holder. Derefs to [`Resource`].
+#[derive(Debug, Clone)]
+pub enum ResourceRef {
+    Static(&'static Resource),
+    Shared(Arc<Resource>),
+}
+
+impl std::ops::Deref for ResourceRef {
+    type Target = Resource;
+    fn deref(&self) -> &Resource {
+        match self {
+            ResourceRef::Static(resource) => resource,
+            ResourceRef::Shared(resource) => resource,
+        }
+    }
+}
+
+impl AsRef<Resource> for ResourceRef {
+    fn as_ref(&self) -> &Resource {
+        self
+    }
+}
+
+impl From<&'static Resource> for ResourceRef {
+    fn from(resource: &'static Resource) -> ResourceRef {
+        ResourceRef::Static(resource)
+    }
+}
+
+impl From<Arc<Resource>> for ResourceRef {
+    fn from(resource: Arc<Resource>) -> ResourceRef {
+        ResourceRef::Shared(resource)
+    }
+}
+
+impl PartialEq for ResourceRef {
+    fn eq(&self, other: &ResourceRef) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for ResourceRef {}
+
+/// A catalogue entry: a [`Resource`] in `Copy` parts, so entries can be written with struct
+/// update syntax in a `static` (a `Resource` has owned variants, which a constant cannot drop).
+#[derive(Clone, Copy)]
+struct Entry {
     group: &'static str,
     version: &'static str,
     name: &'static str,
     singular: &'static str,
     kind: &'static str,
     namespaced: bool,
-) -> Resource {
-    Resource {
+    verbs: &'static [&'static str],
+    short_names: &'static [Name],
+    categories: &'static [Name],
+    subresources: &'static [(&'static str, &'static [&'static str])],
+}
+
+impl Entry {
+    const fn resource(self) -> Resource {
+        Resource {
+            group: Cow::Borrowed(self.group),
+            version: Cow::Borrowed(self.version),
+            name: Cow::Borrowed(self.name),
+            singular: Cow::Borrowed(self.singular),
+            kind: Cow::Borrowed(self.kind),
+            namespaced: self.namespaced,
+            verbs: self.verbs,
+            short_names: Cow::Borrowed(self.short_names),
+            categories: Cow::Borrowed(self.categories),
+            subresources: self.subresources,
+            custom: None,
+        }
+    }
+}
+
+const fn entry(
+    group: &'static str,
+    version: &'static str,
+    name: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+) -> Entry {
+    Entry {
         group,
         version,
         name,
@@ -70,31 +175,32 @@ const fn resource(
         short_names: &[],
         categories: &[],
         subresources: &[],
-        custom: None,
     }
 }
 
 const RBAC: &str = "rbac.authorization.k8s.io";
 const ADMISSION: &str = "admissionregistration.k8s.io";
-const API_EXTENSIONS: &[&str] = &["api-extensions"];
+const API_EXTENSIONS: &[Name] = names!["api-extensions"];
 
 /// Every built-in resource, grouped by API group in discovery order.
 pub static RESOURCES: &[Resource] = &[
-    Resource {
+    Entry {
         verbs: CRUD_NO_COLLECTION,
-        short_names: &["ns"],
+        short_names: names!["ns"],
         subresources: &[("status", STATUS_VERBS), ("finalize", &["update"])],
-        ..resource("", "v1", "namespaces", "namespace", "Namespace", false)
-    },
-    Resource {
-        short_names: &["cm"],
-        ..resource("", "v1", "configmaps", "configmap", "ConfigMap", true)
-    },
-    resource("", "v1", "secrets", "secret", "Secret", true),
-    Resource {
-        short_names: &["sa"],
+        ..entry("", "v1", "namespaces", "namespace", "Namespace", false)
+    }
+    .resource(),
+    Entry {
+        short_names: names!["cm"],
+        ..entry("", "v1", "configmaps", "configmap", "ConfigMap", true)
+    }
+    .resource(),
+    entry("", "v1", "secrets", "secret", "Secret", true).resource(),
+    Entry {
+        short_names: names!["sa"],
         subresources: &[("token", CREATE_ONLY)],
-        ..resource(
+        ..entry(
             "",
             "v1",
             "serviceaccounts",
@@ -102,15 +208,17 @@ pub static RESOURCES: &[Resource] = &[
             "ServiceAccount",
             true,
         )
-    },
-    Resource {
-        short_names: &["ev"],
-        ..resource("", "v1", "events", "event", "Event", true)
-    },
-    Resource {
-        short_names: &["quota"],
+    }
+    .resource(),
+    Entry {
+        short_names: names!["ev"],
+        ..entry("", "v1", "events", "event", "Event", true)
+    }
+    .resource(),
+    Entry {
+        short_names: names!["quota"],
         subresources: &[("status", STATUS_VERBS)],
-        ..resource(
+        ..entry(
             "",
             "v1",
             "resourcequotas",
@@ -118,10 +226,11 @@ pub static RESOURCES: &[Resource] = &[
             "ResourceQuota",
             true,
         )
-    },
-    Resource {
+    }
+    .resource(),
+    Entry {
         verbs: CREATE_ONLY,
-        ..resource(
+        ..entry(
             "authentication.k8s.io",
             "v1",
             "tokenreviews",
@@ -129,10 +238,11 @@ pub static RESOURCES: &[Resource] = &[
             "TokenReview",
             false,
         )
-    },
-    Resource {
+    }
+    .resource(),
+    Entry {
         verbs: CREATE_ONLY,
-        ..resource(
+        ..entry(
             "authentication.k8s.io",
             "v1",
             "selfsubjectreviews",
@@ -140,10 +250,11 @@ pub static RESOURCES: &[Resource] = &[
             "SelfSubjectReview",
             false,
         )
-    },
-    Resource {
+    }
+    .resource(),
+    Entry {
         verbs: CREATE_ONLY,
-        ..resource(
+        ..entry(
             "authorization.k8s.io",
             "v1",
             "localsubjectaccessreviews",
@@ -151,10 +262,11 @@ pub static RESOURCES: &[Resource] = &[
             "LocalSubjectAccessReview",
             true,
         )
-    },
-    Resource {
+    }
+    .resource(),
+    Entry {
         verbs: CREATE_ONLY,
-        ..resource(
+        ..entry(
             "authorization.k8s.io",
             "v1",
             "selfsubjectaccessreviews",
@@ -162,10 +274,11 @@ pub static RESOURCES: &[Resource] = &[
             "SelfSubjectAccessReview",
             false,
         )
-    },
-    Resource {
+    }
+    .resource(),
+    Entry {
         verbs: CREATE_ONLY,
-        ..resource(
+        ..entry(
             "authorization.k8s.io",
             "v1",
             "selfsubjectrulesreviews",
@@ -173,10 +286,11 @@ pub static RESOURCES: &[Resource] = &[
             "SelfSubjectRulesReview",
             false,
         )
-    },
-    Resource {
+    }
+    .resource(),
+    Entry {
         verbs: CREATE_ONLY,
-        ..resource(
+        ..entry(
             "authorization.k8s.io",
             "v1",
             "subjectaccessreviews",
@@ -184,11 +298,12 @@ pub static RESOURCES: &[Resource] = &[
             "SubjectAccessReview",
             false,
         )
-    },
-    Resource {
-        short_names: &["csr"],
+    }
+    .resource(),
+    Entry {
+        short_names: names!["csr"],
         subresources: &[("approval", STATUS_VERBS), ("status", STATUS_VERBS)],
-        ..resource(
+        ..entry(
             "certificates.k8s.io",
             "v1",
             "certificatesigningrequests",
@@ -196,43 +311,48 @@ pub static RESOURCES: &[Resource] = &[
             "CertificateSigningRequest",
             false,
         )
-    },
-    resource(
+    }
+    .resource(),
+    entry(
         "coordination.k8s.io",
         "v1",
         "leases",
         "lease",
         "Lease",
         true,
-    ),
-    resource(
+    )
+    .resource(),
+    entry(
         RBAC,
         "v1",
         "clusterrolebindings",
         "clusterrolebinding",
         "ClusterRoleBinding",
         false,
-    ),
-    resource(
+    )
+    .resource(),
+    entry(
         RBAC,
         "v1",
         "clusterroles",
         "clusterrole",
         "ClusterRole",
         false,
-    ),
-    resource(
+    )
+    .resource(),
+    entry(
         RBAC,
         "v1",
         "rolebindings",
         "rolebinding",
         "RoleBinding",
         true,
-    ),
-    resource(RBAC, "v1", "roles", "role", "Role", true),
-    Resource {
+    )
+    .resource(),
+    entry(RBAC, "v1", "roles", "role", "Role", true).resource(),
+    Entry {
         categories: API_EXTENSIONS,
-        ..resource(
+        ..entry(
             ADMISSION,
             "v1",
             "mutatingwebhookconfigurations",
@@ -240,11 +360,12 @@ pub static RESOURCES: &[Resource] = &[
             "MutatingWebhookConfiguration",
             false,
         )
-    },
-    Resource {
+    }
+    .resource(),
+    Entry {
         categories: API_EXTENSIONS,
         subresources: &[("status", STATUS_VERBS)],
-        ..resource(
+        ..entry(
             ADMISSION,
             "v1",
             "validatingadmissionpolicies",
@@ -252,10 +373,11 @@ pub static RESOURCES: &[Resource] = &[
             "ValidatingAdmissionPolicy",
             false,
         )
-    },
-    Resource {
+    }
+    .resource(),
+    Entry {
         categories: API_EXTENSIONS,
-        ..resource(
+        ..entry(
             ADMISSION,
             "v1",
             "validatingadmissionpolicybindings",
@@ -263,10 +385,11 @@ pub static RESOURCES: &[Resource] = &[
             "ValidatingAdmissionPolicyBinding",
             false,
         )
-    },
-    Resource {
+    }
+    .resource(),
+    Entry {
         categories: API_EXTENSIONS,
-        ..resource(
+        ..entry(
             ADMISSION,
             "v1",
             "validatingwebhookconfigurations",
@@ -274,16 +397,18 @@ pub static RESOURCES: &[Resource] = &[
             "ValidatingWebhookConfiguration",
             false,
         )
-    },
-    Resource {
-        short_names: &["ev"],
-        ..resource("events.k8s.io", "v1", "events", "event", "Event", true)
-    },
-    Resource {
-        short_names: &["crd", "crds"],
+    }
+    .resource(),
+    Entry {
+        short_names: names!["ev"],
+        ..entry("events.k8s.io", "v1", "events", "event", "Event", true)
+    }
+    .resource(),
+    Entry {
+        short_names: names!["crd", "crds"],
         categories: API_EXTENSIONS,
         subresources: &[("status", STATUS_VERBS)],
-        ..resource(
+        ..entry(
             "apiextensions.k8s.io",
             "v1",
             "customresourcedefinitions",
@@ -291,7 +416,8 @@ pub static RESOURCES: &[Resource] = &[
             "CustomResourceDefinition",
             false,
         )
-    },
+    }
+    .resource(),
 ];
 
 /// How a list field of a built-in kind merges in a strategic merge patch.
@@ -370,10 +496,11 @@ pub fn generation_fields(group: &str, kind: &str) -> &'static [&'static str] {
 pub fn groups() -> Vec<(&'static str, Vec<&'static str>)> {
     let mut groups: Vec<(&'static str, Vec<&'static str>)> = Vec::new();
     for r in RESOURCES.iter().filter(|r| !r.group.is_empty()) {
-        match groups.iter_mut().find(|(g, _)| *g == r.group) {
-            Some((_, versions)) if !versions.contains(&r.version) => versions.push(r.version),
+        let (group, version): (&'static str, &'static str) = (&r.group, &r.version);
+        match groups.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, versions)) if !versions.contains(&version) => versions.push(version),
             Some(_) => {}
-            None => groups.push((r.group, vec![r.version])),
+            None => groups.push((group, vec![version])),
         }
     }
     groups
@@ -398,7 +525,7 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         for r in RESOURCES {
             assert!(
-                seen.insert((r.group, r.name)),
+                seen.insert((&r.group, &r.name)),
                 "{} twice in {}",
                 r.name,
                 r.group

@@ -3,31 +3,34 @@
 //! schema, subresources, printer columns, selectable fields, conversion).
 //!
 //! Resources are interned ([`Interner`]): every logical cluster whose CRD has the same spec gets
-//! the very same `&'static Resource`, so a schema is read (and its rules compiled) once per
-//! distinct CRD, not once per cluster. Interned resources live as long as the process; the
-//! interner holds one entry per distinct CRD spec it was ever shown.
+//! the very same `Arc<Resource>`s, so a schema is read (and its rules compiled) once per distinct
+//! CRD, not once per cluster. They are reference-counted: held by the clusters serving them and
+//! by requests in flight, freed with the last holder. The interner keeps only weak entries keyed
+//! by a digest of the spec, pruned as they die; nothing here grows with the CRDs ever seen.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use kcp_apimachinery::schema::cel::CelValidator;
 use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 
-use crate::builtin::{CRUD, Resource};
+use crate::builtin::{CRUD, Name, Names, Resource};
 
 const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
 /// What serving one version of a custom resource needs besides its names.
 pub struct CustomResource {
     /// The CRD's name, `<plural>.<group>`.
-    pub crd_name: &'static str,
+    pub crd_name: String,
     /// `<Kind>List`.
-    pub list_kind: &'static str,
+    pub list_kind: String,
     /// The version objects are stored at.
-    pub storage_version: &'static str,
+    pub storage_version: String,
     /// Every version of the CRD, served or not, in the CRD's order.
-    pub versions: &'static [&'static str],
+    pub versions: Vec<String>,
     /// The version's `openAPIV3Schema`, if it has one.
     pub schema: Option<Value>,
     /// Whether the schema sets any `default` (reads then default stored objects too).
@@ -100,15 +103,6 @@ pub struct Webhook {
     /// `clientConfig.caBundle`, decoded (PEM).
     pub ca_bundle: Option<Vec<u8>>,
     pub review_versions: Vec<String>,
-}
-
-fn leak(text: &str) -> &'static str {
-    Box::leak(text.to_string().into_boxed_str())
-}
-
-fn leak_all(texts: impl IntoIterator<Item = String>) -> &'static [&'static str] {
-    let texts: Vec<&'static str> = texts.into_iter().map(|t| leak(&t)).collect();
-    Box::leak(texts.into_boxed_slice())
 }
 
 fn strings(value: &Value) -> Vec<String> {
@@ -194,11 +188,30 @@ pub fn compare_versions(a: &str, b: &str) -> Ordering {
     }
 }
 
+/// The subresources served for these settings (static: there are only four combinations).
+fn served_subresources(
+    status: bool,
+    scale: bool,
+) -> &'static [(&'static str, &'static [&'static str])] {
+    const STATUS: (&str, &[&str]) = ("status", STATUS_VERBS);
+    const SCALE: (&str, &[&str]) = ("scale", STATUS_VERBS);
+    match (status, scale) {
+        (true, true) => &[STATUS, SCALE],
+        (true, false) => &[STATUS],
+        (false, true) => &[SCALE],
+        (false, false) => &[],
+    }
+}
+
+fn owned(text: &str) -> Name {
+    Cow::Owned(text.to_string())
+}
+
 /// The served resources of a CRD spec, one per served version, built fresh (callers intern).
 pub(crate) fn build(spec: &Value) -> Vec<Resource> {
-    let group = leak(text(spec, "group"));
+    let group = text(spec, "group");
     let names = &spec["names"];
-    let plural = leak(text(names, "plural"));
+    let plural = text(names, "plural");
     let kind = text(names, "kind");
     let singular = match text(names, "singular") {
         "" => kind.to_lowercase(),
@@ -208,20 +221,28 @@ pub(crate) fn build(spec: &Value) -> Vec<Resource> {
         "" => format!("{kind}List"),
         given => given.to_string(),
     };
-    let all_versions = spec["versions"].as_array().cloned().unwrap_or_default();
+    let all_versions = spec["versions"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     let storage_version = all_versions
         .iter()
         .find(|v| v["storage"].as_bool() == Some(true))
         .map(|v| text(v, "name"))
         .unwrap_or_default();
-    let crd_name = leak(&format!("{plural}.{group}"));
-    let kind = leak(kind);
-    let singular = leak(&singular);
-    let list_kind = leak(&list_kind);
-    let storage_version = leak(storage_version);
-    let versions = leak_all(all_versions.iter().map(|v| text(v, "name").to_string()));
-    let short_names = leak_all(strings(&names["shortNames"]));
-    let categories = leak_all(strings(&names["categories"]));
+    let crd_name = format!("{plural}.{group}");
+    let versions: Vec<String> = all_versions
+        .iter()
+        .map(|v| text(v, "name").to_string())
+        .collect();
+    let short_names: Names = strings(&names["shortNames"])
+        .into_iter()
+        .map(Cow::Owned)
+        .collect();
+    let categories: Names = strings(&names["categories"])
+        .into_iter()
+        .map(Cow::Owned)
+        .collect();
     let namespaced = text(spec, "scope") != "Cluster";
     let conversion = match text(&spec["conversion"], "strategy") {
         "Webhook" => {
@@ -262,13 +283,7 @@ pub(crate) fn build(spec: &Value) -> Vec<Resource> {
                         .and_then(Value::as_str)
                         .map(str::to_string),
                 });
-            let mut served_subresources: Vec<(&'static str, &'static [&'static str])> = Vec::new();
-            if status {
-                served_subresources.push(("status", STATUS_VERBS));
-            }
-            if scale.is_some() {
-                served_subresources.push(("scale", STATUS_VERBS));
-            }
+            let subresources = served_subresources(status, scale.is_some());
             let printer_columns = version["additionalPrinterColumns"]
                 .as_array()
                 .map(|columns| {
@@ -298,14 +313,14 @@ pub(crate) fn build(spec: &Value) -> Vec<Resource> {
             let deprecation_warning = (version["deprecated"].as_bool() == Some(true)).then(|| {
                 match version.get("deprecationWarning").and_then(Value::as_str) {
                     Some(warning) => warning.to_string(),
-                    None => default_deprecation_warning(group, kind, name, &all_versions),
+                    None => default_deprecation_warning(group, kind, name, all_versions),
                 }
             });
             let custom = CustomResource {
-                crd_name,
-                list_kind,
-                storage_version,
-                versions,
+                crd_name: crd_name.clone(),
+                list_kind: list_kind.clone(),
+                storage_version: storage_version.to_string(),
+                versions: versions.clone(),
                 has_defaults: schema.as_ref().is_some_and(sets_defaults),
                 // A CRD whose rules do not compile is refused when it is written.
                 cel: schema
@@ -320,48 +335,107 @@ pub(crate) fn build(spec: &Value) -> Vec<Resource> {
                 conversion: conversion.clone(),
             };
             Resource {
-                group,
-                version: leak(name),
-                name: plural,
-                singular,
-                kind,
+                group: owned(group),
+                version: owned(name),
+                name: owned(plural),
+                singular: owned(&singular),
+                kind: owned(kind),
                 namespaced,
                 verbs: CRUD,
-                short_names,
-                categories,
-                subresources: Box::leak(served_subresources.into_boxed_slice()),
-                custom: Some(Box::leak(Box::new(custom))),
+                short_names: short_names.clone(),
+                categories: categories.clone(),
+                subresources,
+                custom: Some(Arc::new(custom)),
             }
         })
         .collect()
 }
 
-/// Hands out one `&'static` set of resources per distinct CRD spec.
+/// The served resources of one CRD spec, one per served version in the CRD's order, shared by
+/// every logical cluster whose CRD has that spec (and by the requests using them).
+pub type Resources = Arc<[Arc<Resource>]>;
+
+/// A SHA-256 digest of a spec's JSON text (serde_json writes object keys sorted, so equal
+/// values have equal digests).
+type Digest = [u8; 32];
+
+fn digest(spec: &Value) -> Digest {
+    let mut hasher = Sha256::new();
+    // Writing into a hasher cannot fail, nor can serializing a `Value`.
+    let _ = serde_json::to_writer(&mut hasher, spec);
+    hasher.finalize().into()
+}
+
+/// Hands out one shared set of resources per distinct CRD spec, as long as anyone holds it.
+///
+/// Entries are weak and keyed by the spec's digest: the interner keeps neither the spec text
+/// nor the resources alive. The logical clusters serving a CRD (the registry's index) and the
+/// requests, watches and controllers using its resources hold them; when the last lets go they
+/// are freed, and the dead entry is pruned once dead entries could outnumber live ones.
 #[derive(Default)]
 pub struct Interner {
-    specs: Mutex<HashMap<String, &'static [Resource]>>,
+    specs: Mutex<Specs>,
+}
+
+#[derive(Default)]
+struct Specs {
+    entries: HashMap<Digest, Weak<[Arc<Resource>]>>,
+    /// Prune dead entries when there are this many (twice the live ones after the last prune).
+    prune_at: usize,
+}
+
+/// The fewest entries pruning waits for.
+const MIN_PRUNE: usize = 64;
+
+impl Specs {
+    fn live(&self, digest: &Digest) -> Option<Resources> {
+        self.entries.get(digest).and_then(Weak::upgrade)
+    }
+
+    fn insert(&mut self, digest: Digest, resources: &Resources) {
+        if self.entries.len() >= self.prune_at {
+            self.entries.retain(|_, entry| entry.strong_count() > 0);
+            self.prune_at = (self.entries.len() * 2).max(MIN_PRUNE);
+        }
+        self.entries.insert(digest, Arc::downgrade(resources));
+    }
 }
 
 impl Interner {
-    /// The served resources of a CRD `spec`, the same references for the same spec.
-    pub fn resources(&self, spec: &Value) -> &'static [Resource] {
-        let key = spec.to_string();
-        let mut specs = self.specs.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(known) = specs.get(&key) {
-            return known;
+    fn lock(&self) -> MutexGuard<'_, Specs> {
+        self.specs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The served resources of a CRD `spec`: the same `Arc`s for the same spec while anyone
+    /// holds them, built (schema read, rules compiled) otherwise.
+    pub fn resources(&self, spec: &Value) -> Resources {
+        let digest = digest(spec);
+        if let Some(live) = self.lock().live(&digest) {
+            return live;
         }
-        let built: &'static [Resource] = Box::leak(build(spec).into_boxed_slice());
-        specs.insert(key, built);
+        // Built outside the lock: compiling a big schema must not stall every other cluster.
+        let built: Resources = build(spec).into_iter().map(Arc::new).collect();
+        let mut specs = self.lock();
+        if let Some(raced) = specs.live(&digest) {
+            return raced;
+        }
+        specs.insert(digest, &built);
         built
     }
 
-    /// How many distinct CRD specs were interned.
-    pub fn len(&self) -> usize {
-        self.specs.lock().unwrap_or_else(|e| e.into_inner()).len()
+    /// How many distinct CRD specs have their set of resources alive (held by some cluster's
+    /// index entry; a request holding one resource keeps that resource, not the entry).
+    pub fn live(&self) -> usize {
+        self.lock()
+            .entries
+            .values()
+            .filter(|entry| entry.strong_count() > 0)
+            .count()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    /// How many entries the interner keeps, dead ones not yet pruned included.
+    pub fn entries(&self) -> usize {
+        self.lock().entries.len()
     }
 }
 
@@ -395,13 +469,13 @@ mod tests {
         assert_eq!(resources.len(), 2);
         let v1 = &resources[0];
         assert_eq!(
-            (v1.group, v1.version, v1.name),
+            (&*v1.group, &*v1.version, &*v1.name),
             ("example.com", "v1", "widgets")
         );
-        assert_eq!((v1.singular, v1.kind), ("widget", "Widget"));
-        assert_eq!(v1.short_names, ["wd"]);
-        assert_eq!(v1.categories, ["all"]);
-        let custom = v1.custom.unwrap();
+        assert_eq!((&*v1.singular, &*v1.kind), ("widget", "Widget"));
+        assert_eq!(*v1.short_names, ["wd"]);
+        assert_eq!(*v1.categories, ["all"]);
+        let custom = v1.custom().unwrap();
         assert_eq!(custom.crd_name, "widgets.example.com");
         assert_eq!(custom.list_kind, "WidgetList");
         assert_eq!(custom.storage_version, "v1");
@@ -415,7 +489,7 @@ mod tests {
         assert_eq!(custom.selectable_fields, ["spec.color"]);
         assert!(!custom.has_defaults);
         assert!(custom.cel.is_none());
-        let v0 = resources[1].custom.unwrap();
+        let v0 = resources[1].custom().unwrap();
         assert_eq!(
             v0.deprecation_warning.as_deref(),
             Some("example.com/v0 Widget is deprecated; use example.com/v1 Widget")
@@ -459,19 +533,57 @@ mod tests {
         let interner = Interner::default();
         let a = interner.resources(&spec(json!({"type": "object"})));
         let b = interner.resources(&spec(json!({"type": "object"})));
-        assert!(std::ptr::eq(a, b));
+        assert!(Arc::ptr_eq(&a, &b));
         let c = interner.resources(&spec(json!({
             "type": "object",
             "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer", "default": 1}}}}
         })));
-        assert!(!std::ptr::eq(a, c));
-        assert!(c[0].custom.unwrap().has_defaults);
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert!(c[0].custom().unwrap().has_defaults);
         let d = interner.resources(&spec(json!({
             "type": "object",
             "x-kubernetes-validations": [{"rule": "has(self.spec)"}],
         })));
-        assert!(d[0].custom.unwrap().cel.is_some());
+        assert!(d[0].custom().unwrap().cel.is_some());
         assert_ne!(a[0], c[0]);
-        assert_eq!(interner.len(), 3);
+        assert_eq!(interner.live(), 3);
+    }
+
+    #[test]
+    fn resources_are_freed_with_their_last_holder() {
+        let interner = Interner::default();
+        let held = interner.resources(&spec(json!({"type": "object"})));
+        let weak = Arc::downgrade(&held[0]);
+        let schema = Arc::downgrade(held[0].custom.as_ref().unwrap());
+        // A request's handle on one version keeps that resource (and its schema) alive, not
+        // the set: the interner only shares sets that some logical cluster serves.
+        let handle = Arc::clone(&held[0]);
+        drop(held);
+        assert_eq!(interner.live(), 0);
+        assert!(weak.upgrade().is_some() && schema.upgrade().is_some());
+        drop(handle);
+        assert!(weak.upgrade().is_none());
+        assert!(schema.upgrade().is_none());
+        assert_eq!(interner.live(), 0);
+        // The same spec again is built afresh.
+        let again = interner.resources(&spec(json!({"type": "object"})));
+        assert_eq!(interner.live(), 1);
+        assert_eq!(again.len(), 2);
+    }
+
+    #[test]
+    fn dead_entries_are_pruned() {
+        let interner = Interner::default();
+        let kept = interner.resources(&spec(json!({"type": "object"})));
+        for n in 0..500 {
+            let schema = json!({"type": "object", "description": format!("revision {n}")});
+            drop(interner.resources(&spec(schema)));
+        }
+        assert!(interner.entries() <= MIN_PRUNE, "{}", interner.entries());
+        assert_eq!(interner.live(), 1);
+        assert!(Arc::ptr_eq(
+            &kept,
+            &interner.resources(&spec(json!({"type": "object"})))
+        ));
     }
 }

@@ -50,7 +50,7 @@ impl Catalogue {
         }
         let mut kinds = Vec::new();
         for resource in RESOURCES {
-            if kind_schema(&mut generator, resource.group, resource.kind).is_some() {
+            if kind_schema(&mut generator, &resource.group, &resource.kind).is_some() {
                 kinds.push(resource);
             }
         }
@@ -60,7 +60,7 @@ impl Catalogue {
             if let Some(Value::Object(schema)) = schemas.get_mut(&name) {
                 schema.insert(
                     "x-kubernetes-group-version-kind".into(),
-                    json!([gvk(resource, resource.kind)]),
+                    json!([gvk(resource, &resource.kind)]),
                 );
             }
             schemas.insert(format!("{name}List"), list_schema(resource, &name));
@@ -129,7 +129,7 @@ impl Catalogue {
     /// (`spec.foo`, `rules[0].bar`). Kinds without a schema are left alone.
     pub fn prune_unknown(&self, resource: &Resource, object: &mut Value) -> Vec<String> {
         let mut unknown = Vec::new();
-        if let Some(custom) = resource.custom {
+        if let Some(custom) = resource.custom() {
             // The CRD's schema below the root, ObjectMeta's for the metadata.
             if let Some(schema) = &custom.schema {
                 unknown = kcp_apimachinery::schema::prune(schema, object);
@@ -316,7 +316,7 @@ pub fn component_name(resource: &Resource) -> String {
             resource.kind
         );
     }
-    let package = match resource.group {
+    let package = match &*resource.group {
         "" => "io.k8s.api.core".to_string(),
         "apiextensions.k8s.io" => "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions".into(),
         // The first segment: `rbac.authorization.k8s.io` is `rbac`.
@@ -331,7 +331,7 @@ pub fn component_name(resource: &Resource) -> String {
 pub fn custom_schemas(resource: &Resource) -> Vec<(String, Value)> {
     let name = component_name(resource);
     let mut schema = resource
-        .custom
+        .custom()
         .and_then(|custom| custom.schema.clone())
         .unwrap_or_else(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
     if let Value::Object(fields) = &mut schema {
@@ -352,7 +352,7 @@ pub fn custom_schemas(resource: &Resource) -> Vec<(String, Value)> {
         }
         fields.insert(
             "x-kubernetes-group-version-kind".into(),
-            json!([gvk(resource, resource.kind)]),
+            json!([gvk(resource, &resource.kind)]),
         );
     }
     let list = list_schema(resource, &name);
@@ -488,7 +488,7 @@ mod tests {
                 .get(&name)
                 .unwrap_or_else(|| panic!("no schema {name}"));
             assert_eq!(
-                schema["x-kubernetes-group-version-kind"][0]["kind"], r.kind,
+                schema["x-kubernetes-group-version-kind"][0]["kind"], *r.kind,
                 "{name}"
             );
             assert!(schema["properties"]["metadata"].is_object(), "{name}");

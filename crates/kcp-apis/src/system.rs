@@ -16,21 +16,20 @@ const SPECS: &[&str] = &[
     include_str!("system/workspacetypes.yaml"),
 ];
 
-static RESOURCES: LazyLock<Vec<&'static Resource>> = LazyLock::new(|| {
+/// Built once per process and kept (a fixed set, unlike custom resources).
+static RESOURCES: LazyLock<Vec<Resource>> = LazyLock::new(|| {
     SPECS
         .iter()
         .flat_map(|yaml| {
             let spec: serde_json::Value =
                 serde_saphyr::from_str(yaml).expect("the system CRD specs are valid YAML");
-            let built: &'static [Resource] =
-                Box::leak(crate::custom::build(&spec).into_boxed_slice());
-            built.iter()
+            crate::custom::build(&spec)
         })
         .collect()
 });
 
 /// Every system resource, in the order discovery lists them.
-pub fn resources() -> &'static [&'static Resource] {
+pub fn resources() -> &'static [Resource] {
     &RESOURCES
 }
 
@@ -38,7 +37,6 @@ pub fn resources() -> &'static [&'static Resource] {
 pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
     resources()
         .iter()
-        .copied()
         .find(|r| r.group == group && r.version == version && r.name == plural)
 }
 
@@ -68,11 +66,11 @@ mod tests {
         let ws = workspaces();
         assert_eq!(ws.kind, "Workspace");
         assert!(!ws.namespaced);
-        assert_eq!(ws.short_names, ["ws"]);
-        assert_eq!(ws.categories, ["kcp"]);
+        assert_eq!(*ws.short_names, ["ws"]);
+        assert_eq!(*ws.categories, ["kcp"]);
         assert!(ws.subresources.iter().any(|(name, _)| *name == "status"));
         let columns: Vec<&str> = ws
-            .custom
+            .custom()
             .unwrap()
             .printer_columns
             .iter()
@@ -86,7 +84,7 @@ mod tests {
 
     #[test]
     fn workspace_defaults_come_from_the_schema() {
-        let schema = &workspaces().custom.unwrap().schema;
+        let schema = &workspaces().custom().unwrap().schema;
         let mut ws = serde_json::json!({"metadata": {"name": "a"}});
         kcp_apimachinery::schema::default(schema.as_ref().unwrap(), &mut ws);
         assert_eq!(ws["status"]["phase"], "Scheduling");

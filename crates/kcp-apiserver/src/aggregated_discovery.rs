@@ -20,7 +20,7 @@ pub fn content_type(version: &str) -> String {
 /// The kind a subresource answers with: its parent's kind, except for the few that answer
 /// with a kind of their own (`serviceaccounts/token`, the `scale` of custom resources).
 pub(crate) fn subresource_kind(resource: &Resource, subresource: &str) -> Value {
-    match (resource.group, resource.name, subresource) {
+    match (&*resource.group, &*resource.name, subresource) {
         ("", "serviceaccounts", "token") => {
             json!({"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"})
         }

@@ -114,16 +114,15 @@ mod tests {
 
     use super::*;
 
-    fn widget(columns: Value) -> &'static CustomResource {
-        let interner = Box::leak(Box::new(Interner::default()));
-        let resources = interner.resources(&json!({
+    fn widget(columns: Value) -> std::sync::Arc<CustomResource> {
+        let resources = Interner::default().resources(&json!({
             "group": "example.com",
             "scope": "Namespaced",
             "names": {"plural": "widgets", "kind": "Widget"},
             "versions": [{"name": "v1", "served": true, "storage": true,
                           "additionalPrinterColumns": columns}]
         }));
-        resources[0].custom.unwrap()
+        resources[0].custom.clone().unwrap()
     }
 
     fn now() -> Timestamp {
@@ -132,7 +131,7 @@ mod tests {
 
     #[test]
     fn without_declared_columns_name_and_age() {
-        let columns = CustomColumns::new(widget(json!(null)));
+        let columns = CustomColumns::new(&widget(json!(null)));
         let definitions = columns.definitions();
         assert_eq!(definitions.len(), 2);
         assert_eq!(definitions[0]["name"], "Name");
@@ -146,7 +145,7 @@ mod tests {
 
     #[test]
     fn declared_columns_replace_age_and_type_their_cells() {
-        let columns = CustomColumns::new(widget(json!([
+        let columns = CustomColumns::new(&widget(json!([
             {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
             {"name": "Ratio", "type": "number", "jsonPath": ".spec.ratio"},
             {"name": "Ready", "type": "boolean", "jsonPath": ".status.ready"},

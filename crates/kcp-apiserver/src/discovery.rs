@@ -64,7 +64,7 @@ pub fn resource_list(served: &Served, group: &str, version: &str) -> Option<Valu
             // A subresource answering with a kind of its own names its group and version
             // (client-go's scale client finds the Scale kind this way).
             let kind = crate::aggregated_discovery::subresource_kind(r, sub);
-            if kind["kind"] != r.kind || kind["group"] != r.group {
+            if kind["kind"] != *r.kind || kind["group"] != *r.group {
                 entry["group"] = kind["group"].clone();
                 entry["version"] = kind["version"].clone();
                 entry["kind"] = kind["kind"].clone();

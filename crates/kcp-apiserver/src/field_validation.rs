@@ -53,7 +53,7 @@ impl FieldValidation {
             .chain(unknown.iter().map(|path| format!("unknown field {path:?}")))
             .collect();
         if self == FieldValidation::Strict {
-            let kind = resource.kind;
+            let kind: &str = &resource.kind;
             return Err(RegistryError::BadRequest(format!(
                 "{kind} in version {:?} cannot be handled as a {kind}: strict decoding error: {}",
                 resource.version,

@@ -71,7 +71,7 @@ async fn serve_inner(
     };
     let target = Target {
         cluster,
-        resource,
+        resource: &resource,
         namespace,
     };
     let params = Params::parse(query);
@@ -99,7 +99,7 @@ async fn serve_inner(
     let subresource_registry;
     let registry = match info.subresource.as_deref() {
         None => registry,
-        Some(sub) => match crate::subresource::registry_for(registry, resource, sub, &info.verb) {
+        Some(sub) => match crate::subresource::registry_for(registry, &resource, sub, &info.verb) {
             Ok(served) => {
                 subresource_registry = served;
                 &subresource_registry
@@ -114,7 +114,7 @@ async fn serve_inner(
         _ => Answer::Object,
     };
     let negotiated = match negotiation::negotiate(headers, answer)
-        .and_then(|n| negotiation::check_fits(&n, resource, answer).map(|()| n))
+        .and_then(|n| negotiation::check_fits(&n, &resource, answer).map(|()| n))
     {
         Ok(negotiated) => negotiated,
         Err(not_acceptable) => return Ok(not_acceptable.into_response()),
@@ -122,16 +122,16 @@ async fn serve_inner(
     let respond =
         |code: StatusCode, object: Value| -> Result<http::Response<Body>, RegistryError> {
             let rendered =
-                negotiation::render_object(negotiated.conversion, resource, &params, object)?;
+                negotiation::render_object(negotiated.conversion, &resource, &params, object)?;
             Ok(json_response(code, &rendered))
         };
     let deprecation: Vec<String> = resource
-        .custom
+        .custom()
         .and_then(|custom| custom.deprecation_warning.clone())
         .into_iter()
         .collect();
     // A deprecated version is warned about whatever the answer, failures included.
-    let scale = resource.custom.and_then(|custom| custom.scale.as_ref());
+    let scale = resource.custom().and_then(|custom| custom.scale.as_ref());
     if let (Some("scale"), Some(scale), Some(name)) =
         (info.subresource.as_deref(), scale, info.name.as_deref())
     {
@@ -270,11 +270,11 @@ fn supports_field(resource: &Resource, field: &str) -> bool {
         "source",
         "type",
     ];
-    if let Some(custom) = resource.custom {
+    if let Some(custom) = resource.custom() {
         return matches!(field, "metadata.name" | "metadata.namespace")
             || custom.selectable_fields.iter().any(|f| f == field);
     }
-    let extra: &[&str] = match (resource.group, resource.kind) {
+    let extra: &[&str] = match (&*resource.group, &*resource.kind) {
         ("", "Event") => EVENT,
         ("", "Secret") => &["type"],
         ("", "Namespace") => &["status.phase"],
@@ -413,7 +413,7 @@ async fn patch(
     document: Value,
     check: impl Fn(&mut Value) -> Result<(), RegistryError> + Send + Sync,
 ) -> Result<Value, RegistryError> {
-    let kind = target.resource.kind;
+    let kind: &str = &target.resource.kind;
     let apply = move |current: &Value| -> Result<Value, RegistryError> {
         let patched = match patch_type {
             PatchType::Json => patch::json_patch(current, &document),

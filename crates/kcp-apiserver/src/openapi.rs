@@ -9,14 +9,16 @@
 //!
 //! Documents are built once per group version and served with a content hash: the root names
 //! each document by `?hash=`, a request with the current hash may be cached for good, and
-//! `If-None-Match` answers 304.
+//! `If-None-Match` answers 304. Those of custom resources are cached by the identity of their
+//! resources ([`CustomDocuments`]): weakly, so the cache neither keeps a deleted CRD's resources
+//! alive nor grows with CRD churn, and within a byte budget.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock, Weak};
 
 use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode, header};
-use kcp_apis::builtin::{self, Resource};
+use kcp_apis::builtin::{self, Resource, ResourceRef};
 use kcp_apis::schema::{self, REF_PREFIX};
 use serde_json::{Map, Value, json};
 
@@ -38,24 +40,118 @@ impl Document {
     }
 }
 
-/// The document of a group version of custom resources. Built once per distinct set of
-/// (interned) resources, so every cluster with the same CRDs shares it.
-fn custom_document(resources: &[&'static Resource]) -> Arc<Document> {
-    type Cache = Mutex<HashMap<Vec<usize>, Arc<Document>>>;
-    static CACHE: OnceLock<Cache> = OnceLock::new();
-    let key: Vec<usize> = resources
-        .iter()
-        .map(|r| std::ptr::from_ref::<Resource>(r) as usize)
-        .collect();
-    let mut cache = CACHE
-        .get_or_init(Cache::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    Arc::clone(
-        cache
-            .entry(key)
-            .or_insert_with(|| Arc::new(Document::new(&custom_group_version_document(resources)))),
-    )
+/// The most bytes of custom documents [`CUSTOM_DOCUMENTS`] keeps.
+const CUSTOM_DOCUMENTS_BYTES: usize = 32 << 20;
+
+/// The documents of custom group versions of every server in the process.
+static CUSTOM_DOCUMENTS: LazyLock<Mutex<CustomDocuments>> =
+    LazyLock::new(|| Mutex::new(CustomDocuments::new(CUSTOM_DOCUMENTS_BYTES)));
+
+/// The documents of custom group versions, one per distinct set of (interned) resources, so
+/// every cluster with the same CRDs shares one.
+///
+/// Entries are keyed by the addresses of their resources and hold them weakly: an entry is
+/// used only while all its resources are alive (so a freed address that a new resource reuses
+/// can never match), dead entries are dropped at every insert, and the least recently used
+/// ones go once the documents exceed the byte budget.
+struct CustomDocuments {
+    entries: HashMap<Vec<usize>, CachedDocument>,
+    /// The bytes of the documents held.
+    bytes: usize,
+    budget: usize,
+    /// Counts lookups, to tell which entry was used least recently.
+    clock: u64,
+}
+
+struct CachedDocument {
+    /// The custom resources whose addresses make the key (static ones need no check).
+    resources: Vec<Weak<Resource>>,
+    document: Arc<Document>,
+    used: u64,
+}
+
+impl CachedDocument {
+    fn alive(&self) -> bool {
+        self.resources.iter().all(|r| r.strong_count() > 0)
+    }
+}
+
+/// What identifies a served resource while it lives: its address.
+fn identity(resource: &ResourceRef) -> usize {
+    match resource {
+        ResourceRef::Static(resource) => std::ptr::from_ref::<Resource>(resource) as usize,
+        ResourceRef::Shared(resource) => Arc::as_ptr(resource) as usize,
+    }
+}
+
+impl CustomDocuments {
+    fn new(budget: usize) -> CustomDocuments {
+        CustomDocuments {
+            entries: HashMap::new(),
+            bytes: 0,
+            budget,
+            clock: 0,
+        }
+    }
+
+    fn get(&mut self, key: &[usize]) -> Option<Arc<Document>> {
+        self.clock += 1;
+        let entry = self.entries.get_mut(key).filter(|entry| entry.alive())?;
+        entry.used = self.clock;
+        Some(Arc::clone(&entry.document))
+    }
+
+    fn insert(&mut self, key: Vec<usize>, resources: &[&ResourceRef], document: &Arc<Document>) {
+        let size = document.bytes.len();
+        if size > self.budget {
+            return;
+        }
+        self.entries.retain(|_, entry| entry.alive());
+        self.entries.remove(&key);
+        self.bytes = self.entries.values().map(|e| e.document.bytes.len()).sum();
+        while self.bytes + size > self.budget {
+            let Some(oldest) = self
+                .entries
+                .iter()
+                .min_by_key(|(_, entry)| entry.used)
+                .map(|(key, _)| key.clone())
+            else {
+                break;
+            };
+            if let Some(evicted) = self.entries.remove(&oldest) {
+                self.bytes -= evicted.document.bytes.len();
+            }
+        }
+        let resources = resources
+            .iter()
+            .filter_map(|r| match r {
+                ResourceRef::Static(_) => None,
+                ResourceRef::Shared(resource) => Some(Arc::downgrade(resource)),
+            })
+            .collect();
+        self.bytes += size;
+        self.entries.insert(
+            key,
+            CachedDocument {
+                resources,
+                document: Arc::clone(document),
+                used: self.clock,
+            },
+        );
+    }
+
+    /// The document of these resources: cached, or built (outside the lock) and cached.
+    fn document(cache: &Mutex<CustomDocuments>, resources: &[&ResourceRef]) -> Arc<Document> {
+        let lock = || cache.lock().unwrap_or_else(|e| e.into_inner());
+        let key: Vec<usize> = resources.iter().map(|r| identity(r)).collect();
+        if let Some(document) = lock().get(&key) {
+            return document;
+        }
+        let plain: Vec<&Resource> = resources.iter().map(|r| &***r).collect();
+        let document = Arc::new(Document::new(&custom_group_version_document(&plain)));
+        lock().insert(key, resources, &document);
+        document
+    }
 }
 
 /// The documents `served` has: the built-in ones, then one per custom group version.
@@ -69,11 +165,12 @@ fn served_documents(served: &Served) -> Vec<(String, DocumentRef)> {
             continue;
         }
         for version in versions {
-            let resources: Vec<&'static Resource> =
-                served.in_group_version(group, version).collect();
+            let resources: Vec<&ResourceRef> = served
+                .non_builtin_in_group_version(group, version)
+                .collect();
             all.push((
                 gv_path(group, version),
-                DocumentRef::Custom(custom_document(&resources)),
+                DocumentRef::Custom(CustomDocuments::document(&CUSTOM_DOCUMENTS, &resources)),
             ));
         }
     }
@@ -183,7 +280,7 @@ fn hash_param(query: Option<&str>) -> Option<&str> {
 
 /// The OpenAPI v3 document of one group version of custom resources: their schemas, the
 /// shared ones their operations refer to, and their paths.
-fn custom_group_version_document(resources: &[&'static Resource]) -> Value {
+fn custom_group_version_document(resources: &[&Resource]) -> Value {
     let mut paths = Map::new();
     let roots = schema::COMMON.iter().copied().chain([
         "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
@@ -307,7 +404,7 @@ struct Operation<'a> {
 fn add_resource_paths(paths: &mut Map<String, Value>, resource: &Resource) {
     let name = schema::component_name(resource);
     let list = format!("{name}List");
-    let base = format!("/{}", gv_path(resource.group, resource.version));
+    let base = format!("/{}", gv_path(&resource.group, &resource.version));
     let scope = if resource.namespaced {
         "/namespaces/{namespace}"
     } else {
@@ -315,7 +412,7 @@ fn add_resource_paths(paths: &mut Map<String, Value>, resource: &Resource) {
     };
     let collection = format!("{base}{scope}/{}", resource.name);
     let item = format!("{collection}/{{name}}");
-    let kind = resource.kind;
+    let kind: &str = &resource.kind;
     let verbs = resource.verbs;
     let has = |verb: &str| verbs.contains(&verb);
     let object = || schema_ref(&name);
@@ -499,8 +596,8 @@ fn insert_path(
         let operation_id = format!(
             "{}{}{}{scope}{}{suffix}",
             op.verb_id,
-            pascal(resource.group),
-            pascal(resource.version),
+            pascal(&resource.group),
+            pascal(&resource.version),
             resource.kind
         );
         let response = if op.response.is_null() {
@@ -518,7 +615,7 @@ fn insert_path(
                 "401": {"description": "Unauthorized"},
             },
             "x-kubernetes-action": op.action,
-            "x-kubernetes-group-version-kind": schema::gvk(resource, resource.kind),
+            "x-kubernetes-group-version-kind": schema::gvk(resource, &resource.kind),
         });
         if let Some(body) = op.body {
             value["requestBody"] = if body.get("content").is_some() {
@@ -533,7 +630,7 @@ fn insert_path(
 }
 
 fn tag(resource: &Resource) -> String {
-    format!("{}_{}", tag_group(resource.group), resource.version)
+    format!("{}_{}", tag_group(&resource.group), resource.version)
 }
 
 fn tag_group(group: &str) -> String {
@@ -669,5 +766,80 @@ mod tests {
             &HeaderMap::new(),
         );
         assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    }
+
+    fn widgets(description: &str) -> Vec<ResourceRef> {
+        let resources = kcp_apis::custom::Interner::default().resources(&json!({
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                          "schema": {"openAPIV3Schema": {"type": "object", "description": description}}}]
+        }));
+        resources.iter().cloned().map(ResourceRef::from).collect()
+    }
+
+    fn document_of(cache: &Mutex<CustomDocuments>, resources: &[ResourceRef]) -> Arc<Document> {
+        CustomDocuments::document(cache, &resources.iter().collect::<Vec<_>>())
+    }
+
+    fn key(resources: &[ResourceRef]) -> Vec<usize> {
+        resources.iter().map(identity).collect()
+    }
+
+    #[test]
+    fn custom_documents_are_shared_and_hold_their_resources_weakly() {
+        let served = Served::with(widgets("a"));
+        let listed = served_documents(&served);
+        assert!(listed.iter().any(|(path, _)| path == "apis/example.com/v1"));
+
+        let cache = Mutex::new(CustomDocuments::new(CUSTOM_DOCUMENTS_BYTES));
+        let resources = widgets("a");
+        let first = document_of(&cache, &resources);
+        assert!(Arc::ptr_eq(&first, &document_of(&cache, &resources)));
+        let doc: Value = serde_json::from_slice(&first.bytes).unwrap();
+        assert!(doc["components"]["schemas"]["com.example.v1.Widget"].is_object());
+        let dead_key = key(&resources);
+        let weak = match &resources[0] {
+            ResourceRef::Shared(resource) => Arc::downgrade(resource),
+            ResourceRef::Static(_) => unreachable!("custom resources are shared"),
+        };
+        drop(resources);
+        assert!(
+            weak.upgrade().is_none(),
+            "the cache keeps no resource alive"
+        );
+        assert!(
+            cache.lock().unwrap().get(&dead_key).is_none(),
+            "an entry of freed resources never matches (their addresses may be reused)"
+        );
+        let others = widgets("b");
+        document_of(&cache, &others);
+        let cache = cache.lock().unwrap();
+        assert_eq!(cache.entries.len(), 1, "dead entries are dropped");
+        assert!(cache.entries.contains_key(&key(&others)));
+    }
+
+    #[test]
+    fn custom_documents_stay_within_their_budget_least_recently_used_first() {
+        let size = document_of(
+            &Mutex::new(CustomDocuments::new(CUSTOM_DOCUMENTS_BYTES)),
+            &widgets("0"),
+        )
+        .bytes
+        .len();
+        let cache = Mutex::new(CustomDocuments::new(size * 5 / 2));
+        let sets: Vec<Vec<ResourceRef>> = (0..3).map(|n| widgets(&n.to_string())).collect();
+        document_of(&cache, &sets[0]);
+        document_of(&cache, &sets[1]);
+        document_of(&cache, &sets[0]);
+        document_of(&cache, &sets[2]);
+        let cache = cache.lock().unwrap();
+        assert!(cache.bytes <= cache.budget);
+        let mut kept: Vec<&Vec<usize>> = cache.entries.keys().collect();
+        kept.sort();
+        let mut expected = [key(&sets[0]), key(&sets[2])];
+        expected.sort();
+        assert_eq!(kept, expected.iter().collect::<Vec<_>>());
     }
 }

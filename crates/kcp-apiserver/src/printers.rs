@@ -290,7 +290,7 @@ enum Printer {
 }
 
 fn printer(resource: &Resource) -> Printer {
-    match (resource.group, resource.kind) {
+    match (&*resource.group, &*resource.kind) {
         ("", "Namespace") => Printer::Namespace,
         ("", "ConfigMap") => Printer::ConfigMap,
         ("", "Secret") => Printer::Secret,

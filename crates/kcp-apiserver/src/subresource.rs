@@ -29,7 +29,7 @@ pub(crate) fn registry_for(
         return Err(not_found());
     };
     // The scale of a custom resource is served by `crate::scale` on the whole object.
-    let scale = name == "scale" && resource.custom.is_some_and(|c| c.scale.is_some());
+    let scale = name == "scale" && resource.custom().is_some_and(|c| c.scale.is_some());
     let Some(subresource_registry) = registry
         .subresource(name)
         .or_else(|| scale.then(|| registry.clone()))

@@ -19,7 +19,7 @@ pub fn render(
     include: IncludeObject,
 ) -> Value {
     let now = jiff::Timestamp::now();
-    let custom = resource.custom.map(CustomColumns::new);
+    let custom = resource.custom().map(CustomColumns::new);
     let rows: Vec<Value> = objects
         .iter()
         .map(|object| {

@@ -62,7 +62,7 @@ struct InitialEvents {
     registry: Registry,
     cluster: String,
     namespace: Option<String>,
-    resource: &'static Resource,
+    resource: Resource,
     params: Params,
     page: VecDeque<Value>,
     continue_token: Option<String>,
@@ -80,7 +80,7 @@ impl InitialEvents {
             registry: registry.clone(),
             cluster: target.cluster.to_string(),
             namespace: target.namespace.map(str::to_string),
-            resource: target.resource,
+            resource: target.resource.clone(),
             params: params.clone(),
             page: VecDeque::new(),
             continue_token: None,
@@ -93,7 +93,7 @@ impl InitialEvents {
     async fn read_page(&mut self, continue_token: Option<String>) -> Result<u64, RegistryError> {
         let target = Target {
             cluster: &self.cluster,
-            resource: self.resource,
+            resource: &self.resource,
             namespace: self.namespace.as_deref(),
         };
         let listed = self
@@ -103,7 +103,7 @@ impl InitialEvents {
                 ListOptions {
                     limit: INITIAL_PAGE,
                     continue_token,
-                    filter: selector_filter(&self.params, self.resource)?,
+                    filter: selector_filter(&self.params, &self.resource)?,
                     ..Default::default()
                 },
             )
@@ -183,14 +183,16 @@ pub async fn serve(
             Err(other) => return Err(other),
         },
     };
-    let resource = target.resource;
+    // The task outlives the request's borrow: it owns a copy (sharing a custom resource's
+    // schema, kept alive while the watch runs).
+    let resource = target.resource.clone();
     let (sender, receiver) = mpsc::channel::<Bytes>(FRAMES_QUEUED);
     tokio::spawn(async move {
         let encode = |kind: &str, object: Value| -> Bytes {
             let object = match conversion {
                 _ if kind == "ERROR" => object,
                 Conversion::Table(version) if kind != "BOOKMARK" => {
-                    crate::table::render(resource, &[object], json!({}), version, include)
+                    crate::table::render(&resource, &[object], json!({}), version, include)
                 }
                 Conversion::PartialObjectMetadata(version) => {
                     partial_object_metadata(&object, version)

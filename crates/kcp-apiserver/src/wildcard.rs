@@ -5,7 +5,7 @@
 //! `PartialObjectMetadata` (a full-object request finds no resource, as in kcp).
 
 use http::{HeaderMap, Response, StatusCode};
-use kcp_apis::builtin::Resource;
+use kcp_apis::builtin::ResourceRef;
 use kcp_registry::Registry;
 
 use crate::negotiation::{self, Answer, Conversion};
@@ -39,7 +39,7 @@ pub fn metadata_only_resource(
     info: &ResourceRequest,
     cluster: &str,
     headers: &HeaderMap,
-) -> Option<&'static Resource> {
+) -> Option<ResourceRef> {
     if cluster != kcp_registry::ALL_CLUSTERS {
         return None;
     }

@@ -3,9 +3,11 @@
 //!
 //! Subcommands: `storage` (embedded store against a real etcd), `api` (the real `kcp` binary
 //! against a bare TLS server and the raw embedded store; needs `cargo build --release -p kcp`),
-//! `workspaces` (a tree of workspaces created, held and deleted by the real `kcp` binary).
+//! `workspaces` (a tree of workspaces created, held and deleted by the real `kcp` binary),
+//! `crds` (a big CRD updated and deleted by the real `kcp` binary, and the memory it leaves).
 
 mod api;
+mod crds;
 mod measure;
 mod storage;
 mod table;
@@ -33,6 +35,10 @@ enum Command {
     /// Workspaces: creating a tree of them to Ready (against configmap creates in the same
     /// run), memory per workspace, and deleting them all. Expects `cargo build --release -p kcp`.
     Workspaces(workspaces::Options),
+    /// CRD churn: a 300 KiB CRD updated 1,000 times (distinct specs) and deleted, against
+    /// configmap updates of the same size; RSS before, peak and after against a target.
+    /// Expects `cargo build --release -p kcp`.
+    Crds(crds::Options),
 }
 
 #[tokio::main]
@@ -41,5 +47,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Storage(options) => storage::run(options).await,
         Command::Api(options) => api::run(options).await,
         Command::Workspaces(options) => workspaces::run(options).await,
+        Command::Crds(options) => crds::run(options).await,
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use kcp_apis::builtin::Resource;
+use kcp_apis::builtin::{Resource, ResourceRef};
 use kcp_apis::custom::Webhook;
 use kcp_controllers::Controllers;
 use kcp_registry::custom::{CLEANUP_FINALIZER, WebhookConverter};
@@ -75,7 +75,7 @@ async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
 }
 
 /// The widgets resource of `cluster`, once its CRD is Established.
-async fn widgets(registry: &Registry, cluster: &str) -> &'static Resource {
+async fn widgets(registry: &Registry, cluster: &str) -> ResourceRef {
     let mut found = None;
     eventually("widgets are served", async || {
         found = registry
@@ -87,7 +87,7 @@ async fn widgets(registry: &Registry, cluster: &str) -> &'static Resource {
     found.unwrap()
 }
 
-fn inside<'a>(cluster: &'a str, resource: &'static Resource, namespace: &'a str) -> Target<'a> {
+fn inside<'a>(cluster: &'a str, resource: &'a Resource, namespace: &'a str) -> Target<'a> {
     Target {
         cluster,
         resource,
@@ -95,11 +95,7 @@ fn inside<'a>(cluster: &'a str, resource: &'static Resource, namespace: &'a str)
     }
 }
 
-async fn widget_names(
-    registry: &Registry,
-    cluster: &str,
-    resource: &'static Resource,
-) -> Vec<String> {
+async fn widget_names(registry: &Registry, cluster: &str, resource: &Resource) -> Vec<String> {
     let everywhere = Target {
         cluster,
         resource,
@@ -134,7 +130,7 @@ fn terminating(crd: &Value) -> (String, String) {
     )
 }
 
-async fn setup(registry: &Registry, cluster: &str, spaces: &[&str]) -> &'static Resource {
+async fn setup(registry: &Registry, cluster: &str, spaces: &[&str]) -> ResourceRef {
     registry.create(crds(cluster), widget_crd()).await.unwrap();
     for space in spaces {
         registry
@@ -158,12 +154,12 @@ async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
         ("b", "held", &["example.com/hold"][..]),
     ] {
         registry
-            .create(inside(doomed, resource, space), widget(name, finalizers))
+            .create(inside(doomed, &resource, space), widget(name, finalizers))
             .await
             .unwrap();
     }
     registry
-        .create(inside(kept, kept_resource, "a"), widget("one", &[]))
+        .create(inside(kept, &kept_resource, "a"), widget("one", &[]))
         .await
         .unwrap();
 
@@ -181,7 +177,7 @@ async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
         ("True".into(), "InstanceDeletionPending".into())
     );
     let refused = registry
-        .create(inside(doomed, resource, "a"), widget("late", &[]))
+        .create(inside(doomed, &resource, "a"), widget("late", &[]))
         .await;
     assert!(
         matches!(&refused, Err(RegistryError::MethodNotAllowed(message)) if message == "create not allowed while custom resource definition is terminating"),
@@ -189,7 +185,7 @@ async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
     );
 
     eventually("only the held widget is left", async || {
-        widget_names(&registry, doomed, resource).await == ["b/held"]
+        widget_names(&registry, doomed, &resource).await == ["b/held"]
     })
     .await;
     let crd = registry
@@ -201,17 +197,21 @@ async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
         ("True".into(), "InstanceDeletionInProgress".into())
     );
     let held = registry
-        .get(inside(doomed, resource, "b"), "held")
+        .get(inside(doomed, &resource, "b"), "held")
         .await
         .unwrap();
     assert!(held["metadata"]["deletionTimestamp"].is_string());
 
     registry
-        .patch(inside(doomed, resource, "b"), "held", &|current: &Value| {
-            let mut next = current.clone();
-            next["metadata"]["finalizers"] = json!([]);
-            Ok(next)
-        })
+        .patch(
+            inside(doomed, &resource, "b"),
+            "held",
+            &|current: &Value| {
+                let mut next = current.clone();
+                next["metadata"]["finalizers"] = json!([]);
+                Ok(next)
+            },
+        )
         .await
         .unwrap();
     eventually("the CRD is gone", async || {
@@ -231,7 +231,7 @@ async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
 
     // The same CRD in another cluster keeps its resources.
     assert_eq!(
-        widget_names(&registry, kept, kept_resource).await,
+        widget_names(&registry, kept, &kept_resource).await,
         ["a/one"]
     );
     let other = registry
@@ -242,7 +242,7 @@ async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
 
     // Created again, the CRD starts empty.
     let resource = setup(&registry, doomed, &[]).await;
-    assert!(widget_names(&registry, doomed, resource).await.is_empty());
+    assert!(widget_names(&registry, doomed, &resource).await.is_empty());
     controllers.shutdown().await;
 }
 
@@ -254,7 +254,7 @@ async fn terminating_namespaces_lose_their_custom_resources() {
     let resource = setup(&registry, cluster, &["doomed", "kept"]).await;
     for space in ["doomed", "kept"] {
         registry
-            .create(inside(cluster, resource, space), widget("w", &[]))
+            .create(inside(cluster, &resource, space), widget("w", &[]))
             .await
             .unwrap();
     }
@@ -269,7 +269,10 @@ async fn terminating_namespaces_lose_their_custom_resources() {
         )
     })
     .await;
-    assert_eq!(widget_names(&registry, cluster, resource).await, ["kept/w"]);
+    assert_eq!(
+        widget_names(&registry, cluster, &resource).await,
+        ["kept/w"]
+    );
     controllers.shutdown().await;
 }
 
@@ -321,7 +324,7 @@ async fn a_crd_whose_conversion_webhook_is_unreachable_goes_with_its_resources()
     let stored = widgets(&registry, cluster).await;
     for (space, name) in [("a", "one"), ("b", "two")] {
         registry
-            .create(inside(cluster, stored, space), widget(name, &[]))
+            .create(inside(cluster, &stored, space), widget(name, &[]))
             .await
             .unwrap();
     }
@@ -333,8 +336,9 @@ async fn a_crd_whose_conversion_webhook_is_unreachable_goes_with_its_resources()
         served.is_some()
     })
     .await;
+    let served = served.unwrap();
     let unreadable = registry
-        .get(inside(cluster, served.unwrap(), "a"), "one")
+        .get(inside(cluster, &served, "a"), "one")
         .await;
     assert!(
         matches!(&unreadable, Err(RegistryError::Internal(m)) if m.contains("connection refused")),
@@ -349,7 +353,7 @@ async fn a_crd_whose_conversion_webhook_is_unreachable_goes_with_its_resources()
         )
     })
     .await;
-    assert_eq!(registry.count_all(stored).await.unwrap(), 1);
+    assert_eq!(registry.count_all(&stored).await.unwrap(), 1);
 
     registry
         .delete(crds(cluster), "widgets.example.com")
@@ -362,6 +366,6 @@ async fn a_crd_whose_conversion_webhook_is_unreachable_goes_with_its_resources()
         )
     })
     .await;
-    assert_eq!(registry.count_all(stored).await.unwrap(), 0);
+    assert_eq!(registry.count_all(&stored).await.unwrap(), 0);
     controllers.shutdown().await;
 }

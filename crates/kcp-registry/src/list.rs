@@ -70,7 +70,7 @@ impl Registry {
         resource: &kcp_apis::builtin::Resource,
     ) -> Result<u64, RegistryError> {
         let prefix =
-            kcp_storage::keys::ResourceKeys::new(resource.group, resource.name).all_clusters();
+            kcp_storage::keys::ResourceKeys::new(&resource.group, &resource.name).all_clusters();
         let page = self
             .storage()
             .range(RangeRequest::prefix(prefix).with_limit(1))

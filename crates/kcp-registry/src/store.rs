@@ -23,10 +23,12 @@ const MODIFIED: &str =
     "the object has been modified; please apply your changes to the latest version and try again";
 
 /// Where a request points: a resource in a logical cluster, and a namespace for namespaced ones.
+/// The resource is borrowed for the request from the handle its caller holds (a
+/// [`kcp_apis::builtin::ResourceRef`] from [`Registry::resolve`], or a static built-in one).
 #[derive(Debug, Clone, Copy)]
 pub struct Target<'a> {
     pub cluster: &'a str,
-    pub resource: &'static Resource,
+    pub resource: &'a Resource,
     pub namespace: Option<&'a str>,
 }
 
@@ -62,9 +64,9 @@ impl Target<'_> {
     pub(crate) fn as_stored(&self) -> bool {
         self.is_wildcard()
             && kcp_apis::system::find(
-                self.resource.group,
-                self.resource.version,
-                self.resource.name,
+                &self.resource.group,
+                &self.resource.version,
+                &self.resource.name,
             )
             .is_none()
     }
@@ -78,7 +80,7 @@ impl Target<'_> {
     }
 
     fn keys(&self) -> ResourceKeys {
-        ResourceKeys::new(self.resource.group, self.resource.name)
+        ResourceKeys::new(&self.resource.group, &self.resource.name)
     }
 
     pub(crate) fn key(&self, name: &str) -> Vec<u8> {
@@ -355,7 +357,7 @@ impl Registry {
         object: &Value,
     ) -> Result<Bytes, RegistryError> {
         check_depth(target, object)?;
-        match target.resource.custom {
+        match target.resource.custom() {
             Some(custom)
                 if object["apiVersion"].as_str()
                     != Some(&format!(
@@ -746,13 +748,13 @@ fn carry_server_fields(resource: &Resource, stored: &Value, next: &mut Value) {
 /// Kubernetes strategies do, and for every custom resource.
 fn tracks_generation(resource: &Resource) -> bool {
     resource.custom.is_some()
-        || !kcp_apis::builtin::generation_fields(resource.group, resource.kind).is_empty()
+        || !kcp_apis::builtin::generation_fields(&resource.group, &resource.kind).is_empty()
 }
 
 /// Whether a field that moves the generation changed: the kind's tracked fields, or for custom
 /// resources everything but metadata (and status, with a status subresource).
 fn spec_changed(resource: &Resource, stored: &Value, next: &Value) -> bool {
-    match resource.custom {
+    match resource.custom() {
         Some(custom) => {
             let counts = |key: &String| {
                 let ignored = matches!(key.as_str(), "apiVersion" | "kind" | "metadata")
@@ -767,7 +769,7 @@ fn spec_changed(resource: &Resource, stored: &Value, next: &Value) -> bool {
                 .filter(|key| counts(key))
                 .any(|key| old.get(key) != new.get(key))
         }
-        None => kcp_apis::builtin::generation_fields(resource.group, resource.kind)
+        None => kcp_apis::builtin::generation_fields(&resource.group, &resource.kind)
             .iter()
             .any(|field| stored.get(field) != next.get(field)),
     }
@@ -778,8 +780,8 @@ fn check_depth(target: &Target<'_>, object: &Value) -> Result<(), RegistryError>
     use kcp_apimachinery::json::{MAX_DEPTH, depth_message, exceeds_depth};
     if exceeds_depth(object, MAX_DEPTH) {
         return Err(validation::decode_error(
-            target.resource.kind,
-            target.resource.version,
+            &target.resource.kind,
+            &target.resource.version,
             &depth_message(),
         ));
     }

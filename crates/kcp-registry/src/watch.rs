@@ -47,11 +47,14 @@ impl Registry {
             return Ok(events);
         }
         let registry = self.clone();
-        let resource = target.resource;
+        // The stream outlives the request's borrow: it holds its own copy (sharing the custom
+        // resource's schema, kept alive as long as the watch runs).
+        let resource = Arc::new(target.resource.clone());
         Ok(events
             .then(move |event| {
                 let registry = registry.clone();
-                async move { registry.present_event(resource, event?).await }
+                let resource = Arc::clone(&resource);
+                async move { registry.present_event(&resource, event?).await }
             })
             .boxed())
     }
@@ -60,10 +63,10 @@ impl Registry {
     /// defaulted, encoded again only if that changed it).
     async fn present_event(
         &self,
-        resource: &'static kcp_apis::builtin::Resource,
+        resource: &kcp_apis::builtin::Resource,
         event: WatchEvent,
     ) -> Result<WatchEvent, RegistryError> {
-        let defaults = resource.custom.is_some_and(|custom| custom.has_defaults);
+        let defaults = resource.custom().is_some_and(|custom| custom.has_defaults);
         if !defaults && event.object["apiVersion"] == resource.group_version().as_str() {
             return Ok(event);
         }

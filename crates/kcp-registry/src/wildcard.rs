@@ -43,10 +43,10 @@ impl Registry {
     /// page from one snapshot, and that snapshot's revision (to watch from).
     pub async fn list_all_clusters(
         &self,
-        resource: &'static Resource,
+        resource: &Resource,
         filter: &Filter,
     ) -> Result<(Vec<ClusterObject>, u64), RegistryError> {
-        let prefix = ResourceKeys::new(resource.group, resource.name).all_clusters();
+        let prefix = ResourceKeys::new(&resource.group, &resource.name).all_clusters();
         let mut request = RangeRequest::prefix(prefix.clone()).with_limit(PAGE);
         let mut objects = Vec::new();
         loop {
@@ -67,13 +67,13 @@ impl Registry {
     /// Every change of `resource` in every logical cluster after `resource_version`.
     pub async fn watch_all_clusters(
         &self,
-        resource: &'static Resource,
+        resource: &Resource,
         resource_version: u64,
     ) -> Result<
         impl Stream<Item = Result<ClusterEvent, RegistryError>> + Send + 'static,
         RegistryError,
     > {
-        let prefix = ResourceKeys::new(resource.group, resource.name).all_clusters();
+        let prefix = ResourceKeys::new(&resource.group, &resource.name).all_clusters();
         let request = WatchRequest::prefix(prefix.clone(), resource_version + 1);
         let events = self.storage().watch(request).await?;
         Ok(events.filter_map(move |event| {

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use kcp_apis::builtin::Resource;
+use kcp_apis::builtin::{Resource, ResourceRef};
 use kcp_apis::custom::Webhook;
 use kcp_registry::custom::WebhookConverter;
 use kcp_registry::{Registry, RegistryError, Target};
@@ -110,13 +110,17 @@ async fn setup() -> (Registry, Arc<SizeConverter>) {
     (registry, converter)
 }
 
-async fn widgets<'a>(registry: &Registry, version: &str) -> Target<'a> {
+async fn widgets(registry: &Registry, version: &str) -> ResourceRef {
+    registry
+        .resolve("root", "example.com", version, "widgets")
+        .await
+        .unwrap()
+}
+
+fn at(resource: &Resource) -> Target<'_> {
     Target {
         cluster: "root",
-        resource: registry
-            .resolve("root", "example.com", version, "widgets")
-            .await
-            .unwrap(),
+        resource,
         namespace: Some("default"),
     }
 }
@@ -124,10 +128,11 @@ async fn widgets<'a>(registry: &Registry, version: &str) -> Target<'a> {
 #[tokio::test]
 async fn objects_are_stored_at_the_storage_version_and_served_at_any() {
     let (registry, converter) = setup().await;
-    let (v1, v2) = (
+    let (r1, r2) = (
         widgets(&registry, "v1").await,
         widgets(&registry, "v2").await,
     );
+    let (v1, v2) = (at(&r1), at(&r2));
     registry
         .create(
             v2,
@@ -156,10 +161,11 @@ async fn objects_are_stored_at_the_storage_version_and_served_at_any() {
 #[tokio::test]
 async fn a_failing_webhook_fails_reads_and_writes_and_stores_nothing() {
     let (registry, converter) = setup().await;
-    let (v1, v2) = (
+    let (r1, r2) = (
         widgets(&registry, "v1").await,
         widgets(&registry, "v2").await,
     );
+    let (v1, v2) = (at(&r1), at(&r2));
     registry
         .create(v1, json!({"metadata": {"name": "w"}, "spec": {"size": 3}}))
         .await

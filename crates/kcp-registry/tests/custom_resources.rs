@@ -1,11 +1,11 @@
 //! Custom resources in the registry on the in-memory store: a CRD serves its resource only in
 //! its own logical cluster and only once Established; identical CRDs in several clusters share
-//! one interned resource (and its compiled schema); objects are stored at the storage version
-//! and served at the requested one.
+//! one interned resource (and its compiled schema), freed once no cluster serves that spec;
+//! objects are stored at the storage version and served at the requested one.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
-use kcp_apis::builtin::{RESOURCES, Resource};
+use kcp_apis::builtin::{RESOURCES, Resource, ResourceRef};
 use kcp_registry::{ListOptions, Registry, Target};
 use kcp_storage::MemoryStorage;
 use serde_json::{Value, json};
@@ -87,8 +87,8 @@ async fn identical_crds_share_one_resource_and_serve_only_their_cluster() {
         .resolve("root:b", "example.com", "v1", "widgets")
         .await
         .unwrap();
-    assert!(std::ptr::eq(a, b), "the same CRD is one resource");
-    assert_eq!(registry.distinct_custom_resource_specs(), 1);
+    assert!(std::ptr::eq(&*a, &*b), "the same CRD is one resource");
+    assert_eq!(registry.live_custom_resource_specs(), 1);
     assert!(
         registry
             .resolve("root:c", "example.com", "v1", "widgets")
@@ -111,23 +111,102 @@ async fn objects_are_stored_at_the_storage_version_and_served_at_any() {
         .resolve("root", "example.com", "v1", "widgets")
         .await
         .unwrap();
-    let at = |resource| Target {
-        cluster: "root",
-        resource,
-        namespace: None,
-    };
+    fn at(resource: &Resource) -> Target<'_> {
+        Target {
+            cluster: "root",
+            resource,
+            namespace: None,
+        }
+    }
     let created = registry
-        .create(at(beta), json!({"metadata": {"name": "w"}, "spec": {}}))
+        .create(at(&beta), json!({"metadata": {"name": "w"}, "spec": {}}))
         .await
         .unwrap();
     assert_eq!(created["apiVersion"], "example.com/v1beta1");
     // Read at v1: converted, and defaulted by v1's schema on the way out.
-    let read = registry.get(at(v1), "w").await.unwrap();
+    let read = registry.get(at(&v1), "w").await.unwrap();
     assert_eq!(read["apiVersion"], "example.com/v1");
     assert_eq!(read["spec"]["size"], 1);
     let listed = registry
-        .list(at(beta), ListOptions::default())
+        .list(at(&beta), ListOptions::default())
         .await
         .unwrap();
     assert_eq!(listed.items[0]["apiVersion"], "example.com/v1beta1");
+}
+
+const NAME: &str = "widgets.example.com";
+
+/// A weak reference to the widgets resource `cluster` serves now.
+async fn served_weakly(registry: &Registry, cluster: &str) -> Weak<Resource> {
+    match registry
+        .resolve(cluster, "example.com", "v1", "widgets")
+        .await
+    {
+        Some(ResourceRef::Shared(resource)) => Arc::downgrade(&resource),
+        other => panic!("widgets are not a shared custom resource in {cluster}: {other:?}"),
+    }
+}
+
+/// Deletes the CRD of `cluster` as its controller would finish it: the delete starts
+/// termination, removing the cleanup finalizer removes it.
+async fn delete_crd(registry: &Registry, cluster: &str) {
+    let target = Target {
+        cluster,
+        resource: crds(),
+        namespace: None,
+    };
+    registry.delete(target, NAME).await.unwrap();
+    registry
+        .patch(target, NAME, &|stored: &Value| {
+            let mut next = stored.clone();
+            next["metadata"]["finalizers"] = json!([]);
+            Ok(next)
+        })
+        .await
+        .unwrap();
+    assert!(registry.get(target, NAME).await.is_err(), "{cluster}: gone");
+}
+
+#[tokio::test]
+async fn custom_resources_are_freed_once_no_cluster_serves_their_spec() {
+    let registry = Registry::new(Arc::new(MemoryStorage::new()));
+    establish(&registry, "root:a").await;
+    establish(&registry, "root:b").await;
+    let original = served_weakly(&registry, "root:a").await;
+    assert!(
+        Weak::ptr_eq(&original, &served_weakly(&registry, "root:b").await),
+        "two clusters with the same spec share one entry"
+    );
+    assert_eq!(registry.live_custom_resource_specs(), 1);
+
+    let target = Target {
+        cluster: "root:a",
+        resource: crds(),
+        namespace: None,
+    };
+    let mut previous: Option<Weak<Resource>> = None;
+    for n in 0..20 {
+        let mut crd = registry.get(target, NAME).await.unwrap();
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] =
+            json!(format!("revision {n}"));
+        registry.update(target, NAME, crd).await.unwrap();
+        let current = served_weakly(&registry, "root:a").await;
+        assert!(!Weak::ptr_eq(&current, &original));
+        if let Some(replaced) = previous.replace(current) {
+            assert!(replaced.upgrade().is_none(), "the spec before {n} is freed");
+        }
+        assert_eq!(
+            registry.live_custom_resource_specs(),
+            2,
+            "root:b's spec and root:a's latest"
+        );
+    }
+    assert!(original.upgrade().is_some(), "root:b still serves it");
+
+    delete_crd(&registry, "root:a").await;
+    assert_eq!(registry.live_custom_resource_specs(), 1);
+    assert!(previous.unwrap().upgrade().is_none());
+    delete_crd(&registry, "root:b").await;
+    assert_eq!(registry.live_custom_resource_specs(), 0);
+    assert!(original.upgrade().is_none());
 }

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use kcp_apis::builtin::{RESOURCES, Resource};
+use kcp_apis::builtin::{RESOURCES, Resource, ResourceRef};
 use kcp_apis::system;
 use kcp_registry::fields;
 use kcp_registry::tenancy::{LOGICAL_CLUSTER, LOGICAL_CLUSTER_FINALIZER};
@@ -23,23 +23,23 @@ const CONTENT_REMAINING_DELAY: Duration = Duration::from_millis(500);
 const REPORT_AFTER_SECONDS: i64 = 2;
 
 /// Every resource whose objects a cluster may hold, each storage once, in deletion order.
-fn resources(registry: &Registry, cluster: &str) -> Vec<&'static Resource> {
+fn resources(registry: &Registry, cluster: &str) -> Vec<ResourceRef> {
     let custom = registry.non_builtin_resources(cluster);
-    let deletable =
-        |r: &&'static Resource| r.verbs.contains(&"delete") && r.verbs.contains(&"list");
+    let deletable = |r: &ResourceRef| r.verbs.contains(&"delete") && r.verbs.contains(&"list");
     let is = |r: &Resource, group: &str, name: &str| r.group == group && r.name == name;
-    let mut ordered: Vec<&'static Resource> = Vec::new();
-    let custom_first = custom.iter().copied().filter(|r| r.custom.is_some());
-    let builtin = RESOURCES.iter();
+    let mut ordered: Vec<ResourceRef> = Vec::new();
+    let custom_first = custom.into_iter().filter(|r| r.custom.is_some());
+    let builtin = RESOURCES.iter().map(ResourceRef::from);
     let all = custom_first.chain(builtin).filter(deletable).filter(|r| {
         !is(r, "", "namespaces")
             && !is(r, "apiextensions.k8s.io", "customresourcedefinitions")
-            && !std::ptr::eq(*r, system::logical_clusters())
+            && !std::ptr::eq(&**r, system::logical_clusters())
     });
     for r in all.chain(
         RESOURCES
             .iter()
-            .filter(|r| is(r, "apiextensions.k8s.io", "customresourcedefinitions")),
+            .filter(|r| is(r, "apiextensions.k8s.io", "customresourcedefinitions"))
+            .map(ResourceRef::from),
     ) {
         if !ordered
             .iter()
@@ -48,7 +48,12 @@ fn resources(registry: &Registry, cluster: &str) -> Vec<&'static Resource> {
             ordered.push(r);
         }
     }
-    ordered.extend(RESOURCES.iter().filter(|r| is(r, "", "namespaces")));
+    ordered.extend(
+        RESOURCES
+            .iter()
+            .filter(|r| is(r, "", "namespaces"))
+            .map(ResourceRef::from),
+    );
     ordered
 }
 
@@ -60,17 +65,17 @@ pub(super) async fn reconcile(
     let privileged = registry.privileged();
     let mut remaining = 0;
     for resource in resources(registry, cluster) {
-        let system_kind = system::find(resource.group, resource.version, resource.name).is_some();
+        let system_kind = system::find(&resource.group, &resource.version, &resource.name).is_some();
         if resource.custom.is_some() && !system_kind {
             // As stored: no conversion webhook stands in the way.
             remaining += privileged
-                .delete_custom_resources_as_stored(cluster, resource.group, resource.name, None)
+                .delete_custom_resources_as_stored(cluster, &resource.group, &resource.name, None)
                 .await?;
             continue;
         }
         let target = Target {
             cluster,
-            resource,
+            resource: &resource,
             namespace: None,
         };
         let deleted = privileged.delete_collection(target, None).await?;

@@ -4,7 +4,7 @@
 //! namespace up), and once nothing is left, remove the `kubernetes` finalizer through the
 //! `finalize` subresource.
 
-use kcp_apis::builtin::{RESOURCES, Resource};
+use kcp_apis::builtin::{RESOURCES, Resource, ResourceRef};
 use kcp_registry::strategy::{NAMESPACE_FINALIZER, spec_finalizers};
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::json;
@@ -28,8 +28,8 @@ fn namespaced_resources() -> impl Iterator<Item = &'static Resource> {
 
 /// The namespaced custom resources `cluster` serves, one version per CRD (its versions share
 /// one storage).
-fn namespaced_custom_resources(registry: &Registry, cluster: &str) -> Vec<&'static Resource> {
-    let mut resources: Vec<&'static Resource> = Vec::new();
+fn namespaced_custom_resources(registry: &Registry, cluster: &str) -> Vec<ResourceRef> {
+    let mut resources: Vec<ResourceRef> = Vec::new();
     for resource in registry.custom_resources(cluster) {
         let seen = resources
             .iter()
@@ -77,14 +77,14 @@ pub async fn reconcile(
     for resource in namespaced_resources() {
         let content = Target {
             cluster,
-            resource,
+            resource: &resource,
             namespace: Some(name),
         };
         remaining += registry.delete_collection(content, None).await?.pending;
     }
     for resource in namespaced_custom_resources(registry, cluster) {
         remaining += registry
-            .delete_custom_resources_as_stored(cluster, resource.group, resource.name, Some(name))
+            .delete_custom_resources_as_stored(cluster, &resource.group, &resource.name, Some(name))
             .await?;
     }
     if remaining > 0 {

@@ -36,10 +36,10 @@ impl Registry {
         objects: Vec<Value>,
         version: &str,
     ) -> Result<Vec<Value>, RegistryError> {
-        let Some(custom) = resource.custom else {
+        let Some(custom) = resource.custom() else {
             return Ok(objects);
         };
-        let desired = api_version(resource.group, version);
+        let desired = api_version(&resource.group, version);
         if objects.iter().all(|o| o["apiVersion"] == desired.as_str()) {
             return Ok(objects);
         }
@@ -144,10 +144,10 @@ impl Registry {
         resource: &Resource,
         objects: Vec<Value>,
     ) -> Result<Vec<Value>, RegistryError> {
-        let Some(custom) = resource.custom else {
+        let Some(custom) = resource.custom() else {
             return Ok(objects);
         };
-        let mut objects = self.convert(resource, objects, resource.version).await?;
+        let mut objects = self.convert(resource, objects, &resource.version).await?;
         if custom.has_defaults
             && let Some(schema) = &custom.schema
         {
@@ -164,11 +164,11 @@ impl Registry {
         target: &Target<'_>,
         object: Value,
     ) -> Result<Value, RegistryError> {
-        let Some(custom) = target.resource.custom else {
+        let Some(custom) = target.resource.custom() else {
             return Ok(object);
         };
         Ok(self
-            .convert(target.resource, vec![object], custom.storage_version)
+            .convert(target.resource, vec![object], &custom.storage_version)
             .await?
             .pop()
             .unwrap_or_default())

@@ -2,26 +2,32 @@
 //! CustomResourceDefinitions, interned so that identical CRDs in many clusters share one
 //! [`Resource`] (and one compiled schema).
 //!
+//! The index entries of the clusters serving a CRD hold its resources (`Arc`s); requests,
+//! watches and controllers get their own handles ([`ResourceRef`]) from [`Registry::resolve`]
+//! and friends. When a CRD is deleted or changes its spec in the last cluster serving that
+//! spec, and its last request ends, its resources are freed; the interner only holds weak
+//! entries.
+//!
 //! The index is fed three ways: every CRD write through this registry updates it at once (a
 //! client that sees its CRD Established can use it at once), [`Registry::follow_crds`] applies
 //! the writes of other servers on the same store (and the state at start-up), and a request for
 //! a resource the index does not know reads that CRD from storage before answering 404.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use futures::StreamExt;
-use kcp_apis::builtin::Resource;
-use kcp_apis::custom::Interner;
+use kcp_apis::builtin::{Resource, ResourceRef};
+use kcp_apis::custom::{Interner, Resources};
 use serde_json::Value;
 
 use crate::error::RegistryError;
 use crate::store::{Registry, Target};
 
 /// A CRD's served resources in one cluster.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Served {
-    resources: &'static [Resource],
+    resources: Resources,
     /// Being deleted: its objects can be read and deleted, not created.
     terminating: bool,
 }
@@ -46,46 +52,69 @@ pub fn condition_true(crd: &Value, kind: &str) -> bool {
 }
 
 impl CustomResourceIndex {
-    /// Records the current state of a CRD of `cluster`.
-    pub(crate) fn observe(&self, cluster: &str, crd: &Value) {
-        let Some(name) = crd["metadata"]["name"].as_str() else {
-            return;
-        };
-        if !condition_true(crd, "Established") {
-            self.forget(cluster, name);
-            return;
-        }
-        let served = Served {
+    /// What `cluster` serves for `crd`: its name, and its resources if it is Established.
+    fn serving<'a>(&self, crd: &'a Value) -> Option<(&'a str, Option<Served>)> {
+        let name = crd["metadata"]["name"].as_str()?;
+        let served = condition_true(crd, "Established").then(|| Served {
             resources: self.interner.resources(&crd["spec"]),
             terminating: crd["metadata"].get("deletionTimestamp").is_some(),
+        });
+        Some((name, served))
+    }
+
+    /// Records the current state of a CRD of `cluster`.
+    pub(crate) fn observe(&self, cluster: &str, crd: &Value) {
+        let Some((name, served)) = self.serving(crd) else {
+            return;
         };
-        let mut clusters = self.clusters.write().unwrap_or_else(|e| e.into_inner());
-        clusters
-            .entry(cluster.to_string())
-            .or_default()
-            .insert(name.to_string(), served);
+        let Some(served) = served else {
+            self.forget(cluster, name);
+            return;
+        };
+        let replaced = {
+            let mut clusters = self.clusters.write().unwrap_or_else(|e| e.into_inner());
+            clusters
+                .entry(cluster.to_string())
+                .or_default()
+                .insert(name.to_string(), served)
+        };
+        // A replaced spec may be the last holder of a big schema: freed outside the lock.
+        drop(replaced);
     }
 
     /// Stops serving a CRD of `cluster`.
     pub(crate) fn forget(&self, cluster: &str, name: &str) {
-        let mut clusters = self.clusters.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(crds) = clusters.get_mut(cluster) {
-            crds.remove(name);
+        let removed = {
+            let mut clusters = self.clusters.write().unwrap_or_else(|e| e.into_inner());
+            let Some(crds) = clusters.get_mut(cluster) else {
+                return;
+            };
+            let removed = crds.remove(name);
             if crds.is_empty() {
                 clusters.remove(cluster);
             }
-        }
+            removed
+        };
+        drop(removed);
     }
 
-    /// Replaces the whole index by these CRDs.
+    /// Replaces the whole index by these CRDs. The new index is built while the old one still
+    /// holds its resources, so specs that stay are shared, not built again.
     fn reset(&self, crds: Vec<(String, Value)>) {
-        self.clusters
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
-        for (cluster, crd) in crds {
-            self.observe(&cluster, &crd);
+        let mut fresh: HashMap<String, BTreeMap<String, Served>> = HashMap::new();
+        for (cluster, crd) in &crds {
+            if let Some((name, Some(served))) = self.serving(crd) {
+                fresh
+                    .entry(cluster.clone())
+                    .or_default()
+                    .insert(name.to_string(), served);
+            }
         }
+        let old = std::mem::replace(
+            &mut *self.clusters.write().unwrap_or_else(|e| e.into_inner()),
+            fresh,
+        );
+        drop(old);
     }
 
     fn find(&self, cluster: &str, group: &str, version: &str, plural: &str) -> Option<Served> {
@@ -94,11 +123,11 @@ impl CustomResourceIndex {
             .get(cluster)?
             .get(&format!("{plural}.{group}"))
             .filter(|served| served.resources.iter().any(|r| r.version == version))
-            .copied()
+            .cloned()
     }
 
     /// The served resource `plural` of `group/version` in whichever cluster serves it first.
-    fn find_anywhere(&self, group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
+    fn find_anywhere(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Resource>> {
         let name = format!("{plural}.{group}");
         let clusters = self.clusters.read().unwrap_or_else(|e| e.into_inner());
         clusters.values().find_map(|crds| {
@@ -106,21 +135,26 @@ impl CustomResourceIndex {
                 .resources
                 .iter()
                 .find(|r| r.version == version)
+                .cloned()
         })
     }
 
     /// Every served custom resource of `cluster`, CRD by CRD in name order.
-    pub(crate) fn served(&self, cluster: &str) -> Vec<&'static Resource> {
+    pub(crate) fn served(&self, cluster: &str) -> Vec<ResourceRef> {
         let clusters = self.clusters.read().unwrap_or_else(|e| e.into_inner());
         clusters
             .get(cluster)
-            .map(|crds| crds.values().flat_map(|s| s.resources.iter()).collect())
+            .map(|crds| {
+                crds.values()
+                    .flat_map(|s| s.resources.iter().cloned().map(ResourceRef::from))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
-    /// How many distinct CRD specs have been interned.
-    pub(crate) fn distinct_specs(&self) -> usize {
-        self.interner.len()
+    /// How many distinct CRD specs have resources alive.
+    pub(crate) fn live_specs(&self) -> usize {
+        self.interner.live()
     }
 }
 
@@ -140,16 +174,19 @@ impl Registry {
         group: &str,
         version: &str,
         plural: &str,
-    ) -> Option<&'static Resource> {
+    ) -> Option<ResourceRef> {
         if let Some(builtin) =
             kcp_apis::builtin::in_group_version(group, version).find(|r| r.name == plural)
         {
-            return Some(builtin);
+            return Some(builtin.into());
         }
         if let Some(system) = kcp_apis::system::find(group, version, plural) {
-            return Some(system);
+            return Some(system.into());
         }
-        let pick = |served: Served| served.resources.iter().find(|r| r.version == version);
+        let pick = |served: Served| {
+            let found = served.resources.iter().find(|r| r.version == version)?;
+            Some(ResourceRef::from(Arc::clone(found)))
+        };
         if let Some(served) = self.custom_index().find(cluster, group, version, plural) {
             return pick(served);
         }
@@ -172,19 +209,24 @@ impl Registry {
         group: &str,
         version: &str,
         plural: &str,
-    ) -> Option<&'static Resource> {
-        self.custom_index().find_anywhere(group, version, plural)
+    ) -> Option<ResourceRef> {
+        self.custom_index()
+            .find_anywhere(group, version, plural)
+            .map(ResourceRef::from)
     }
 
     /// The custom resources `cluster` serves (every served version of each Established CRD).
-    pub fn custom_resources(&self, cluster: &str) -> Vec<&'static Resource> {
+    pub fn custom_resources(&self, cluster: &str) -> Vec<ResourceRef> {
         self.custom_index().served(cluster)
     }
 
     /// The resources `cluster` serves besides the built-in ones: kcp's own kinds
     /// ([`kcp_apis::system`]), then its custom resources.
-    pub fn non_builtin_resources(&self, cluster: &str) -> Vec<&'static Resource> {
-        let mut served = kcp_apis::system::resources().to_vec();
+    pub fn non_builtin_resources(&self, cluster: &str) -> Vec<ResourceRef> {
+        let mut served: Vec<ResourceRef> = kcp_apis::system::resources()
+            .iter()
+            .map(ResourceRef::from)
+            .collect();
         served.extend(self.custom_index().served(cluster));
         served
     }
@@ -192,13 +234,15 @@ impl Registry {
     /// Whether the CRD behind `resource` is being deleted in `cluster`.
     pub(crate) fn crd_terminating(&self, cluster: &str, resource: &Resource) -> bool {
         self.custom_index()
-            .find(cluster, resource.group, resource.version, resource.name)
+            .find(cluster, &resource.group, &resource.version, &resource.name)
             .is_some_and(|served| served.terminating)
     }
 
-    /// How many distinct CRD specs are interned (the rest are shared between clusters).
-    pub fn distinct_custom_resource_specs(&self) -> usize {
-        self.custom_index().distinct_specs()
+    /// How many distinct CRD specs some logical cluster serves (identical CRDs of many
+    /// clusters count once); a spec no cluster serves any more is freed once the last request,
+    /// watch or controller using its resources lets go.
+    pub fn live_custom_resource_specs(&self) -> usize {
+        self.custom_index().live_specs()
     }
 
     /// Keeps the index in step with the CRDs in storage, including other servers' writes: lists
@@ -236,7 +280,7 @@ impl Registry {
 
     /// Applies a CRD write of this registry to the index (not in dry-run mode).
     pub(crate) fn observe_crd_write(&self, target: &Target<'_>, object: &Value, deleted: bool) {
-        if self.is_dry_run() || target.resource != crds() {
+        if self.is_dry_run() || *target.resource != *crds() {
             return;
         }
         match (deleted, object["metadata"]["name"].as_str()) {
@@ -244,5 +288,55 @@ impl Registry {
             (false, _) => self.custom_index().observe(target.cluster, object),
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn crd(description: &str) -> Value {
+        json!({
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {
+                "group": "example.com",
+                "scope": "Namespaced",
+                "names": {"plural": "widgets", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                              "schema": {"openAPIV3Schema": {"type": "object", "description": description}}}]
+            },
+            "status": {"conditions": [{"type": "Established", "status": "True"}]}
+        })
+    }
+
+    fn widgets(index: &CustomResourceIndex, cluster: &str) -> std::sync::Weak<[Arc<Resource>]> {
+        let served = index.find(cluster, "example.com", "v1", "widgets").unwrap();
+        Arc::downgrade(&served.resources)
+    }
+
+    #[test]
+    fn a_reset_shares_the_specs_that_stay_and_frees_the_others() {
+        let index = CustomResourceIndex::default();
+        index.observe("root", &crd("a"));
+        let before = widgets(&index, "root");
+        index.reset(vec![
+            ("root".to_string(), crd("a")),
+            ("root:b".to_string(), crd("a")),
+        ]);
+        assert!(before.ptr_eq(&widgets(&index, "root")), "not built again");
+        assert!(before.ptr_eq(&widgets(&index, "root:b")));
+        assert_eq!(index.live_specs(), 1);
+        index.reset(vec![("root".to_string(), crd("b"))]);
+        assert!(before.upgrade().is_none());
+        assert!(
+            index
+                .find("root:b", "example.com", "v1", "widgets")
+                .is_none()
+        );
+        assert_eq!(index.live_specs(), 1);
+        index.forget("root", "widgets.example.com");
+        assert_eq!(index.live_specs(), 0);
     }
 }

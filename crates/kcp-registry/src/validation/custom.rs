@@ -144,9 +144,8 @@ mod tests {
 
     use super::*;
 
-    fn scaled() -> &'static CustomResource {
-        let interner = Box::leak(Box::new(Interner::default()));
-        interner.resources(&json!({
+    fn scaled() -> std::sync::Arc<CustomResource> {
+        Interner::default().resources(&json!({
             "group": "example.com",
             "scope": "Namespaced",
             "names": {"plural": "widgets", "kind": "Widget"},
@@ -157,12 +156,13 @@ mod tests {
                               "labelSelectorPath": ".status.selector"}}}]
         }))[0]
             .custom
+            .clone()
             .unwrap()
     }
 
     fn problems(object: Value) -> Vec<String> {
         let mut errs = Errors::new();
-        validate_scale(scaled(), &object, &mut errs);
+        validate_scale(&scaled(), &object, &mut errs);
         errs.into_iter()
             .map(|c| format!("{}: {}", c.field, c.message))
             .collect()
@@ -189,9 +189,8 @@ mod tests {
     }
 
     /// The resource of a CRD whose `spec.items` must all be positive.
-    fn ruled() -> &'static Resource {
-        let interner = Box::leak(Box::new(Interner::default()));
-        &interner.resources(&json!({
+    fn ruled() -> Resource {
+        Resource::clone(&Interner::default().resources(&json!({
             "group": "example.com",
             "scope": "Namespaced",
             "names": {"plural": "widgets", "kind": "Widget"},
@@ -202,7 +201,7 @@ mod tests {
                     "properties": {"items": {"type": "array", "items": {"type": "integer"}}},
                 }}},
             }}],
-        }))[0]
+        }))[0])
     }
 
     #[tokio::test]
@@ -212,7 +211,7 @@ mod tests {
         let object = json!({"metadata": {"name": "w"}, "spec": {"items": [1, 0, 3]}});
         let validation = tokio::spawn(async move {
             let mut causes = Vec::new();
-            check_rules(ruled(), &object, None, &mut causes).await;
+            check_rules(&ruled(), &object, None, &mut causes).await;
             finished.store(true, std::sync::atomic::Ordering::SeqCst);
             causes
         });
@@ -238,7 +237,7 @@ mod tests {
             message: "Invalid value: \"string\": spec.items[0] in body must be of type integer: \"string\"".into(),
         }];
         let object = json!({"spec": {"items": ["a"]}});
-        check_rules(ruled(), &object, None, &mut causes).await;
+        check_rules(&ruled(), &object, None, &mut causes).await;
         assert_eq!(causes.len(), 2);
         assert!(
             causes[1]

@@ -57,7 +57,7 @@ pub(crate) fn json_type(value: &Value) -> &'static str {
 
 /// The rule the names of `resource` follow.
 pub(crate) fn name_rule(resource: &Resource) -> NameRule {
-    match (resource.group, resource.kind) {
+    match (&*resource.group, &*resource.kind) {
         ("", "Namespace") => NameRule::Label,
         // Legacy events are not validated; their names only have to fit in a URL.
         ("", "Event") | ("certificates.k8s.io", _) | (RBAC, _) => NameRule::PathSegment,
@@ -79,8 +79,8 @@ fn prepare_metadata(resource: &Resource, object: &Value) -> Result<(), RegistryE
         };
         if let Some((found, wanted)) = bad {
             return Err(decode_error(
-                resource.kind,
-                resource.version,
+                &resource.kind,
+                &resource.version,
                 &format!(
                     "json: cannot unmarshal {found} into Go struct field ObjectMeta.metadata.{field} of type {wanted}"
                 ),
@@ -93,7 +93,7 @@ fn prepare_metadata(resource: &Resource, object: &Value) -> Result<(), RegistryE
 /// Decoding checks and defaults; see the module docs.
 pub(crate) fn prepare(resource: &Resource, object: &mut Value) -> Result<(), RegistryError> {
     prepare_metadata(resource, object)?;
-    if let Some(custom) = resource.custom {
+    if let Some(custom) = resource.custom() {
         custom::prepare(custom, object);
     }
     prepare_kind(resource, object)?;
@@ -103,14 +103,14 @@ pub(crate) fn prepare(resource: &Resource, object: &mut Value) -> Result<(), Reg
         .into_iter()
         .next()
     {
-        Some(error) => Err(decode_error(resource.kind, resource.version, &error)),
+        Some(error) => Err(decode_error(&resource.kind, &resource.version, &error)),
         None => Ok(()),
     }
 }
 
 /// The kind's own decoding checks (exact Go messages for the fields users hit) and defaults.
 fn prepare_kind(resource: &Resource, object: &mut Value) -> Result<(), RegistryError> {
-    match (resource.group, resource.kind) {
+    match (&*resource.group, &*resource.kind) {
         ("", "ConfigMap") => core::prepare_config_map(object),
         ("", "Secret") => core::prepare_secret(object),
         ("", "ResourceQuota") => core::prepare_resource_quota(object),
@@ -133,12 +133,12 @@ fn prepare_kind(resource: &Resource, object: &mut Value) -> Result<(), RegistryE
 
 /// The problems of a new object (its name already generated).
 pub(crate) fn validate_create(resource: &Resource, object: &Value) -> Vec<Cause> {
-    if let Some(custom) = resource.custom {
+    if let Some(custom) = resource.custom() {
         return custom::validate_create(custom, object);
     }
     let mut errs = Errors::new();
     let rule = name_rule(resource);
-    match (resource.group, resource.kind) {
+    match (&*resource.group, &*resource.kind) {
         ("", "Event") => {
             only_name(object, rule, &mut errs);
             events::validate_core(object, &mut errs);
@@ -159,12 +159,12 @@ pub(crate) fn validate_create(resource: &Resource, object: &Value) -> Vec<Cause>
 
 /// The problems of `new` replacing `old`.
 pub(crate) fn validate_update(resource: &Resource, new: &Value, old: &Value) -> Vec<Cause> {
-    if let Some(custom) = resource.custom {
+    if let Some(custom) = resource.custom() {
         return custom::validate_update(custom, new, old);
     }
     let mut errs = Errors::new();
     let rule = name_rule(resource);
-    match (resource.group, resource.kind) {
+    match (&*resource.group, &*resource.kind) {
         ("", "Event") => events::validate_core(new, &mut errs),
         ("events.k8s.io", "Event") => events::validate_strict_update(new, old, &mut errs),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
@@ -176,7 +176,7 @@ pub(crate) fn validate_update(resource: &Resource, new: &Value, old: &Value) -> 
         }
         _ => {
             metadata::validate_update(new, old, &mut errs);
-            match (resource.group, resource.kind) {
+            match (&*resource.group, &*resource.kind) {
                 ("", "ConfigMap") => core::validate_config_map_update(new, old, &mut errs),
                 ("", "Secret") => core::validate_secret_update(new, old, &mut errs),
                 _ => {}
@@ -211,7 +211,7 @@ fn only_name(object: &Value, rule: NameRule, errs: &mut Errors) {
 
 /// The kind's own rules for an object (on update, `old` is the stored one).
 fn validate_kind(resource: &Resource, object: &Value, old: Option<&Value>, errs: &mut Errors) {
-    match (resource.group, resource.kind) {
+    match (&*resource.group, &*resource.kind) {
         ("", "Namespace") => core::validate_namespace(object, errs),
         ("", "ConfigMap") => core::validate_config_map(object, errs),
         ("", "Secret") => core::validate_secret(object, errs),
