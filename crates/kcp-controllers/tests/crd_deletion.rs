@@ -337,9 +337,7 @@ async fn a_crd_whose_conversion_webhook_is_unreachable_goes_with_its_resources()
     })
     .await;
     let served = served.unwrap();
-    let unreadable = registry
-        .get(inside(cluster, &served, "a"), "one")
-        .await;
+    let unreadable = registry.get(inside(cluster, &served, "a"), "one").await;
     assert!(
         matches!(&unreadable, Err(RegistryError::Internal(m)) if m.contains("connection refused")),
         "{unreadable:?}"

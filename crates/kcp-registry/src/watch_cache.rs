@@ -2,24 +2,29 @@
 //! events are decoded and JSON-encoded once and then fanned out to every watcher of that
 //! resource, whatever its cluster, namespace or selector.
 //!
-//! Each resource has a hub, started by its first watcher at that watcher's revision. The hub
-//! keeps the last [`BUFFER`] events, so a watcher starting at or after the hub's window joins
-//! without a storage watch of its own; older starts fall back to a direct storage watch (see
-//! [`crate::watch`]). A watcher that falls too far behind the broadcast catches up from the
-//! buffer, or ends with 410 Expired when the buffer no longer reaches back to it, and the
+//! Each resource has a hub, started by its first watcher at that watcher's revision and stopped
+//! when its last watcher goes. The hub keeps its recent events in one log, bounded by count
+//! ([`BUFFER`]) and by size ([`HUB_BYTES`] for each hub, [`CACHE_BYTES`] for all hubs of a
+//! registry, counted from the events' encoded sizes), so neither many watchers nor big objects
+//! can grow it: every watcher reads the same log at its own position (nothing is queued per
+//! watcher), waking when the hub publishes. A watcher starting at or after the log's window
+//! joins without a storage watch of its own; older starts fall back to a direct storage watch
+//! (see [`crate::watch`]). A watcher that falls behind the window ends with 410 Expired and the
 //! client lists again, as with kube-apiserver's watch cache.
 //!
 //! There is no per-cluster state: thousands of clusters share the hubs of the resources they
 //! watch.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use kcp_storage::{Event, EventKind, Storage, WatchRequest};
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::Notify;
+use tokio::task::AbortHandle;
 
 use crate::error::RegistryError;
 use crate::list::Filter;
@@ -27,10 +32,12 @@ use crate::meta;
 use crate::store::decode;
 use crate::watch::WatchEvent;
 
-/// Events each hub keeps for late joiners and lagging watchers.
+/// Events each hub keeps for late joiners and watchers that are behind.
 const BUFFER: usize = 1024;
-/// Events in flight to each watcher before it counts as lagging.
-const CHANNEL: usize = 256;
+/// Approximate memory the events kept by one hub may take.
+const HUB_BYTES: usize = 32 * 1024 * 1024;
+/// Approximate memory the events kept by all hubs of a registry may take.
+const CACHE_BYTES: usize = 256 * 1024 * 1024;
 
 /// One storage event, decoded and encoded once.
 pub(crate) struct SharedEvent {
@@ -45,6 +52,9 @@ pub(crate) struct SharedEvent {
     pub encoded: Bytes,
     /// The state before a put (`None` for a create), to tell selector transitions.
     pub prev: Option<Value>,
+    /// About what this event takes in memory: its key, the object decoded and encoded, and the
+    /// previous state decoded (a decoded value takes about twice its JSON).
+    pub bytes: usize,
 }
 
 impl SharedEvent {
@@ -61,7 +71,12 @@ impl SharedEvent {
             }
         };
         let encoded = Bytes::from(serde_json::to_vec(&object).unwrap_or_default());
+        let prev_bytes = match (&prev, &event.prev) {
+            (Some(_), Some(stored)) => stored.value.len(),
+            _ => 0,
+        };
         Ok(SharedEvent {
+            bytes: event.kv.key.len() + 3 * encoded.len() + 2 * prev_bytes,
             key: event.kv.key.clone(),
             revision: event.kv.mod_revision,
             deleted,
@@ -98,22 +113,25 @@ impl SharedEvent {
     }
 }
 
-/// The buffered events a watcher replays, and its receiver for the ones after them.
-type Joined = (
-    VecDeque<Arc<SharedEvent>>,
-    broadcast::Receiver<Arc<SharedEvent>>,
-);
-
 struct HubState {
-    buffer: VecDeque<Arc<SharedEvent>>,
-    /// Every event after this revision is in `buffer` (or still to come).
+    /// Recent events in revision order.
+    log: VecDeque<Arc<SharedEvent>>,
+    /// What `log` takes, as [`SharedEvent::bytes`] counts it.
+    bytes: usize,
+    /// Every event after this revision is in `log` (or still to come).
     complete_after: u64,
-    sender: broadcast::Sender<Arc<SharedEvent>>,
     alive: bool,
+    watchers: usize,
 }
 
 struct Hub {
     state: Mutex<HubState>,
+    /// Woken when an event is published or the hub stops.
+    published: Notify,
+    /// What the logs of all hubs of the cache take.
+    cache_bytes: Arc<AtomicUsize>,
+    /// The task feeding the hub from storage.
+    feeding: Mutex<Option<AbortHandle>>,
 }
 
 impl Hub {
@@ -121,46 +139,76 @@ impl Hub {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The buffered events after `revision` and a receiver for the ones after them, or `None`
-    /// if the buffer no longer reaches back to `revision`.
-    fn join(&self, revision: u64) -> Option<Joined> {
-        let state = self.lock();
+    /// Registers a watcher at `revision`, if the log still reaches back to it.
+    fn join(&self, revision: u64) -> bool {
+        let mut state = self.lock();
         if !state.alive || revision < state.complete_after {
-            return None;
+            return false;
         }
-        let replay = state
-            .buffer
-            .iter()
-            .filter(|e| e.revision > revision)
-            .cloned()
-            .collect();
-        Some((replay, state.sender.subscribe()))
+        state.watchers += 1;
+        true
     }
 
     fn publish(&self, event: SharedEvent) {
         let event = Arc::new(event);
-        let mut state = self.lock();
-        if state.buffer.len() == BUFFER
-            && let Some(oldest) = state.buffer.pop_front()
         {
-            state.complete_after = oldest.revision;
+            let mut state = self.lock();
+            state.bytes += event.bytes;
+            self.cache_bytes.fetch_add(event.bytes, Ordering::Relaxed);
+            state.log.push_back(event);
+            // The newest event always stays, whatever its size, so every watcher can see it.
+            while state.log.len() > 1
+                && (state.log.len() > BUFFER
+                    || state.bytes > HUB_BYTES
+                    || self.cache_bytes.load(Ordering::Relaxed) > CACHE_BYTES)
+            {
+                let Some(oldest) = state.log.pop_front() else {
+                    break;
+                };
+                state.bytes -= oldest.bytes;
+                self.cache_bytes.fetch_sub(oldest.bytes, Ordering::Relaxed);
+                state.complete_after = oldest.revision;
+            }
         }
-        state.buffer.push_back(Arc::clone(&event));
-        let _ = state.sender.send(event);
+        self.published.notify_waiters();
+    }
+
+    /// Stops the hub: its log is given back, its watchers end.
+    fn stop(&self) {
+        {
+            let mut state = self.lock();
+            if !state.alive {
+                return;
+            }
+            state.alive = false;
+            self.cache_bytes.fetch_sub(state.bytes, Ordering::Relaxed);
+            state.bytes = 0;
+            state.log.clear();
+        }
+        if let Some(feeding) = self
+            .feeding
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            feeding.abort();
+        }
+        self.published.notify_waiters();
     }
 }
 
 /// The hubs of one store, one per resource prefix, shared by every clone of the registry.
 #[derive(Default)]
 pub(crate) struct WatchCache {
-    hubs: Mutex<HashMap<Vec<u8>, Arc<Hub>>>,
+    hubs: Arc<Mutex<HashMap<Vec<u8>, Arc<Hub>>>>,
+    bytes: Arc<AtomicUsize>,
 }
 
-/// A watcher's position: pending replayed events, then the live receiver.
+/// A watcher's position in its hub's log.
 struct Watcher {
     hub: Arc<Hub>,
-    replay: VecDeque<Arc<SharedEvent>>,
-    receiver: broadcast::Receiver<Arc<SharedEvent>>,
+    hubs: Arc<Mutex<HashMap<Vec<u8>, Arc<Hub>>>>,
+    resource_prefix: Vec<u8>,
     last: u64,
     prefix: Vec<u8>,
     filter: Option<Filter>,
@@ -184,14 +232,17 @@ impl WatchCache {
         let events = storage
             .watch(WatchRequest::prefix(resource_prefix.to_vec(), revision + 1))
             .await?;
-        let (sender, _) = broadcast::channel(CHANNEL);
         let hub = Arc::new(Hub {
             state: Mutex::new(HubState {
-                buffer: VecDeque::new(),
+                log: VecDeque::new(),
+                bytes: 0,
                 complete_after: revision,
-                sender,
                 alive: true,
+                watchers: 0,
             }),
+            published: Notify::new(),
+            cache_bytes: Arc::clone(&self.bytes),
+            feeding: Mutex::new(None),
         });
         {
             let mut hubs = self.hubs.lock().unwrap_or_else(|e| e.into_inner());
@@ -202,7 +253,7 @@ impl WatchCache {
             hubs.insert(resource_prefix.to_vec(), Arc::clone(&hub));
         }
         let feeding = Arc::clone(&hub);
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let mut events = events;
             while let Some(next) = events.next().await {
                 match next
@@ -213,12 +264,13 @@ impl WatchCache {
                     Err(_) => break,
                 }
             }
-            // Watchers see their channel close and end; the next watcher starts a new hub.
-            let mut state = feeding.lock();
-            state.alive = false;
-            let (closed, _) = broadcast::channel(1);
-            state.sender = closed;
+            // Watchers see the hub stop and end; the next watcher starts a new hub.
+            feeding.stop();
         });
+        *hub.feeding.lock().unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
+        if !hub.lock().alive {
+            task.abort();
+        }
         Ok(hub)
     }
 
@@ -242,13 +294,13 @@ impl WatchCache {
             Some(hub) => hub,
             None => self.start(storage, resource_prefix, revision).await?,
         };
-        let Some((replay, receiver)) = hub.join(revision) else {
+        if !hub.join(revision) {
             return Ok(Err(filter));
-        };
+        }
         let watcher = Watcher {
             hub,
-            replay,
-            receiver,
+            hubs: Arc::clone(&self.hubs),
+            resource_prefix: resource_prefix.to_vec(),
             last: revision,
             prefix,
             filter,
@@ -261,34 +313,52 @@ impl WatchCache {
             },
         )))
     }
+
+    /// How many hubs are running (for tests).
+    #[cfg(test)]
+    fn running(&self) -> usize {
+        let hubs = self.hubs.lock().unwrap_or_else(|e| e.into_inner());
+        hubs.values().filter(|hub| hub.lock().alive).count()
+    }
 }
 
 impl Watcher {
+    /// The next event of the log after `last`, `Err` if the log no longer reaches back to it,
+    /// `Ok(None)` if there is none yet.
+    fn read(&self) -> Result<Option<Arc<SharedEvent>>, Option<RegistryError>> {
+        let state = self.hub.lock();
+        if !state.alive {
+            return Err(None);
+        }
+        if self.last < state.complete_after {
+            return Err(Some(RegistryError::Expired(format!(
+                "too old resource version: {}",
+                self.last
+            ))));
+        }
+        let next = state
+            .log
+            .partition_point(|event| event.revision <= self.last);
+        Ok(state.log.get(next).cloned())
+    }
+
     /// The next event this watcher sees; `None` when the hub is gone.
     async fn next(&mut self) -> Option<Result<WatchEvent, RegistryError>> {
         loop {
-            let event = match self.replay.pop_front() {
-                Some(event) => event,
-                None => match self.receiver.recv().await {
-                    Ok(event) => event,
-                    Err(broadcast::error::RecvError::Lagged(_)) => match self.hub.join(self.last) {
-                        Some((replay, receiver)) => {
-                            self.replay = replay;
-                            self.receiver = receiver;
-                            continue;
-                        }
-                        None => {
-                            return Some(Err(RegistryError::Expired(format!(
-                                "too old resource version: {}",
-                                self.last
-                            ))));
-                        }
-                    },
-                    Err(broadcast::error::RecvError::Closed) => return None,
-                },
+            let published = self.hub.published.notified();
+            tokio::pin!(published);
+            // Registered before looking, so a publish in between is not missed.
+            published.as_mut().enable();
+            let event = match self.read() {
+                Ok(Some(event)) => event,
+                Ok(None) => {
+                    published.await;
+                    continue;
+                }
+                Err(expired) => return expired.map(Err),
             };
-            // Registry writes touch one key per revision, so a watcher that rejoins after its
-            // last revision neither misses nor repeats an event.
+            // Registry writes touch one key per revision, so reading after the last revision
+            // seen neither misses nor repeats an event.
             self.last = event.revision;
             if !event.key.starts_with(&self.prefix) {
                 continue;
@@ -297,5 +367,124 @@ impl Watcher {
                 return Some(Ok(translated));
             }
         }
+    }
+}
+
+impl Drop for Watcher {
+    /// The last watcher of a hub stops it and takes it out of the cache.
+    fn drop(&mut self) {
+        let last = {
+            let mut state = self.hub.lock();
+            state.watchers = state.watchers.saturating_sub(1);
+            state.watchers == 0
+        };
+        if !last {
+            return;
+        }
+        let mut hubs = self.hubs.lock().unwrap_or_else(|e| e.into_inner());
+        // A watcher may have joined meanwhile; one that joins after this finds the hub stopped
+        // and watches storage directly.
+        if self.hub.lock().watchers == 0 {
+            if hubs
+                .get(&self.resource_prefix)
+                .is_some_and(|hub| Arc::ptr_eq(hub, &self.hub))
+            {
+                hubs.remove(&self.resource_prefix);
+            }
+            drop(hubs);
+            self.hub.stop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+    use kcp_storage::{MemoryStorage, Storage};
+
+    use super::*;
+
+    const RESOURCE: &[u8] = b"/registry/example.com/blobs/";
+
+    async fn put(storage: &Arc<dyn Storage>, name: &str, size: usize) -> u64 {
+        let key = [RESOURCE, b"c/", name.as_bytes()].concat();
+        let value = serde_json::json!({"metadata": {"name": name}, "data": "x".repeat(size)});
+        let value = Bytes::from(serde_json::to_vec(&value).unwrap());
+        storage.create(&key, value).await.unwrap().mod_revision
+    }
+
+    fn memory() -> Arc<dyn Storage> {
+        Arc::new(MemoryStorage::new())
+    }
+
+    #[tokio::test]
+    async fn the_log_is_bounded_by_size_and_a_watcher_behind_it_expires() {
+        let storage = memory();
+        let cache = WatchCache::default();
+        let start = storage.current_revision().await.unwrap();
+        let watch = |revision| cache.watch(&storage, RESOURCE, RESOURCE.to_vec(), revision, None);
+        let Ok(behind) = watch(start).await.unwrap() else {
+            panic!("the first watcher starts the hub")
+        };
+        let mut behind = Box::pin(behind);
+        // 64 events of 2 MiB: four times what one hub may keep.
+        let mut last = start;
+        for i in 0..64 {
+            last = put(&storage, &format!("b{i}"), 2 * 1024 * 1024).await;
+        }
+        let mut caught_up = Box::pin(match watch(last).await.unwrap() {
+            Ok(stream) => stream,
+            Err(_) => panic!("a watcher at the newest revision joins"),
+        });
+        // Wait until the hub has published everything.
+        let last_key = put(&storage, "last", 10).await;
+        let event = caught_up.next().await.unwrap().unwrap();
+        assert_eq!(event.revision, last_key);
+        let hub = cache.hub(RESOURCE).unwrap();
+        let kept = hub.lock().bytes;
+        assert!(kept <= HUB_BYTES, "the hub keeps {kept} bytes");
+        assert!(cache.bytes.load(Ordering::Relaxed) <= HUB_BYTES);
+        match behind.next().await {
+            Some(Err(RegistryError::Expired(_))) => {}
+            other => panic!("a watcher behind the log expires: {other:?}"),
+        }
+        // A start older than the log is served from storage instead.
+        assert!(watch(start).await.unwrap().is_err());
+    }
+
+    #[tokio::test]
+    async fn the_last_watcher_stops_its_hub() {
+        let storage = memory();
+        let cache = WatchCache::default();
+        let start = storage.current_revision().await.unwrap();
+        let first = cache
+            .watch(&storage, RESOURCE, RESOURCE.to_vec(), start, None)
+            .await
+            .unwrap();
+        let second = cache
+            .watch(&storage, RESOURCE, RESOURCE.to_vec(), start, None)
+            .await
+            .unwrap();
+        put(&storage, "a", 1000).await;
+        assert_eq!(cache.running(), 1);
+        drop(first);
+        assert_eq!(cache.running(), 1);
+        let mut second = Box::pin(second.ok().unwrap());
+        assert!(second.next().await.unwrap().is_ok());
+        drop(second);
+        assert_eq!(cache.running(), 0);
+        assert_eq!(cache.bytes.load(Ordering::Relaxed), 0);
+        // A new watcher starts a new hub and sees new events.
+        let revision = storage.current_revision().await.unwrap();
+        let mut third = Box::pin(
+            cache
+                .watch(&storage, RESOURCE, RESOURCE.to_vec(), revision, None)
+                .await
+                .unwrap()
+                .ok()
+                .unwrap(),
+        );
+        let created = put(&storage, "b", 10).await;
+        assert_eq!(third.next().await.unwrap().unwrap().revision, created);
     }
 }

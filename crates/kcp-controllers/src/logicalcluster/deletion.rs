@@ -65,7 +65,8 @@ pub(super) async fn reconcile(
     let privileged = registry.privileged();
     let mut remaining = 0;
     for resource in resources(registry, cluster) {
-        let system_kind = system::find(&resource.group, &resource.version, &resource.name).is_some();
+        let system_kind =
+            system::find(&resource.group, &resource.version, &resource.name).is_some();
         if resource.custom.is_some() && !system_kind {
             // As stored: no conversion webhook stands in the way.
             remaining += privileged

@@ -297,6 +297,162 @@ async fn expensive_rules(kcp: &Arc<Kcp>, attacker: &kube::Config, probe: &ReadyP
     probe.check("expensive CEL rules");
 }
 
+/// Patches built to crash or exhaust the server: answered with 4xx, memory unchanged, the
+/// target object as it was.
+async fn patch_bombs(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe) {
+    use super::support::{exponential_copy_patch, self_nesting_patch};
+    let client = kube::Client::try_from(attacker.clone()).unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    api.create(&PostParams::default(), &configmap("target", "intact"))
+        .await
+        .unwrap();
+    let before = rss(kcp.pid());
+    let deep_merge = format!(r#"{{"x":{}1{}}}"#, r#"{"a":"#.repeat(120), "}".repeat(120));
+    let bombs = [
+        ("application/json-patch+json", self_nesting_patch()),
+        ("application/json-patch+json", exponential_copy_patch()),
+        ("application/merge-patch+json", deep_merge.clone()),
+        ("application/strategic-merge-patch+json", deep_merge),
+    ];
+    for _ in 0..5 {
+        for (content_type, bomb) in &bombs {
+            let request = http::Request::patch("/api/v1/namespaces/default/configmaps/target")
+                .header("content-type", *content_type)
+                .body(bomb.clone().into_bytes())
+                .unwrap();
+            let response = client
+                .send(request.map(kube::client::Body::from))
+                .await
+                .unwrap();
+            let code = response.status().as_u16();
+            assert!(
+                (400..500).contains(&code),
+                "a {content_type} bomb answered {code}"
+            );
+        }
+    }
+    let grown = rss(kcp.pid()).saturating_sub(before);
+    assert!(
+        grown < 64 * MIB,
+        "patch bombs grew the server by {} MiB",
+        grown / MIB
+    );
+    let target = api.get("target").await.unwrap();
+    assert_eq!(target.data.unwrap()["payload"], "intact");
+    probe.check("patch bombs");
+}
+
+/// A CustomResourceDefinition of about 300 KiB: `fields` string properties with long
+/// descriptions, the description of the first one saying `revision`.
+fn big_crd(revision: usize, fields: usize) -> serde_json::Value {
+    let properties: serde_json::Map<String, serde_json::Value> = (0..fields)
+        .map(|i| {
+            let description = format!("field {i} of revision {revision}: {}", "d".repeat(1000));
+            (
+                format!("f{i}"),
+                serde_json::json!({"type": "string", "maxLength": 64, "description": description}),
+            )
+        })
+        .collect();
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "churns.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "churns", "kind": "Churn"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "properties": {"spec": {
+                    "type": "object",
+                    "properties": properties,
+                    "x-kubernetes-validations": [{"rule": "self.f0 != 'forbidden'"}],
+                }},
+            }}}],
+        },
+    })
+}
+
+/// The server's RSS once it has stopped falling (freed memory is given back within seconds).
+async fn settled_rss(kcp: &Kcp) -> u64 {
+    let mut last = rss(kcp.pid());
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let now = rss(kcp.pid());
+        if now + MIB > last {
+            return now.min(last);
+        }
+        last = now;
+    }
+    last
+}
+
+/// A CRD of about 300 KiB updated over and over with a distinct spec, then deleted: what every
+/// version cost (schemas, compiled rules, OpenAPI documents) is given back.
+async fn crd_churn(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe) {
+    const UPDATES: usize = 100;
+    let client = kube::Client::try_from(attacker.clone()).unwrap();
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let before = settled_rss(kcp).await;
+    let send = |method: http::Method, path: String, body: Vec<u8>| {
+        let client = client.clone();
+        async move {
+            let request = http::Request::builder()
+                .method(method)
+                .uri(path)
+                .header("content-type", "application/json")
+                .body(body)
+                .unwrap();
+            client.request_text(request).await.unwrap()
+        }
+    };
+    let created = send(
+        http::Method::POST,
+        crds.into(),
+        big_crd(0, 290).to_string().into_bytes(),
+    )
+    .await;
+    let created: serde_json::Value = serde_json::from_str(&created).unwrap();
+    assert!(
+        created.to_string().len() > 290 * 1024,
+        "the CRD is about 300 KiB"
+    );
+    for revision in 1..=UPDATES {
+        let patch = serde_json::json!({"spec": big_crd(revision, 290)["spec"]});
+        let request = http::Request::patch(format!("{crds}/churns.example.com"))
+            .header("content-type", "application/merge-patch+json")
+            .body(patch.to_string().into_bytes())
+            .unwrap();
+        client.request_text(request).await.unwrap();
+        // Something must read each version: the OpenAPI document of the group.
+        if revision % 10 == 0 {
+            let openapi = http::Request::get("/openapi/v3/apis/example.com/v1")
+                .body(Vec::new())
+                .unwrap();
+            let _ = client.request_text(openapi).await;
+        }
+    }
+    probe.check("CRD churn");
+    send(
+        http::Method::DELETE,
+        format!("{crds}/churns.example.com"),
+        Vec::new(),
+    )
+    .await;
+    let after = settled_rss(kcp).await;
+    eprintln!(
+        "CRD churn: RSS {} MiB before, {} MiB after",
+        before / MIB,
+        after / MIB
+    );
+    assert!(
+        after < before + 64 * MIB,
+        "{UPDATES} updates of a 300 KiB CRD left the server {} MiB larger",
+        (after - before) / MIB
+    );
+}
+
 #[tokio::test]
 async fn a_hostile_tenant_cannot_take_the_server_down() {
     let dir = tempfile::tempdir().unwrap();
@@ -314,8 +470,10 @@ async fn a_hostile_tenant_cannot_take_the_server_down() {
     let probe = ReadyProbe::start(config_in(&kcp, "root").await);
     let slow = slow_clients(kcp.address());
 
+    patch_bombs(&kcp, &attacker, &probe).await;
     stalled_watchers(&kcp, &attacker, &probe).await;
     expensive_rules(&kcp, &attacker, &probe).await;
+    crd_churn(&kcp, &attacker, &probe).await;
 
     probe.finish("the attacks").await;
     for task in slow {

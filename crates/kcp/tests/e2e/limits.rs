@@ -1,7 +1,7 @@
 //! Hardening through kubectl: patch bombs answer 4xx and the server stays up, objects deeper
 //! than the nesting limit are refused, duplicate keys are warned about or refused.
 
-use super::support::{Kcp, write_file};
+use super::support::{Kcp, exponential_copy_patch, self_nesting_patch, write_file};
 
 const CONFIGMAPS: &str = "/clusters/root/api/v1/namespaces/default/configmaps";
 
@@ -27,26 +27,10 @@ fn patch_bombs_and_deep_objects_are_refused_and_the_server_stays_up() {
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
     kcp.kubectl_ok(&["create", "configmap", "target", "--from-literal=a=1"]);
 
-    // Copies nesting a value into its own deepest object: ~26k levels if nothing stopped them.
-    let mut ops = vec![r#"{"op":"add","path":"/data2","value":{}}"#.to_string()];
-    let mut depth = 1;
-    while depth < 26_000 {
-        ops.push(format!(
-            r#"{{"op":"copy","from":"/data2","path":"/data2{}"}}"#,
-            "/a".repeat(depth)
-        ));
-        depth *= 2;
-    }
-    let stderr = json_patch(&kcp, dir.path(), &format!("[{}]", ops.join(",")));
+    let stderr = json_patch(&kcp, dir.path(), &self_nesting_patch());
     assert!(stderr.contains("exceeded max depth of 100"), "{stderr}");
 
-    // Copies doubling one list again and again (exponential growth).
-    let mut ops = vec![r#"{"op":"add","path":"/d","value":["xxxxxxxxxxxxxxxx"]}"#.to_string()];
-    for _ in 0..40 {
-        ops.push(r#"{"op":"copy","from":"/d","path":"/e"}"#.into());
-        ops.push(r#"{"op":"copy","from":"/e","path":"/d/-"}"#.into());
-    }
-    let stderr = json_patch(&kcp, dir.path(), &format!("[{}]", ops.join(",")));
+    let stderr = json_patch(&kcp, dir.path(), &exponential_copy_patch());
     assert!(
         stderr.contains("Unable to complete the copy, the accumulated size increase of copy is"),
         "{stderr}"

@@ -41,6 +41,32 @@ spec:
     )
 }
 
+/// A JSON patch whose copies nest a value into its own deepest object: about 26,000 levels if
+/// nothing stopped it (the patch is about 52 KB).
+pub fn self_nesting_patch() -> String {
+    let mut ops = vec![r#"{"op":"add","path":"/data2","value":{}}"#.to_string()];
+    let mut depth = 1;
+    while depth < 26_000 {
+        ops.push(format!(
+            r#"{{"op":"copy","from":"/data2","path":"/data2{}"}}"#,
+            "/a".repeat(depth)
+        ));
+        depth *= 2;
+    }
+    format!("[{}]", ops.join(","))
+}
+
+/// A JSON patch of a few KB whose copies double one list again and again (2^40 elements if
+/// nothing stopped it).
+pub fn exponential_copy_patch() -> String {
+    let mut ops = vec![r#"{"op":"add","path":"/d","value":["xxxxxxxxxxxxxxxx"]}"#.to_string()];
+    for _ in 0..40 {
+        ops.push(r#"{"op":"copy","from":"/d","path":"/e"}"#.into());
+        ops.push(r#"{"op":"copy","from":"/e","path":"/d/-"}"#.into());
+    }
+    format!("[{}]", ops.join(","))
+}
+
 /// A running `kcp start`, killed on drop unless stopped.
 pub struct Kcp {
     child: Option<Child>,
