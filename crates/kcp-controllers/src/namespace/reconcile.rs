@@ -77,7 +77,7 @@ pub async fn reconcile(
     for resource in namespaced_resources() {
         let content = Target {
             cluster,
-            resource: &resource,
+            resource,
             namespace: Some(name),
         };
         remaining += registry.delete_collection(content, None).await?.pending;
