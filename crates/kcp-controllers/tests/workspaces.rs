@@ -1,6 +1,7 @@
 //! Workspaces on the in-memory store with the controllers running: a tree of workspaces walks
 //! to Ready, each path resolves to its own logical cluster with its LogicalCluster and
-//! namespaces, and deleting the top deletes the whole tree and everything in it.
+//! namespaces, and deleting the top deletes the whole tree and everything in it; a Workspace
+//! stored past the nesting limit by an older server holds up no one.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -133,5 +134,36 @@ async fn a_tree_becomes_ready_and_goes_away_with_its_top() {
             .items
             .is_empty()
     );
+    controllers.shutdown().await;
+}
+
+/// A Workspace that an older server let grow past the nesting limit (200 levels) sits in
+/// storage: it still lists and reads, and the workspace controller serves everyone else.
+#[tokio::test]
+async fn a_poisoned_workspace_stalls_no_one() {
+    let storage = Arc::new(MemoryStorage::new());
+    let registry = Registry::new(storage.clone());
+    registry
+        .bootstrap_root("https://kcp.example:6443/clusters/root")
+        .await
+        .unwrap();
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    let poisoned = format!(
+        r#"{{"apiVersion":"tenancy.kcp.io/v1alpha1","kind":"Workspace","metadata":{{"name":"poisoned","uid":"u","creationTimestamp":"2026-01-01T00:00:00Z"}},"spec":{{"deep":{deep}}},"status":{{"phase":"Scheduling"}}}}"#
+    );
+    let key = kcp_storage::keys::ResourceKeys::new("tenancy.kcp.io", "workspaces")
+        .object("root", None, "poisoned");
+    kcp_storage::Storage::create(&*storage, &key, poisoned.into_bytes().into())
+        .await
+        .unwrap();
+    let controllers = Controllers::start(registry.clone());
+
+    ready(&registry, "root", "healthy").await;
+    let listed = registry
+        .list(workspaces("root"), ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 2);
+    registry.get(workspaces("root"), "poisoned").await.unwrap();
     controllers.shutdown().await;
 }
