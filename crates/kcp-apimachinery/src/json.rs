@@ -29,6 +29,18 @@ pub const MAX_DEPTH: usize = 100;
 /// untouched until the object is replaced or deleted.
 pub const MAX_READ_DEPTH: usize = 256;
 
+/// The name Go's JSON decoder gives a JSON value's type in its errors (`string`, `object`, ...).
+pub fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 /// The error text of a value deeper than [`MAX_DEPTH`], as Kubernetes' JSON utilities word it.
 pub fn depth_message() -> String {
     format!("exceeded max depth of {MAX_DEPTH}")

@@ -441,8 +441,8 @@ mod tests {
         );
     }
 
-    /// The number of `apiserver_request_total` series.
-    async fn request_series(router: &Router) -> usize {
+    /// The text of `/metrics`.
+    async fn metrics_text(router: &Router) -> String {
         let response = router
             .handle(
                 Request::get("/metrics")
@@ -452,7 +452,13 @@ mod tests {
             )
             .await;
         let body = response.into_body().collect().await.unwrap().to_bytes();
-        String::from_utf8_lossy(&body)
+        String::from_utf8_lossy(&body).into_owned()
+    }
+
+    /// The number of `apiserver_request_total` series.
+    async fn request_series(router: &Router) -> usize {
+        metrics_text(router)
+            .await
             .lines()
             .filter(|line| line.starts_with("apiserver_request_total{"))
             .count()
@@ -544,16 +550,7 @@ mod tests {
             .await;
             assert_eq!(code, if cluster == "root" { 200 } else { 404 }, "{body}");
         }
-        let response = router
-            .handle(
-                Request::get("/metrics")
-                    .header(header::AUTHORIZATION, "Bearer t")
-                    .body(Full::new(Bytes::new()))
-                    .unwrap(),
-            )
-            .await;
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        let text = String::from_utf8_lossy(&body);
+        let text = metrics_text(&router).await;
         assert!(
             text.contains(r#"apiserver_request_total{verb="LIST",group="example.com",resource="widgets",code="200"} 1"#),
             "{text}"

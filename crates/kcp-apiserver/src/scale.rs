@@ -8,6 +8,7 @@
 
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
+use kcp_apimachinery::json::json_type;
 use kcp_apimachinery::patch::{self, PatchType};
 use kcp_apimachinery::unstructured::{nested_int64, nested_string, set_nested_field};
 use kcp_apis::custom::Scale;
@@ -180,17 +181,6 @@ fn read_scale(requested: &Value) -> Result<(i64, Option<String>), RegistryError>
         .filter(|rv| !rv.is_empty())
         .map(str::to_string);
     Ok((replicas, resource_version))
-}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 #[cfg(test)]

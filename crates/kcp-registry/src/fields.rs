@@ -5,6 +5,7 @@
 //!
 //! Must not know: which kind an object is, or how a caller words the error.
 
+use kcp_apimachinery::json::json_type;
 use serde_json::{Map, Value};
 
 /// A value of the wrong JSON type where an object was needed.
@@ -28,17 +29,6 @@ impl std::fmt::Display for WrongType {
 }
 
 impl std::error::Error for WrongType {}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
 
 /// The object at `path` under `value` (`&[]`: `value` itself), created where missing or `null`.
 pub fn object_mut<'a>(

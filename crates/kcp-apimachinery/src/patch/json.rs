@@ -15,7 +15,7 @@
 use serde_json::Value;
 
 use super::PatchError;
-use crate::json::{MAX_DEPTH, depth_message, encoded_len_within, exceeds_depth};
+use crate::json::{MAX_DEPTH, depth_message, encoded_len_within, exceeds_depth, json_type};
 
 /// Most operations a JSON patch may carry, as kube-apiserver limits them.
 pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
@@ -31,13 +31,13 @@ pub fn apply(object: &Value, patch: &Value) -> Result<Value, PatchError> {
     let operations = patch.as_array().ok_or_else(|| {
         PatchError::Malformed(format!(
             "json: cannot unmarshal {} into Go value of type jsonpatch.Patch",
-            go_type(patch)
+            json_type(patch)
         ))
     })?;
     if let Some(other) = operations.iter().find(|op| !op.is_object()) {
         return Err(PatchError::Malformed(format!(
             "json: cannot unmarshal {} into Go value of type jsonpatch.Operation",
-            go_type(other)
+            json_type(other)
         )));
     }
     if operations.len() > MAX_JSON_PATCH_OPERATIONS {
@@ -60,17 +60,6 @@ pub fn apply(object: &Value, patch: &Value) -> Result<Value, PatchError> {
         return Err(PatchError::NotApplicable(depth_message()));
     }
     Ok(state.document)
-}
-
-fn go_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 fn missing(message: String) -> PatchError {

@@ -25,6 +25,7 @@ mod metadata;
 mod quantity;
 mod rbac;
 
+pub(crate) use kcp_apimachinery::json::json_type;
 use kcp_apis::builtin::Resource;
 use serde_json::Value;
 
@@ -41,18 +42,6 @@ pub(crate) fn decode_error(kind: &str, version: &str, detail: &str) -> RegistryE
     RegistryError::BadRequest(format!(
         "{kind} in version \"{version}\" cannot be handled as a {kind}: {detail}"
     ))
-}
-
-/// The name Go's JSON decoder gives a JSON value's type in its errors.
-pub(crate) fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 /// The rule the names of `resource` follow.

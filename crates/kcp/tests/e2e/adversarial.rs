@@ -84,24 +84,6 @@ impl ReadyProbe {
     }
 }
 
-/// A kube-rs configuration whose requests go to `/clusters/<cluster>`.
-async fn config_in(kcp: &Kcp, cluster: &str) -> kube::Config {
-    use kube::config::{KubeConfigOptions, Kubeconfig};
-    let kubeconfig = Kubeconfig::read_from(kcp.kubeconfig()).unwrap();
-    let mut config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-            .await
-            .unwrap();
-    let root = config.cluster_url.to_string();
-    let base = root
-        .split("/clusters/")
-        .next()
-        .unwrap()
-        .trim_end_matches('/');
-    config.cluster_url = format!("{base}/clusters/{cluster}").parse().unwrap();
-    config
-}
-
 fn configmap(name: &str, payload: &str) -> ConfigMap {
     serde_json::from_value(serde_json::json!({
         "metadata": {"name": name},
@@ -131,7 +113,7 @@ struct Bystander {
 
 impl Bystander {
     async fn write(kcp: &Kcp, cluster: &str) -> Bystander {
-        let client = kube::Client::try_from(config_in(kcp, cluster).await).unwrap();
+        let client = kube::Client::try_from(kcp.kube_config_in(cluster).await).unwrap();
         let api: Api<ConfigMap> = Api::namespaced(client, "default");
         let written: Vec<(String, String)> = (0..50)
             .map(|i| {
@@ -247,22 +229,10 @@ async fn stalled_watchers(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe
 /// CEL rules that would run for minutes are refused when the CRD is written; rules that are
 /// expensive but within the estimate, written many at once, leave the server answering.
 async fn expensive_rules(kcp: &Arc<Kcp>, attacker: &kube::Config, probe: &ReadyProbe) {
-    use super::crd_cel::COSTLY_CRD;
+    use super::crd_cel::{COSTLY_CRD, expensive_crd};
     let dir = tempfile::tempdir().unwrap();
     let unbounded = super::support::write_file(dir.path(), "unbounded.yaml", COSTLY_CRD);
-    let rules: String = (0..12)
-        .map(|i| format!("            - rule: \"self.items.all(x, self.items.all(y, x == y || x != y || {i} < 0))\"\n"))
-        .collect();
-    let bounded = COSTLY_CRD
-        .replace(
-            "            - rule: \"self.items.all(x, self.items.all(y, x == y || x != y))\"\n",
-            &rules,
-        )
-        .replace(
-            "                type: array\n                items: {type: string}",
-            "                type: array\n                maxItems: 300\n                items: {type: string, maxLength: 8}",
-        );
-    let bounded = super::support::write_file(dir.path(), "bounded.yaml", &bounded);
+    let bounded = super::support::write_file(dir.path(), "bounded.yaml", &expensive_crd());
     let server = Arc::clone(kcp);
     tokio::task::spawn_blocking(move || {
         let refused = server.kubectl_in_err("root:attacker", &["apply", "-f", &unbounded]);
@@ -466,8 +436,8 @@ async fn a_hostile_tenant_cannot_take_the_server_down() {
     .await
     .unwrap();
     let bystander = Bystander::write(&kcp, "root:bystander").await;
-    let attacker = config_in(&kcp, "root:attacker").await;
-    let probe = ReadyProbe::start(config_in(&kcp, "root").await);
+    let attacker = kcp.kube_config_in("root:attacker").await;
+    let probe = ReadyProbe::start(kcp.kube_config_in("root").await);
     let slow = slow_clients(kcp.address());
 
     patch_bombs(&kcp, &attacker, &probe).await;

@@ -158,14 +158,13 @@ fn rules_over_the_estimated_cost_limits_are_refused() {
     kcp.kubectl_in_ok(cluster, &["apply", "-f", &bounded]);
 }
 
-#[test]
-fn expensive_rules_do_not_hold_up_other_requests() {
-    // Twelve rules, each a loop in a loop: within the estimate thanks to the bounds, and
-    // together close to the runtime budget on a full list.
+/// [`COSTLY_CRD`] with twelve rules, each a loop in a loop: within the estimate thanks to the
+/// bounds (`maxItems: 300`), and together close to the runtime budget on a full list.
+pub(crate) fn expensive_crd() -> String {
     let rules: String = (0..12)
         .map(|i| format!("            - rule: \"self.items.all(x, self.items.all(y, x == y || x != y || {i} < 0))\"\n"))
         .collect();
-    let crd = COSTLY_CRD
+    COSTLY_CRD
         .replace(
             "            - rule: \"self.items.all(x, self.items.all(y, x == y || x != y))\"\n",
             &rules,
@@ -173,7 +172,12 @@ fn expensive_rules_do_not_hold_up_other_requests() {
         .replace(
             "                type: array\n                items: {type: string}",
             "                type: array\n                maxItems: 300\n                items: {type: string, maxLength: 8}",
-        );
+        )
+}
+
+#[test]
+fn expensive_rules_do_not_hold_up_other_requests() {
+    let crd = expensive_crd();
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
     let cluster = "root";

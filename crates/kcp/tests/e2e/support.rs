@@ -233,20 +233,22 @@ impl Kcp {
 
     /// A kube-rs client whose requests go to `/clusters/<cluster>` (a path, a name or `*`).
     pub async fn kube_client_in(&self, cluster: &str) -> kube::Client {
+        kube::Client::try_from(self.kube_config_in(cluster).await).unwrap()
+    }
+
+    /// The kube-rs configuration of [`Kcp::kube_client_in`], for tests that make several
+    /// clients (each its own connections).
+    pub async fn kube_config_in(&self, cluster: &str) -> kube::Config {
         use kube::config::{KubeConfigOptions, Kubeconfig};
         let kubeconfig = Kubeconfig::read_from(self.kubeconfig()).unwrap();
         let mut config =
             kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                 .await
                 .unwrap();
-        let root = config.cluster_url.to_string();
-        let base = root
-            .split("/clusters/")
-            .next()
-            .unwrap()
-            .trim_end_matches('/');
-        config.cluster_url = format!("{base}/clusters/{cluster}").parse().unwrap();
-        kube::Client::try_from(config).unwrap()
+        config.cluster_url = format!("{}/clusters/{cluster}", self.base_url())
+            .parse()
+            .unwrap();
+        config
     }
 
     /// Runs kubectl and requires success; returns stdout.
