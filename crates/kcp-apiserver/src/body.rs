@@ -21,6 +21,17 @@ pub fn decode_object(
     body: &[u8],
     resource: Option<&Resource>,
 ) -> Result<Decoded, RegistryError> {
+    if body.len() >= crate::cpu::LARGE_BODY {
+        return crate::cpu::heavy(|| decode_object_here(content_type, body, resource));
+    }
+    decode_object_here(content_type, body, resource)
+}
+
+fn decode_object_here(
+    content_type: Option<&str>,
+    body: &[u8],
+    resource: Option<&Resource>,
+) -> Result<Decoded, RegistryError> {
     let media = content_type
         .unwrap_or("application/json")
         .split(';')
@@ -77,7 +88,12 @@ pub fn decode_object(
 /// (a JSON patch's list and operation wrap the values it inserts); what it produces is held to
 /// the limit when it is applied.
 pub fn decode_patch(body: &[u8]) -> Result<Decoded, RegistryError> {
-    json::decode_document(body, MAX_DEPTH + 2).map_err(|error| match error {
+    let decode = || json::decode_document(body, MAX_DEPTH + 2);
+    let decoded = match body.len() >= crate::cpu::LARGE_BODY {
+        true => crate::cpu::heavy(decode),
+        false => decode(),
+    };
+    decoded.map_err(|error| match error {
         BodyError::TooDeep => RegistryError::Unprocessable(json::depth_message()),
         BodyError::Syntax(message) => {
             RegistryError::BadRequest(format!("error decoding patch: {message}"))

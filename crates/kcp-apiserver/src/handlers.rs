@@ -414,22 +414,25 @@ async fn patch(
     check: impl Fn(&mut Value) -> Result<(), RegistryError> + Send + Sync,
 ) -> Result<Value, RegistryError> {
     let kind: &str = &target.resource.kind;
+    // Patches may take a while (copies, list merges): off the worker threads.
     let apply = move |current: &Value| -> Result<Value, RegistryError> {
-        let patched = match patch_type {
-            PatchType::Json => patch::json_patch(current, &document),
-            PatchType::Merge => patch::merge_patch(current, &document),
-            _ => {
-                let strategies = |path: &[&str]| match builtin::list_merge(kind, path) {
-                    Some(ListMerge::ByKey(key)) => ListStrategy::MergeByKey(key),
-                    Some(ListMerge::Primitives) => ListStrategy::MergePrimitives,
-                    None => ListStrategy::Replace,
-                };
-                patch::strategic::apply(current, &document, &strategies)
-            }
-        };
-        let mut patched = patched.map_err(patch_error)?;
-        check(&mut patched)?;
-        Ok(patched)
+        crate::cpu::heavy(|| {
+            let patched = match patch_type {
+                PatchType::Json => patch::json_patch(current, &document),
+                PatchType::Merge => patch::merge_patch(current, &document),
+                _ => {
+                    let strategies = |path: &[&str]| match builtin::list_merge(kind, path) {
+                        Some(ListMerge::ByKey(key)) => ListStrategy::MergeByKey(key),
+                        Some(ListMerge::Primitives) => ListStrategy::MergePrimitives,
+                        None => ListStrategy::Replace,
+                    };
+                    patch::strategic::apply(current, &document, &strategies)
+                }
+            };
+            let mut patched = patched.map_err(patch_error)?;
+            check(&mut patched)?;
+            Ok(patched)
+        })
     };
     registry.patch(target, name, &apply).await
 }

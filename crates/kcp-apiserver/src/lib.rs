@@ -14,6 +14,7 @@ pub mod authn;
 pub mod body;
 mod compression;
 pub mod conversion_webhook;
+mod cpu;
 mod custom_columns;
 mod delete_collection;
 pub mod discovery;

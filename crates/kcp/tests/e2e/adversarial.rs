@@ -344,11 +344,12 @@ fn big_crd(revision: usize, fields: usize) -> serde_json::Value {
     })
 }
 
-/// The server's RSS once it has stopped falling (freed memory is given back within seconds).
+/// The server's RSS once it has stopped falling: freed memory is given back by a trim every
+/// 5 s, so it counts as settled when it fell by less than a MiB over 6 s.
 async fn settled_rss(kcp: &Kcp) -> u64 {
     let mut last = rss(kcp.pid());
-    for _ in 0..30 {
-        tokio::time::sleep(Duration::from_secs(2)).await;
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_secs(6)).await;
         let now = rss(kcp.pid());
         if now + MIB > last {
             return now.min(last);
@@ -410,6 +411,16 @@ async fn crd_churn(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe) {
         Vec::new(),
     )
     .await;
+    // The CRD goes once its cleanup has run.
+    for _ in 0..300 {
+        let request = http::Request::get(format!("{crds}/churns.example.com"))
+            .body(Vec::new())
+            .unwrap();
+        if client.request_text(request).await.is_err() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let after = settled_rss(kcp).await;
     eprintln!(
         "CRD churn: RSS {} MiB before, {} MiB after",
