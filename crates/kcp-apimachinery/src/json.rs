@@ -147,11 +147,17 @@ impl std::error::Error for StoredDecodeError {}
 /// Decodes an object read back from storage, whatever its depth: up to [`MAX_READ_DEPTH`] as
 /// it is, deeper containers as strings of their JSON text. Only bytes that are not JSON fail.
 pub fn decode_stored(bytes: &[u8]) -> Result<Value, StoredDecodeError> {
-    let deepest = scan_depth(bytes);
     let error = |e: serde_json::Error| StoredDecodeError(e.to_string());
+    // Nearly every stored object is shallow enough for serde_json's own recursion limit (127
+    // levels): one pass, no scan. Only what that limit refuses is scanned and read as below.
+    let recursion_limit = match serde_json::from_slice(bytes) {
+        Ok(value) => return Ok(value),
+        Err(e) if e.to_string().starts_with("recursion limit exceeded") => e,
+        Err(e) => return Err(error(e)),
+    };
+    let deepest = scan_depth(bytes);
     if deepest < 128 {
-        // serde_json's own recursion limit lets these through.
-        return serde_json::from_slice(bytes).map_err(error);
+        return Err(error(recursion_limit));
     }
     let folded;
     let bytes = if deepest > MAX_READ_DEPTH {
