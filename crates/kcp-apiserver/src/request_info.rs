@@ -40,6 +40,10 @@ pub struct ResourceRequest {
 pub fn parse(method: &Method, path: &str, query: Option<&str>) -> RequestInfo {
     let (cluster, rest) = crate::router::split_cluster(path);
     let cluster = cluster.map(percent_decode);
+    // As Go's `URL.Path`: escapes are decoded before the path is split, so an object named
+    // `a b` is `/…/a%20b`.
+    let rest = percent_decode(rest);
+    let rest = rest.as_str();
     let non_resource = |cluster: Option<String>| RequestInfo::NonResource {
         cluster,
         path: rest.to_string(),
@@ -182,6 +186,18 @@ mod tests {
             (r.subresource.as_deref(), r.verb.as_str()),
             (Some("scale"), "update")
         );
+    }
+
+    #[test]
+    fn escaped_segments_are_decoded_before_the_path_is_split() {
+        let r = resource(
+            Method::GET,
+            "/clusters/root/api/v1/namespaces/ns/events/a%20b",
+            None,
+        );
+        assert_eq!(r.name.as_deref(), Some("a b"));
+        let r = resource(Method::GET, "/api/v1/namespaces/n%73/configmaps", None);
+        assert_eq!(r.namespace.as_deref(), Some("ns"));
     }
 
     #[test]

@@ -62,8 +62,10 @@ pub(crate) async fn serve(
         }
     };
     let apply = |current: &Value| -> Result<Value, RegistryError> {
+        // A custom resource whose fields at the scale paths have another type cannot be
+        // scaled: the request is refused (kube-apiserver answers 500 on reads alike).
         let (mut old, replicas_found) =
-            scale_of(current, scale).map_err(RegistryError::Internal)?;
+            scale_of(current, scale).map_err(RegistryError::BadRequest)?;
         if !replicas_found {
             old["spec"]["replicas"] = json!(UNSET_REPLICAS);
         }

@@ -1,7 +1,8 @@
 //! Fuzz targets over what a client can send to kcp, each a function of `&[u8]` that panics when
 //! a property fails: request bodies (JSON, YAML, protobuf, as the API server decodes them),
 //! patches (JSON, merge, strategic; the input is `document NUL patch`), label and field
-//! selectors, and stored bytes read back. [`TARGETS`] lists them for the stable runner
+//! selectors, stored bytes read back, and scripts of writes through the whole API server on an
+//! in-memory store ([`registry_writes`]). [`TARGETS`] lists them for the stable runner
 //! ([`runner`], run by `cargo test -p kcp-fuzz`) and the cargo-fuzz targets in `fuzz/` call
 //! the same functions.
 //!
@@ -9,9 +10,10 @@
 //! within [`MAX_DEPTH`] and reads back equal through the storage decoder; a parsed selector's
 //! string form parses to the same selector.
 //!
-//! Must not know: storage backends, HTTP serving (bodies are decoded by `kcp-apiserver`'s own
-//! decoder, not over a socket).
+//! Must not know: persistent storage backends (scripts run on the in-memory store), HTTP
+//! serving (requests go to the API server's router in process, not over a socket).
 
+pub mod registry_writes;
 pub mod runner;
 
 use std::collections::BTreeMap;
@@ -166,6 +168,11 @@ pub const TARGETS: &[Target] = &[
         name: "stored_object",
         run: stored_object,
         dictionary: JSON_TOKENS,
+    },
+    Target {
+        name: "registry_writes",
+        run: registry_writes,
+        dictionary: registry_writes::TOKENS,
     },
 ];
 
@@ -344,4 +351,9 @@ pub fn stored_object(data: &[u8]) {
             .expect("read values read again");
         assert_eq!(again, value);
     }
+}
+
+/// A script of writes through the API server on an in-memory store (see [`registry_writes`]).
+pub fn registry_writes(data: &[u8]) {
+    registry_writes::run(data);
 }

@@ -9,7 +9,8 @@
 //! stack of the server's runtime threads, so what would overflow there overflows here.
 //!
 //! Environment: `KCP_FUZZ_SECONDS` (default 5 per target), `KCP_FUZZ_SEED` (default: from the
-//! clock, printed).
+//! clock, printed), `KCP_FUZZ_KEEP_LAST` (write each input to `<target>-last` before running it,
+//! to keep what made the process abort, e.g. a stack overflow).
 
 use std::fmt;
 use std::io::Write;
@@ -176,6 +177,14 @@ fn check(
     iteration: Option<u64>,
     input: &[u8],
 ) -> Result<(), Failure> {
+    if std::env::var_os("KCP_FUZZ_KEEP_LAST").is_some() {
+        // What an abort (a stack overflow) cannot save afterwards.
+        let _ = std::fs::create_dir_all(&config.crash_dir);
+        let _ = std::fs::write(
+            config.crash_dir.join(format!("{}-last", target.name)),
+            input,
+        );
+    }
     let outcome = catch_unwind(AssertUnwindSafe(|| (target.run)(input)));
     let Err(panic) = outcome else {
         return Ok(());

@@ -48,4 +48,5 @@ targets!(
     label_selector,
     field_selector,
     stored_object,
+    registry_writes,
 );

@@ -328,7 +328,9 @@ impl Registry {
         }
         strategy::prepare_create(target.resource, self.part, &mut object);
         meta::remove_cluster_annotation(&mut object);
-        let stored_form = self.encode_for_storage(&target, &object).await?;
+        let stored_form = self
+            .encode_for_storage(&target, &object, Depth::Checked)
+            .await?;
         let kv = match self.put_new(&target.key(&name), stored_form).await {
             Err(StorageError::AlreadyExists { .. }) => {
                 return Err(RegistryError::AlreadyExists {
@@ -341,6 +343,7 @@ impl Registry {
         meta::set_resource_version(&mut object, kv.mod_revision);
         self.observe_crd_write(&target, &object, false);
         meta::set_cluster_annotation(&mut object, target.cluster);
+        crate::custom::convert::default_as_read(target.resource, &mut object);
         Ok(object)
     }
 
@@ -355,8 +358,11 @@ impl Registry {
         &self,
         target: &Target<'_>,
         object: &Value,
+        depth: Depth,
     ) -> Result<Bytes, RegistryError> {
-        check_depth(target, object)?;
+        if depth == Depth::Checked {
+            check_depth(target, object)?;
+        }
         match target.resource.custom() {
             Some(custom)
                 if object["apiVersion"].as_str()
@@ -369,6 +375,50 @@ impl Registry {
             }
             _ => encode(object),
         }
+    }
+
+    /// Whether `object`, deeper than the write limit, is the object stored at `key` (stored
+    /// that deep by an older server) with only its deletion state changed: a deletionTimestamp
+    /// set, finalizers removed. Those writes are let through, so an object no server would
+    /// store today can still be deleted and finalized; any other write to it must make it
+    /// shallow. Reads storage only for objects over the limit.
+    async fn deletion_step_of_deep_object(&self, key: &[u8], object: &Value) -> bool {
+        use kcp_apimachinery::json::{MAX_DEPTH, exceeds_depth};
+        if !exceeds_depth(object, MAX_DEPTH) {
+            return false;
+        }
+        let Ok(Some(kv)) = self.storage.get(key, 0).await.map(|got| got.kv) else {
+            return false;
+        };
+        let Ok(stored) = decode(&kv) else {
+            return false;
+        };
+        let finalizers = |v: &Value| {
+            v["metadata"]["finalizers"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        };
+        let (old_finalizers, new_finalizers) = (finalizers(&stored), finalizers(object));
+        if !new_finalizers.iter().all(|f| old_finalizers.contains(f)) {
+            return false;
+        }
+        let without_deletion_state = |v: &Value| {
+            let mut v = v.clone();
+            if let Some(metadata) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+                for field in [
+                    "finalizers",
+                    "deletionTimestamp",
+                    "deletionGracePeriodSeconds",
+                    "resourceVersion",
+                ] {
+                    metadata.remove(field);
+                }
+            }
+            meta::remove_cluster_annotation(&mut v);
+            v
+        };
+        without_deletion_state(&stored) == without_deletion_state(object)
     }
 
     /// Reads one object.
@@ -505,7 +555,12 @@ impl Registry {
         let result = if finished {
             self.remove(&key, expected).await
         } else {
-            let stored_form = self.encode_for_storage(target, &object).await?;
+            let depth = if self.deletion_step_of_deep_object(&key, &object).await {
+                Depth::Ratcheted
+            } else {
+                Depth::Checked
+            };
+            let stored_form = self.encode_for_storage(target, &object, depth).await?;
             self.put_over(&key, stored_form, expected).await
         };
         match result {
@@ -513,6 +568,7 @@ impl Registry {
                 meta::set_resource_version(&mut object, kv.mod_revision);
                 self.observe_crd_write(target, &object, finished);
                 meta::set_cluster_annotation(&mut object, target.cluster);
+                crate::custom::convert::default_as_read(target.resource, &mut object);
                 Ok(object)
             }
             Err(StorageError::Conflict { .. }) => Err(target.conflict(name)),
@@ -720,8 +776,9 @@ fn carry_server_fields(resource: &Resource, stored: &Value, next: &mut Value) {
         stored["metadata"].get("generation").cloned()
     } else {
         let current = stored["metadata"]["generation"].as_i64().unwrap_or(1);
+        // Stored by someone else, the generation may already be the largest there is.
         Some(json!(if spec_changed(resource, stored, next) {
-            current + 1
+            current.saturating_add(1)
         } else {
             current
         }))
@@ -776,6 +833,14 @@ fn spec_changed(resource: &Resource, stored: &Value, next: &Value) -> bool {
 }
 
 /// Refuses objects deeper than the nesting limit every stored object obeys.
+/// Whether a write is held to the nesting limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Depth {
+    Checked,
+    /// A deletion step of an object an older server stored deeper than the limit.
+    Ratcheted,
+}
+
 fn check_depth(target: &Target<'_>, object: &Value) -> Result<(), RegistryError> {
     use kcp_apimachinery::json::{MAX_DEPTH, depth_message, exceeds_depth};
     if exceeds_depth(object, MAX_DEPTH) {

@@ -105,7 +105,7 @@ impl Registry {
             Ok(events) => return Ok(events.boxed()),
             Err(filter) => filter,
         };
-        let request = WatchRequest::prefix(prefix, resource_version + 1);
+        let request = WatchRequest::prefix(prefix, resource_version.saturating_add(1));
         let events = self.storage().watch(request).await?;
         Ok(events
             .filter_map(move |event| {

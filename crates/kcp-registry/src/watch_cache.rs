@@ -230,7 +230,10 @@ impl WatchCache {
         revision: u64,
     ) -> Result<Arc<Hub>, RegistryError> {
         let events = storage
-            .watch(WatchRequest::prefix(resource_prefix.to_vec(), revision + 1))
+            .watch(WatchRequest::prefix(
+                resource_prefix.to_vec(),
+                revision.saturating_add(1),
+            ))
             .await?;
         let hub = Arc::new(Hub {
             state: Mutex::new(HubState {

@@ -74,7 +74,7 @@ impl Registry {
         RegistryError,
     > {
         let prefix = ResourceKeys::new(&resource.group, &resource.name).all_clusters();
-        let request = WatchRequest::prefix(prefix.clone(), resource_version + 1);
+        let request = WatchRequest::prefix(prefix.clone(), resource_version.saturating_add(1));
         let events = self.storage().watch(request).await?;
         Ok(events.filter_map(move |event| {
             let translated = match event {

@@ -200,3 +200,45 @@ async fn objects_stored_deeper_by_older_servers_read_list_watch_and_delete() {
         .unwrap();
     assert!(listed.items.is_empty());
 }
+
+#[tokio::test]
+async fn deep_objects_with_finalizers_of_older_servers_can_still_be_deleted() {
+    let (registry, storage) = registry().await;
+    let keys = ResourceKeys::new("", "configmaps");
+    let text = legacy_text("held", 200).replace(
+        r#""uid":"u-held""#,
+        r#""uid":"u-held","finalizers":["example.com/a","example.com/b"]"#,
+    );
+    storage
+        .create(&keys.object("root", Some("default"), "held"), text.into())
+        .await
+        .unwrap();
+    // Deleting marks it, as for any object with finalizers.
+    let DeleteOutcome::Pending(marked) = registry.delete(configmaps(), "held").await.unwrap()
+    else {
+        panic!("finalizers hold the object");
+    };
+    assert!(marked["metadata"]["deletionTimestamp"].is_string());
+    // Finalizers go one by one through updates that keep the deep part.
+    let mut next = registry.get(configmaps(), "held").await.unwrap();
+    next["metadata"]["finalizers"] = json!(["example.com/b"]);
+    let updated = registry.update(configmaps(), "held", next).await.unwrap();
+    assert_eq!(updated["metadata"]["finalizers"], json!(["example.com/b"]));
+    // Anything else still has to make it shallow: here a label.
+    let mut relabelled = registry.get(configmaps(), "held").await.unwrap();
+    relabelled["metadata"]["labels"] = json!({"a": "b"});
+    too_deep(
+        registry
+            .update(configmaps(), "held", relabelled)
+            .await
+            .unwrap_err(),
+    );
+    // The last finalizer removed, the object is gone.
+    let mut last = registry.get(configmaps(), "held").await.unwrap();
+    last["metadata"]["finalizers"] = json!([]);
+    registry.update(configmaps(), "held", last).await.unwrap();
+    assert!(matches!(
+        registry.get(configmaps(), "held").await,
+        Err(RegistryError::NotFound { .. })
+    ));
+}

@@ -144,16 +144,12 @@ impl Registry {
         resource: &Resource,
         objects: Vec<Value>,
     ) -> Result<Vec<Value>, RegistryError> {
-        let Some(custom) = resource.custom() else {
+        if resource.custom().is_none() {
             return Ok(objects);
-        };
+        }
         let mut objects = self.convert(resource, objects, &resource.version).await?;
-        if custom.has_defaults
-            && let Some(schema) = &custom.schema
-        {
-            for object in &mut objects {
-                kcp_apimachinery::schema::default(schema, object);
-            }
+        for object in &mut objects {
+            default_as_read(resource, object);
         }
         Ok(objects)
     }
@@ -172,6 +168,18 @@ impl Registry {
             .await?
             .pop()
             .unwrap_or_default())
+    }
+}
+
+/// Applies the schema defaults of `resource` (a custom resource, or one of kcp's kinds served
+/// from a schema) as a read does: reads default what storage lacks, so a write answers with
+/// them too, as kube-apiserver answers with the object decoded back from storage.
+pub(crate) fn default_as_read(resource: &Resource, object: &mut Value) {
+    if let Some(custom) = resource.custom()
+        && custom.has_defaults
+        && let Some(schema) = &custom.schema
+    {
+        kcp_apimachinery::schema::default(schema, object);
     }
 }
 

@@ -173,6 +173,10 @@ pub fn validate(object: &Value, errs: &mut Errors) {
             Some(schema) if schema.is_object() => schema_errors(schema, &schema_path, errs),
             _ => errs.push(required(schema_path, "schemas are required")),
         }
+        if let Some(scale) = version["subresources"].get("scale") {
+            let path = format!("{}.subresources.scale", index("spec.versions", i));
+            validate_scale(scale, &path, errs);
+        }
         let problems = dns1035_label_errors(name);
         if !problems.is_empty() {
             errs.push(invalid(
@@ -251,6 +255,46 @@ pub fn validate(object: &Value, errs: &mut Errors) {
                 "spec.conversion.conversionReviewVersions",
                 "should not be set when strategy is not set to Webhook",
             ));
+        }
+    }
+}
+
+/// A scale subresource's paths, as kube-apiserver checks them: simple dotted JSON paths, spec
+/// replicas under `.spec.`, status replicas under `.status.`, the label selector (optional)
+/// under either.
+fn validate_scale(scale: &Value, path: &str, errs: &mut Errors) {
+    let fields: [(&str, &[&str], &str); 3] = [
+        (
+            "specReplicasPath",
+            &[".spec."],
+            "should be a json path under .spec",
+        ),
+        (
+            "statusReplicasPath",
+            &[".status."],
+            "should be a json path under .status",
+        ),
+        (
+            "labelSelectorPath",
+            &[".spec.", ".status."],
+            "should be a json path under either .spec or .status",
+        ),
+    ];
+    for (field, prefixes, message) in fields {
+        let field_path = format!("{path}.{field}");
+        let value = text(scale, field);
+        if value.is_empty() {
+            if field != "labelSelectorPath" {
+                errs.push(required(field_path, ""));
+            }
+        } else if !value.starts_with('.') {
+            errs.push(invalid(
+                field_path,
+                Bad::Str(value),
+                "must be a simple json path starting with .",
+            ));
+        } else if !prefixes.iter().any(|prefix| value.starts_with(prefix)) {
+            errs.push(invalid(field_path, Bad::Str(value), message));
         }
     }
 }
@@ -344,25 +388,41 @@ fn validate_stored_versions(crd: &Value, errs: &mut Errors) {
     }
 }
 
-/// Group and plural make up the name and the storage location: they never change. The stored
-/// versions must stay served or not (see [`validate_stored_versions`]).
+/// Group and plural make up the name and the storage location: they never change. Once the CRD
+/// is Established, objects are stored under its scope and kind, so those stay too (as
+/// kube-apiserver: changing them would strand stored objects under keys nothing reads). The
+/// stored versions must stay served or not (see [`validate_stored_versions`]).
 pub fn validate_update(new: &Value, old: &Value, errs: &mut Errors) {
     forgive_unchanged_costs(new, old, errs);
     validate_stored_versions(new, errs);
-    for (path, get) in [
-        (
-            "spec.group",
-            (|v: &Value| text(&v["spec"], "group").to_string()) as fn(&Value) -> String,
-        ),
-        ("spec.names.plural", |v: &Value| {
+    type Field = fn(&Value) -> String;
+    let mut immutable: Vec<(&str, Field)> = vec![
+        ("spec.group", |v| text(&v["spec"], "group").to_string()),
+        ("spec.names.plural", |v| {
             text(&v["spec"]["names"], "plural").to_string()
         }),
-    ] {
+    ];
+    if established(old) {
+        immutable.push(("spec.scope", |v| text(&v["spec"], "scope").to_string()));
+        immutable.push(("spec.names.kind", |v| {
+            text(&v["spec"]["names"], "kind").to_string()
+        }));
+    }
+    for (path, get) in immutable {
         let (new_value, old_value) = (get(new), get(old));
         if new_value != old_value {
             errs.push(invalid(path, Bad::Str(&new_value), "field is immutable"));
         }
     }
+}
+
+/// Whether the CRD's `Established` condition is true.
+fn established(crd: &Value) -> bool {
+    crd["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Established" && c["status"] == "True")
 }
 
 #[cfg(test)]
@@ -467,5 +527,60 @@ mod tests {
         validate(&changed, &mut errs);
         validate_update(&changed, &old, &mut errs);
         assert_eq!(errs.len(), 3, "{errs:?}");
+    }
+
+    #[test]
+    fn scope_and_kind_are_immutable_once_established() {
+        let mut old = crd_with_schema(json!({"type": "object"}));
+        old["status"] = json!({"storedVersions": ["v1"]});
+        let mut changed = old.clone();
+        changed["spec"]["scope"] = json!("Cluster");
+        changed["spec"]["names"]["kind"] = json!("Gadget");
+        let messages = |old: &Value| {
+            let mut errs = Vec::new();
+            validate_update(&changed, old, &mut errs);
+            errs.into_iter()
+                .map(|c| format!("{}: {}", c.field, c.message))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(messages(&old), Vec::<String>::new(), "not yet Established");
+        old["status"]["conditions"] = json!([{"type": "Established", "status": "True"}]);
+        assert_eq!(
+            messages(&old),
+            [
+                "spec.scope: Invalid value: \"Cluster\": field is immutable",
+                "spec.names.kind: Invalid value: \"Gadget\": field is immutable",
+            ]
+        );
+    }
+
+    #[test]
+    fn scale_paths_are_simple_json_paths_under_spec_and_status() {
+        let mut crd = crd_with_schema(json!({"type": "object"}));
+        crd["spec"]["versions"][0]["subresources"] = json!({"scale": {
+            "specReplicasPath": "spec.replicas",
+            "statusReplicasPath": ".status",
+            "labelSelectorPath": ".metadata.labels",
+        }});
+        assert_eq!(
+            errors(&crd),
+            [
+                "FieldValueInvalid spec.versions[0].subresources.scale.specReplicasPath: Invalid value: \"spec.replicas\": must be a simple json path starting with .",
+                "FieldValueInvalid spec.versions[0].subresources.scale.statusReplicasPath: Invalid value: \".status\": should be a json path under .status",
+                "FieldValueInvalid spec.versions[0].subresources.scale.labelSelectorPath: Invalid value: \".metadata.labels\": should be a json path under either .spec or .status",
+            ]
+        );
+        crd["spec"]["versions"][0]["subresources"] = json!({"scale": {}});
+        assert_eq!(
+            errors(&crd),
+            [
+                "FieldValueRequired spec.versions[0].subresources.scale.specReplicasPath: Required value",
+                "FieldValueRequired spec.versions[0].subresources.scale.statusReplicasPath: Required value",
+            ]
+        );
+        crd["spec"]["versions"][0]["subresources"] = json!({"scale": {
+            "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.selector"}});
+        assert_eq!(errors(&crd), Vec::<String>::new());
     }
 }
