@@ -328,9 +328,8 @@ impl Registry {
         }
         strategy::prepare_create(target.resource, self.part, &mut object);
         meta::remove_cluster_annotation(&mut object);
-        let stored_form = self
-            .encode_for_storage(&target, &object, Depth::Checked)
-            .await?;
+        check_depth(&target, &object)?;
+        let stored_form = self.encode_for_storage(&target, &object).await?;
         let kv = match self.put_new(&target.key(&name), stored_form).await {
             Err(StorageError::AlreadyExists { .. }) => {
                 return Err(RegistryError::AlreadyExists {
@@ -347,22 +346,14 @@ impl Registry {
         Ok(object)
     }
 
-    /// `object` encoded as storage keeps it (custom resources at their storage version).
-    ///
-    /// Every write passes here (create, update, patch, subresources, dry runs, controllers'
-    /// privileged writes), so this is where an object deeper than
-    /// [`MAX_DEPTH`](kcp_apimachinery::json::MAX_DEPTH) is refused, before anything is stored:
-    /// 400, as kube-apiserver answers a body its decoder cannot read (patches meet the same
-    /// limit earlier, with 422, when they are applied).
+    /// `object` encoded as storage keeps it (custom resources at their storage version). Its two
+    /// callers, `create` and `write_back` (every other write goes through one of them), hold the
+    /// object to the nesting limit first ([`check_depth`]).
     async fn encode_for_storage(
         &self,
         target: &Target<'_>,
         object: &Value,
-        depth: Depth,
     ) -> Result<Bytes, RegistryError> {
-        if depth == Depth::Checked {
-            check_depth(target, object)?;
-        }
         match target.resource.custom() {
             Some(custom)
                 if object["apiVersion"].as_str()
@@ -381,12 +372,8 @@ impl Registry {
     /// that deep by an older server) with only its deletion state changed: a deletionTimestamp
     /// set, finalizers removed. Those writes are let through, so an object no server would
     /// store today can still be deleted and finalized; any other write to it must make it
-    /// shallow. Reads storage only for objects over the limit.
+    /// shallow. Asked only for objects over the limit.
     async fn deletion_step_of_deep_object(&self, key: &[u8], object: &Value) -> bool {
-        use kcp_apimachinery::json::{MAX_DEPTH, exceeds_depth};
-        if !exceeds_depth(object, MAX_DEPTH) {
-            return false;
-        }
         let Ok(Some(kv)) = self.storage.get(key, 0).await.map(|got| got.kv) else {
             return false;
         };
@@ -555,12 +542,12 @@ impl Registry {
         let result = if finished {
             self.remove(&key, expected).await
         } else {
-            let depth = if self.deletion_step_of_deep_object(&key, &object).await {
-                Depth::Ratcheted
-            } else {
-                Depth::Checked
-            };
-            let stored_form = self.encode_for_storage(target, &object, depth).await?;
+            if let Err(too_deep) = check_depth(target, &object)
+                && !self.deletion_step_of_deep_object(&key, &object).await
+            {
+                return Err(too_deep);
+            }
+            let stored_form = self.encode_for_storage(target, &object).await?;
             self.put_over(&key, stored_form, expected).await
         };
         match result {
@@ -832,15 +819,10 @@ fn spec_changed(resource: &Resource, stored: &Value, next: &Value) -> bool {
     }
 }
 
-/// Refuses objects deeper than the nesting limit every stored object obeys.
-/// Whether a write is held to the nesting limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Depth {
-    Checked,
-    /// A deletion step of an object an older server stored deeper than the limit.
-    Ratcheted,
-}
-
+/// Refuses an object deeper than [`MAX_DEPTH`](kcp_apimachinery::json::MAX_DEPTH) before
+/// anything is stored, for every write (create, update, patch, subresources, dry runs,
+/// controllers' privileged writes): 400, as kube-apiserver answers a body its decoder cannot
+/// read (patches meet the same limit earlier, with 422, when they are applied).
 fn check_depth(target: &Target<'_>, object: &Value) -> Result<(), RegistryError> {
     use kcp_apimachinery::json::{MAX_DEPTH, depth_message, exceeds_depth};
     if exceeds_depth(object, MAX_DEPTH) {
