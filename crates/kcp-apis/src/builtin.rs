@@ -1,5 +1,7 @@
-//! The built-in resources of every logical cluster, as kcp serves them: upstream's generic
-//! control plane minus flowcontrol and autoscaling (no pods, nodes, deployments or services).
+//! The built-in resources of every logical cluster: upstream's generic control plane as kcp
+//! serves it (no pods, nodes, deployments or services), plus API Priority and Fairness
+//! (`flowcontrol.apiserver.k8s.io`), which kcp leaves out for now and kube-apiserver serves.
+//! Each kind's rules (validation, defaults, printing, ...) are in `kcp_registry::kinds`.
 //! Also [`Resource`] itself and [`ResourceRef`], the handle on one that requests hold.
 
 use std::borrow::Cow;
@@ -180,6 +182,7 @@ const fn entry(
 
 const RBAC: &str = "rbac.authorization.k8s.io";
 const ADMISSION: &str = "admissionregistration.k8s.io";
+const FLOWCONTROL: &str = "flowcontrol.apiserver.k8s.io";
 const API_EXTENSIONS: &[Name] = names!["api-extensions"];
 
 /// Every built-in resource, grouped by API group in discovery order.
@@ -405,6 +408,30 @@ pub static RESOURCES: &[Resource] = &[
     }
     .resource(),
     Entry {
+        subresources: &[("status", STATUS_VERBS)],
+        ..entry(
+            FLOWCONTROL,
+            "v1",
+            "flowschemas",
+            "flowschema",
+            "FlowSchema",
+            false,
+        )
+    }
+    .resource(),
+    Entry {
+        subresources: &[("status", STATUS_VERBS)],
+        ..entry(
+            FLOWCONTROL,
+            "v1",
+            "prioritylevelconfigurations",
+            "prioritylevelconfiguration",
+            "PriorityLevelConfiguration",
+            false,
+        )
+    }
+    .resource(),
+    Entry {
         short_names: names!["crd", "crds"],
         categories: API_EXTENSIONS,
         subresources: &[("status", STATUS_VERBS)],
@@ -419,78 +446,6 @@ pub static RESOURCES: &[Resource] = &[
     }
     .resource(),
 ];
-
-/// How a list field of a built-in kind merges in a strategic merge patch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ListMerge {
-    /// Elements are objects merged by this key.
-    ByKey(&'static str),
-    /// Elements are strings merged as a set.
-    Primitives,
-}
-
-/// The list fields that merge rather than replace, as the Kubernetes types declare them
-/// (`patchStrategy: merge`): `(kind or "*" for every kind, field path, rule)`.
-static MERGE_LISTS: &[(&str, &[&str], ListMerge)] = &[
-    ("*", &["metadata", "finalizers"], ListMerge::Primitives),
-    (
-        "*",
-        &["metadata", "ownerReferences"],
-        ListMerge::ByKey("uid"),
-    ),
-    ("ServiceAccount", &["secrets"], ListMerge::ByKey("name")),
-    (
-        "ServiceAccount",
-        &["imagePullSecrets"],
-        ListMerge::ByKey("name"),
-    ),
-    (
-        "MutatingWebhookConfiguration",
-        &["webhooks"],
-        ListMerge::ByKey("name"),
-    ),
-    (
-        "ValidatingWebhookConfiguration",
-        &["webhooks"],
-        ListMerge::ByKey("name"),
-    ),
-    (
-        "Namespace",
-        &["status", "conditions"],
-        ListMerge::ByKey("type"),
-    ),
-    (
-        "CertificateSigningRequest",
-        &["status", "conditions"],
-        ListMerge::ByKey("type"),
-    ),
-    (
-        "CustomResourceDefinition",
-        &["status", "conditions"],
-        ListMerge::ByKey("type"),
-    ),
-];
-
-/// How the list at `path` of a `kind` object merges; `None`: it is replaced.
-pub fn list_merge(kind: &str, path: &[&str]) -> Option<ListMerge> {
-    MERGE_LISTS
-        .iter()
-        .find(|(k, p, _)| (*k == "*" || *k == kind) && *p == path)
-        .map(|(_, _, rule)| *rule)
-}
-
-/// The top-level fields whose change bumps `metadata.generation`, for the kinds whose
-/// Kubernetes strategies track a generation (they start at 1); empty for every other kind.
-pub fn generation_fields(group: &str, kind: &str) -> &'static [&'static str] {
-    match (group, kind) {
-        ("apiextensions.k8s.io", "CustomResourceDefinition")
-        | ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy")
-        | ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => &["spec"],
-        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration")
-        | ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => &["webhooks"],
-        _ => &[],
-    }
-}
 
 /// The built-in API groups (excluding the core group) in discovery order, each with its versions.
 pub fn groups() -> Vec<(&'static str, Vec<&'static str>)> {
@@ -533,19 +488,6 @@ mod tests {
             assert_eq!(r.name, r.name.to_lowercase());
             assert_eq!(r.singular, r.kind.to_lowercase(), "{}", r.name);
         }
-    }
-
-    #[test]
-    fn metadata_lists_merge_for_every_kind() {
-        assert_eq!(
-            list_merge("ConfigMap", &["metadata", "finalizers"]),
-            Some(ListMerge::Primitives)
-        );
-        assert_eq!(
-            list_merge("ServiceAccount", &["secrets"]),
-            Some(ListMerge::ByKey("name"))
-        );
-        assert_eq!(list_merge("Role", &["rules"]), None);
     }
 
     #[test]

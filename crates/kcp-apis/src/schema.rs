@@ -403,7 +403,7 @@ fn kind_schema(generator: &mut SchemaGenerator, group: &str, kind: &str) -> Opti
     use k8s_openapi::api::{
         admissionregistration::v1 as admission, authentication::v1 as authn,
         authorization::v1 as authz, certificates::v1 as certificates, coordination::v1 as coord,
-        core::v1 as core, events::v1 as events, rbac::v1 as rbac,
+        core::v1 as core, events::v1 as events, flowcontrol::v1 as flowcontrol, rbac::v1 as rbac,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
     let g = generator;
@@ -447,6 +447,10 @@ fn kind_schema(generator: &mut SchemaGenerator, group: &str, kind: &str) -> Opti
             add::<admission::ValidatingAdmissionPolicyBinding>(g)
         }
         ("events.k8s.io", "Event") => add::<events::Event>(g),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema") => add::<flowcontrol::FlowSchema>(g),
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => {
+            add::<flowcontrol::PriorityLevelConfiguration>(g)
+        }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             add::<apiextensions::CustomResourceDefinition>(g)
         }

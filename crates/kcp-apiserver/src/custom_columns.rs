@@ -10,7 +10,7 @@ use kcp_apimachinery::jsonpath::{self, JsonPath};
 use kcp_apis::custom::{CustomResource, PrinterColumn};
 use serde_json::{Value, json};
 
-use crate::printers::human_duration;
+use kcp_registry::kinds::printing::human_duration;
 
 const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated.";
 const CREATION_TIMESTAMP_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.";

@@ -4,14 +4,13 @@
 
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode, header};
-use kcp_apimachinery::patch::strategic::ListStrategy;
 use kcp_apimachinery::patch::{self, PatchError, PatchType};
 use kcp_apimachinery::{fields, labels};
-use kcp_apis::builtin::{self, ListMerge, Resource};
+use kcp_apis::builtin::Resource;
+use kcp_registry::kinds;
 use kcp_registry::{ALL_CLUSTERS, DeleteOutcome, ListOptions, Registry, RegistryError, Target};
 use serde_json::{Value, json};
 
-use std::borrow::Cow;
 use std::sync::Mutex;
 
 use crate::field_validation::{FieldValidation, duplicate_fields, with_warnings};
@@ -254,52 +253,6 @@ async fn answer_verb(
     }
 }
 
-/// Field selectors each kind supports besides `metadata.name` and `metadata.namespace`, as
-/// kube-apiserver's field label conversions list them.
-fn supports_field(resource: &Resource, field: &str) -> bool {
-    const EVENT: &[&str] = &[
-        "involvedObject.kind",
-        "involvedObject.namespace",
-        "involvedObject.name",
-        "involvedObject.uid",
-        "involvedObject.apiVersion",
-        "involvedObject.resourceVersion",
-        "involvedObject.fieldPath",
-        "reason",
-        "reportingComponent",
-        "source",
-        "type",
-    ];
-    if let Some(custom) = resource.custom() {
-        return matches!(field, "metadata.name" | "metadata.namespace")
-            || custom.selectable_fields.iter().any(|f| f == field);
-    }
-    let extra: &[&str] = match (&*resource.group, &*resource.kind) {
-        ("", "Event") => EVENT,
-        ("", "Secret") => &["type"],
-        ("", "Namespace") => &["status.phase"],
-        ("certificates.k8s.io", "CertificateSigningRequest") => &["spec.signerName"],
-        _ => &[],
-    };
-    matches!(field, "metadata.name" | "metadata.namespace") || extra.contains(&field)
-}
-
-/// The value of a supported selector field as text (absent fields compare as empty; the
-/// integers and booleans of custom resources' selectable fields as Go prints them).
-fn field_value<'a>(object: &'a Value, field: &str) -> Option<Cow<'a, str>> {
-    if field == "source" {
-        return object["source"]["component"].as_str().map(Cow::Borrowed);
-    }
-    match field
-        .split('.')
-        .try_fold(object, |value, part| value.get(part))?
-    {
-        Value::String(text) => Some(Cow::Borrowed(text)),
-        Value::Null => None,
-        other => Some(Cow::Owned(kcp_apimachinery::jsonpath::text(other))),
-    }
-}
-
 /// The label and field selectors of a list or watch as one filter, if any was given.
 pub(crate) fn selector_filter(
     params: &Params,
@@ -320,7 +273,7 @@ pub(crate) fn selector_filter(
     };
     if let Some(selector) = &field_selector {
         for requirement in selector.requirements() {
-            if !supports_field(resource, requirement.field()) {
+            if !kinds::selectable(resource, requirement.field()) {
                 return Err(RegistryError::BadRequest(format!(
                     "field label not supported: {}",
                     requirement.field()
@@ -331,13 +284,14 @@ pub(crate) fn selector_filter(
     if label_selector.is_none() && field_selector.is_none() {
         return Ok(None);
     }
+    let kind = kinds::rules(resource);
     Ok(Some(Box::new(move |object: &Value| {
         label_selector
             .as_ref()
             .is_none_or(|s| s.matches(&object["metadata"]["labels"]))
             && field_selector
                 .as_ref()
-                .is_none_or(|s| s.matches(|field| field_value(object, field)))
+                .is_none_or(|s| s.matches(|field| kind.field_value(object, field)))
     })))
 }
 
@@ -413,7 +367,7 @@ async fn patch(
     document: Value,
     check: impl Fn(&mut Value) -> Result<(), RegistryError> + Send + Sync,
 ) -> Result<Value, RegistryError> {
-    let kind: &str = &target.resource.kind;
+    let kind = kinds::rules(target.resource);
     // Patches may take a while (copies, list merges): off the worker threads.
     let apply = move |current: &Value| -> Result<Value, RegistryError> {
         crate::cpu::heavy(|| {
@@ -421,11 +375,7 @@ async fn patch(
                 PatchType::Json => patch::json_patch(current, &document),
                 PatchType::Merge => patch::merge_patch(current, &document),
                 _ => {
-                    let strategies = |path: &[&str]| match builtin::list_merge(kind, path) {
-                        Some(ListMerge::ByKey(key)) => ListStrategy::MergeByKey(key),
-                        Some(ListMerge::Primitives) => ListStrategy::MergePrimitives,
-                        None => ListStrategy::Replace,
-                    };
+                    let strategies = |path: &[&str]| kind.list_strategy(path);
                     patch::strategic::apply(current, &document, &strategies)
                 }
             };

@@ -24,7 +24,6 @@ pub mod limits;
 pub mod metrics;
 mod negotiation;
 pub mod openapi;
-mod printers;
 pub mod protobuf;
 pub mod request_info;
 mod resource_version;

@@ -1,5 +1,5 @@
 //! `meta.k8s.io Table` responses: what `kubectl get` prints. The columns and cells of each kind
-//! come from [`crate::printers`] (custom resources: [`crate::custom_columns`]); `includeObject` decides what each row carries besides its
+//! come from the kind's rule set (`kcp_registry::kinds`) (custom resources: [`crate::custom_columns`]); `includeObject` decides what each row carries besides its
 //! cells: nothing (`None`), a `PartialObjectMetadata` (`Metadata`, the default) or the whole
 //! object (`Object`).
 
@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::custom_columns::CustomColumns;
 use crate::negotiation::{IncludeObject, MetaVersion, partial_object_metadata};
-use crate::printers;
+use kcp_registry::kinds;
 
 /// A Table of `objects` (list items or a single object) with `list_meta` as its ListMeta.
 pub fn render(
@@ -20,6 +20,7 @@ pub fn render(
 ) -> Value {
     let now = jiff::Timestamp::now();
     let custom = resource.custom().map(CustomColumns::new);
+    let kind = kinds::rules(resource);
     let rows: Vec<Value> = objects
         .iter()
         .map(|object| {
@@ -31,7 +32,7 @@ pub fn render(
             json!({
                 "cells": match &custom {
                     Some(columns) => columns.cells(object, now),
-                    None => printers::cells(resource, object, now),
+                    None => kind.cells(object, now),
                 },
                 "object": carried,
             })
@@ -39,10 +40,7 @@ pub fn render(
         .collect();
     let columns: Vec<Value> = match &custom {
         Some(columns) => columns.definitions(),
-        None => printers::columns(resource)
-            .iter()
-            .map(|c| c.to_json())
-            .collect(),
+        None => kind.columns().iter().map(|c| c.to_json()).collect(),
     };
     json!({
         "kind": "Table",

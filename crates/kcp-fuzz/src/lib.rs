@@ -19,11 +19,11 @@ pub mod runner;
 use std::collections::BTreeMap;
 
 use kcp_apimachinery::json::{MAX_DEPTH, MAX_READ_DEPTH, decode_stored, depth, exceeds_depth};
-use kcp_apimachinery::patch::strategic::ListStrategy;
 use kcp_apimachinery::patch::{self, PatchError};
 use kcp_apimachinery::{fields, labels};
-use kcp_apis::builtin::{self, ListMerge};
+use kcp_apis::builtin;
 use kcp_apiserver::body;
+use kcp_registry::kinds;
 use serde_json::{Value, json};
 
 /// One fuzz target: its name (also its corpus folder), its function, and tokens the runner's
@@ -267,13 +267,12 @@ pub fn strategic_patch(data: &[u8]) {
         let kind = document
             .get("kind")
             .and_then(Value::as_str)
-            .unwrap_or("ServiceAccount")
-            .to_string();
-        let strategies = |path: &[&str]| match builtin::list_merge(&kind, path) {
-            Some(ListMerge::ByKey(key)) => ListStrategy::MergeByKey(key),
-            Some(ListMerge::Primitives) => ListStrategy::MergePrimitives,
-            None => ListStrategy::Replace,
-        };
+            .unwrap_or("ServiceAccount");
+        let rules = builtin::RESOURCES
+            .iter()
+            .find(|r| r.kind == kind)
+            .map_or(&kinds::Plain as &dyn kinds::Kind, kinds::rules);
+        let strategies = |path: &[&str]| rules.list_strategy(path);
         check_patched(patch::strategic::apply(&document, &patch, &strategies));
     }
 }

@@ -14,6 +14,7 @@ mod collection;
 pub mod custom;
 mod error;
 pub mod fields;
+pub mod kinds;
 mod list;
 mod meta;
 mod names;

@@ -11,9 +11,9 @@
 use serde_json::json;
 
 use crate::error::RegistryError;
+use crate::kinds::core::{IMMORTAL_NAMESPACES, spec_finalizers};
 use crate::meta;
 use crate::store::{DeleteOutcome, Registry, Target, decode};
-use crate::strategy::{self, IMMORTAL_NAMESPACES};
 
 /// How many times the start of termination retries after losing a race.
 const CONFLICT_RETRIES: usize = 5;
@@ -36,7 +36,7 @@ impl Registry {
             let current = self.read(&target, name).await?;
             let mut namespace = decode(&current)?;
             if meta::string(&namespace, "deletionTimestamp").is_some() {
-                if !strategy::spec_finalizers(&namespace).is_empty() {
+                if !spec_finalizers(&namespace).is_empty() {
                     return Ok(DeleteOutcome::Pending(namespace));
                 }
                 return self.delete_object(target, name).await;

@@ -12,9 +12,10 @@ use serde_json::{Value, json};
 use crate::custom::WebhookConverter;
 use crate::custom::index::CustomResourceIndex;
 use crate::error::{Cause, RegistryError};
+use crate::kinds::{self, Deletion, Generation};
 use crate::meta;
 use crate::names;
-use crate::strategy::{self, Part};
+use crate::strategy::Part;
 use crate::validation;
 
 /// How many times a server-side read-modify-write retries after losing a race.
@@ -321,12 +322,11 @@ impl Registry {
         metadata.insert("creationTimestamp".into(), json!(meta::now()));
         metadata.remove("deletionTimestamp");
         metadata.remove("deletionGracePeriodSeconds");
-        if !tracks_generation(target.resource) {
-            metadata.remove("generation");
-        } else {
-            metadata.insert("generation".into(), json!(1));
-        }
-        strategy::prepare_create(target.resource, self.part, &mut object);
+        match kinds::rules(target.resource).generation(target.resource) {
+            Generation::Untracked => metadata.remove("generation"),
+            _ => metadata.insert("generation".into(), json!(1)),
+        };
+        kinds::rules(target.resource).prepare_create(target.resource, self.part, &mut object);
         meta::remove_cluster_annotation(&mut object);
         check_depth(&target, &object)?;
         let stored_form = self.encode_for_storage(&target, &object).await?;
@@ -464,7 +464,12 @@ impl Registry {
             }
             let stored = self.present(&target, decode(&current)?).await?;
             let next = object.clone();
-            let mut next = strategy::prepare_update(target.resource, self.part, &stored, next);
+            let mut next = kinds::rules(target.resource).prepare_update(
+                target.resource,
+                self.part,
+                &stored,
+                next,
+            );
             carry_server_fields(target.resource, &stored, &mut next);
             self.admit_tenancy_update(&target, name, &stored, &mut next)?;
             check_update(&target, name, &next, &stored).await?;
@@ -508,8 +513,12 @@ impl Registry {
                 return Err(target.conflict(name));
             }
             validation::prepare(target.resource, &mut patched)?;
-            let mut patched =
-                strategy::prepare_update(target.resource, self.part, &stored, patched);
+            let mut patched = kinds::rules(target.resource).prepare_update(
+                target.resource,
+                self.part,
+                &stored,
+                patched,
+            );
             carry_server_fields(target.resource, &stored, &mut patched);
             self.admit_tenancy_update(&target, name, &stored, &mut patched)?;
             check_update(&target, name, &patched, &stored).await?;
@@ -538,7 +547,7 @@ impl Registry {
     ) -> Result<Value, RegistryError> {
         let key = target.key(name);
         meta::remove_cluster_annotation(&mut object);
-        let finished = strategy::deletion_finished(target.resource, &object);
+        let finished = kinds::rules(target.resource).deletion_finished(&object);
         let result = if finished {
             self.remove(&key, expected).await
         } else {
@@ -571,13 +580,11 @@ impl Registry {
         name: &str,
     ) -> Result<DeleteOutcome, RegistryError> {
         self.admit_tenancy_delete(&target, name).await?;
-        if strategy::is_namespace(target.resource) {
-            return self.delete_namespace(target, name).await;
+        match kinds::rules(target.resource).deletion() {
+            Deletion::NamespaceLifecycle => self.delete_namespace(target, name).await,
+            Deletion::ServedResources => self.delete_crd(target, name).await,
+            Deletion::Plain => self.delete_object(target, name).await,
         }
-        if strategy::is_crd(target.resource) {
-            return self.delete_crd(target, name).await;
-        }
-        self.delete_object(target, name).await
     }
 
     /// The generic delete: finalizers set a deletionTimestamp, else the object goes.
@@ -634,7 +641,7 @@ impl Registry {
             namespace: None,
         };
         let stored = decode(&self.read(&namespaces, namespace).await?)?;
-        if strategy::namespace_terminating(&stored) {
+        if kinds::core::namespace_terminating(&stored) {
             return Err(RegistryError::Forbidden {
                 qualified_resource: target.qualified_resource(),
                 name: meta::string(object, "name").unwrap_or_default().to_string(),
@@ -741,7 +748,7 @@ async fn check_update(
 /// the stored ones: then nothing is written, no watch event is sent, and the stored object is
 /// the answer, with its resourceVersion. A write that finishes a deletion always goes through.
 fn unchanged(resource: &Resource, stored: &Value, next: &Value) -> bool {
-    if strategy::deletion_finished(resource, next) {
+    if kinds::rules(resource).deletion_finished(next) {
         return false;
     }
     let comparable = |object: &Value| {
@@ -759,16 +766,17 @@ fn unchanged(resource: &Resource, stored: &Value, next: &Value) -> bool {
 /// Keeps the server-managed metadata of the stored object on its next version, and bumps
 /// `generation` when a field the kind tracks changed.
 fn carry_server_fields(resource: &Resource, stored: &Value, next: &mut Value) {
-    let generation = if !tracks_generation(resource) {
-        stored["metadata"].get("generation").cloned()
-    } else {
-        let current = stored["metadata"]["generation"].as_i64().unwrap_or(1);
-        // Stored by someone else, the generation may already be the largest there is.
-        Some(json!(if spec_changed(resource, stored, next) {
-            current.saturating_add(1)
-        } else {
-            current
-        }))
+    let generation = match kinds::rules(resource).generation(resource) {
+        Generation::Untracked => stored["metadata"].get("generation").cloned(),
+        tracked => {
+            let current = stored["metadata"]["generation"].as_i64().unwrap_or(1);
+            // Stored by someone else, the generation may already be the largest there is.
+            Some(json!(if spec_changed(tracked, stored, next) {
+                current.saturating_add(1)
+            } else {
+                current
+            }))
+        }
     };
     let metadata = meta::metadata_mut(next);
     match generation {
@@ -788,21 +796,17 @@ fn carry_server_fields(resource: &Resource, stored: &Value, next: &mut Value) {
     }
 }
 
-/// Whether `metadata.generation` counts the object's changes: for the built-in kinds whose
-/// Kubernetes strategies do, and for every custom resource.
-fn tracks_generation(resource: &Resource) -> bool {
-    resource.custom.is_some()
-        || !kcp_apis::builtin::generation_fields(&resource.group, &resource.kind).is_empty()
-}
-
-/// Whether a field that moves the generation changed: the kind's tracked fields, or for custom
-/// resources everything but metadata (and status, with a status subresource).
-fn spec_changed(resource: &Resource, stored: &Value, next: &Value) -> bool {
-    match resource.custom() {
-        Some(custom) => {
+/// Whether a field that moves the generation changed between `stored` and `next`.
+fn spec_changed(generation: Generation, stored: &Value, next: &Value) -> bool {
+    match generation {
+        Generation::Untracked => false,
+        Generation::Fields(fields) => fields
+            .iter()
+            .any(|field| stored.get(field) != next.get(field)),
+        Generation::AllButMetadata { status } => {
             let counts = |key: &String| {
                 let ignored = matches!(key.as_str(), "apiVersion" | "kind" | "metadata")
-                    || (custom.status && key == "status");
+                    || (status && key == "status");
                 !ignored
             };
             let empty = serde_json::Map::new();
@@ -813,9 +817,6 @@ fn spec_changed(resource: &Resource, stored: &Value, next: &Value) -> bool {
                 .filter(|key| counts(key))
                 .any(|key| old.get(key) != new.get(key))
         }
-        None => kcp_apis::builtin::generation_fields(&resource.group, &resource.kind)
-            .iter()
-            .any(|field| stored.get(field) != next.get(field)),
     }
 }
 

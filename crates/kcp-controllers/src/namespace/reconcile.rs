@@ -5,7 +5,7 @@
 //! `finalize` subresource.
 
 use kcp_apis::builtin::{RESOURCES, Resource, ResourceRef};
-use kcp_registry::strategy::{NAMESPACE_FINALIZER, spec_finalizers};
+use kcp_registry::kinds::core::{NAMESPACE_FINALIZER, spec_finalizers};
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::json;
 

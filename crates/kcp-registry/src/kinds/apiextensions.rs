@@ -9,15 +9,110 @@
 //! updates, `status.storedVersions`. Defaults as in `apiextensions/v1`: `singular`, `listKind`,
 //! `conversion.strategy`.
 
+use jiff::Timestamp;
+use kcp_apimachinery::labels::validation::go_quote;
+use kcp_apimachinery::patch::strategic::ListStrategy;
+use kcp_apimachinery::schema::{CelValidator, FieldError, structural_errors};
+use kcp_apis::builtin::Resource;
 use serde_json::{Value, json};
 
 use super::admission::validate_client_config;
-use super::field::{Bad, Errors, forbidden, index, invalid, not_supported, required};
-use super::formats::dns1035_label_errors;
-use kcp_apimachinery::labels::validation::go_quote;
-use kcp_apimachinery::schema::{CelValidator, FieldError, structural_errors};
-
+use crate::error::RegistryError;
+use crate::kinds::printing::{self, Column};
+use crate::kinds::{Deletion, Generation, Kind, conditions_list_strategy};
 use crate::names;
+use crate::strategy::{self, Part};
+use crate::validation::field::{Bad, Errors, forbidden, index, invalid, not_supported, required};
+use crate::validation::formats::dns1035_label_errors;
+use crate::validation::metadata;
+
+pub(crate) struct CustomResourceDefinition;
+pub(crate) static CUSTOM_RESOURCE_DEFINITION: CustomResourceDefinition = CustomResourceDefinition;
+
+impl Kind for CustomResourceDefinition {
+    fn group_kind(&self) -> (&'static str, &'static str) {
+        ("apiextensions.k8s.io", "CustomResourceDefinition")
+    }
+
+    fn decode(&self, _: &Resource, object: &mut Value) -> Result<(), RegistryError> {
+        default(object);
+        Ok(())
+    }
+
+    fn validate_create(&self, _: &Resource, object: &Value, errs: &mut Errors) {
+        metadata::validate_named(object, self.name_rule(), name_error(object), errs);
+        validate(object, errs);
+    }
+
+    fn validate_update(&self, _: &Resource, new: &Value, old: &Value, errs: &mut Errors) {
+        metadata::validate_update(new, old, errs);
+        metadata::validate_named(new, self.name_rule(), name_error(new), errs);
+        validate(new, errs);
+        validate_update(new, old, errs);
+    }
+
+    fn prepare_create(&self, resource: &Resource, part: Part, object: &mut Value) {
+        strategy::drop_status_on_create(resource, part, object);
+        record_stored_version(object);
+    }
+
+    fn prepare_update(
+        &self,
+        resource: &Resource,
+        part: Part,
+        stored: &Value,
+        requested: Value,
+    ) -> Value {
+        let mut next = strategy::update_of_part(resource, part, stored, requested);
+        // A status written from an older read must not drop the storage version either.
+        record_stored_version(&mut next);
+        next
+    }
+
+    fn generation(&self, _: &Resource) -> Generation {
+        Generation::Fields(&["spec"])
+    }
+
+    fn list_strategy(&self, path: &[&str]) -> ListStrategy {
+        conditions_list_strategy(path)
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        printing::NAME_CREATED_AT
+    }
+
+    fn cells(&self, object: &Value, _now: Timestamp) -> Vec<Value> {
+        printing::name_created_at(object)
+    }
+
+    fn deletion(&self) -> Deletion {
+        Deletion::ServedResources
+    }
+}
+
+/// Adds a CRD's storage version to `status.storedVersions` (the versions objects may be
+/// stored at, which only a status write may shorten).
+fn record_stored_version(crd: &mut Value) {
+    let storage = crd["spec"]["versions"].as_array().and_then(|versions| {
+        versions
+            .iter()
+            .find(|v| v["storage"].as_bool() == Some(true))
+            .and_then(|v| v["name"].as_str())
+            .map(str::to_string)
+    });
+    let Some(storage) = storage else {
+        return;
+    };
+    let Some(status) = crate::kinds::status_object(crd) else {
+        return;
+    };
+    let stored = status.entry("storedVersions").or_insert_with(|| json!([]));
+    if let Value::Array(versions) = stored
+        && !versions.iter().any(|v| v == storage.as_str())
+    {
+        versions.push(json!(storage));
+    }
+}
 
 fn text<'a>(value: &'a Value, field: &str) -> &'a str {
     value[field].as_str().unwrap_or_default()
@@ -25,7 +120,7 @@ fn text<'a>(value: &'a Value, field: &str) -> &'a str {
 
 /// Fills in `names.singular` (the lower-cased kind), `names.listKind` (`<Kind>List`) and
 /// `conversion.strategy: None`.
-pub fn default(object: &mut Value) {
+fn default(object: &mut Value) {
     let Some(spec) = object.get_mut("spec").filter(|spec| spec.is_object()) else {
         return;
     };
@@ -44,7 +139,7 @@ pub fn default(object: &mut Value) {
 }
 
 /// Extra rule for the object's name: it must be `<plural>.<group>`.
-pub fn name_error(object: &Value) -> Option<&'static str> {
+fn name_error(object: &Value) -> Option<&'static str> {
     let spec = &object["spec"];
     let expected = format!("{}.{}", text(&spec["names"], "plural"), text(spec, "group"));
     (text(&object["metadata"], "name") != expected)
@@ -131,7 +226,7 @@ fn forgive_unchanged_costs(new: &Value, old: &Value, errs: &mut Errors) {
     });
 }
 
-pub fn validate(object: &Value, errs: &mut Errors) {
+fn validate(object: &Value, errs: &mut Errors) {
     let spec = &object["spec"];
     let group = text(spec, "group");
     if group.is_empty() {
@@ -392,7 +487,7 @@ fn validate_stored_versions(crd: &Value, errs: &mut Errors) {
 /// is Established, objects are stored under its scope and kind, so those stay too (as
 /// kube-apiserver: changing them would strand stored objects under keys nothing reads). The
 /// stored versions must stay served or not (see [`validate_stored_versions`]).
-pub fn validate_update(new: &Value, old: &Value, errs: &mut Errors) {
+fn validate_update(new: &Value, old: &Value, errs: &mut Errors) {
     forgive_unchanged_costs(new, old, errs);
     validate_stored_versions(new, errs);
     type Field = fn(&Value) -> String;

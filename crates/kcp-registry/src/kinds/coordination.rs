@@ -1,12 +1,50 @@
 //! Lease: durations positive, transition counts non-negative, a known (or domain-qualified)
 //! strategy, and a preferred holder only with a strategy.
 
-use serde_json::Value;
+use jiff::Timestamp;
+use serde_json::{Value, json};
 
-use super::field::{Bad, Errors, forbidden, invalid, not_supported};
-use super::formats::qualified_name_errors;
+use crate::kinds::Kind;
+use crate::kinds::printing::{self, Column, col};
+use crate::validation::field::{Bad, Errors, forbidden, invalid, not_supported};
+use crate::validation::formats::qualified_name_errors;
 
-pub fn validate_lease(object: &Value, errs: &mut Errors) {
+pub(crate) struct Lease;
+pub(crate) static LEASE: Lease = Lease;
+
+const COLUMNS: &[Column] = &[
+    printing::NAME,
+    col(
+        "Holder",
+        "string",
+        "holderIdentity contains the identity of the holder of a current lease.",
+    ),
+    printing::AGE,
+];
+
+impl Kind for Lease {
+    fn group_kind(&self) -> (&'static str, &'static str) {
+        ("coordination.k8s.io", "Lease")
+    }
+
+    fn validate(&self, object: &Value, _old: Option<&Value>, errs: &mut Errors) {
+        validate(object, errs);
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
+    }
+
+    fn cells(&self, object: &Value, now: Timestamp) -> Vec<Value> {
+        vec![
+            printing::name(object),
+            json!(printing::str_at(object, &["spec", "holderIdentity"])),
+            printing::age(object, now),
+        ]
+    }
+}
+
+fn validate(object: &Value, errs: &mut Errors) {
     let spec = &object["spec"];
     if let Some(duration) = spec["leaseDurationSeconds"].as_i64().filter(|d| *d <= 0) {
         errs.push(invalid(

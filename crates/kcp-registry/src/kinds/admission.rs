@@ -4,10 +4,172 @@
 //! admission review versions including `v1` or `v1beta1`, known rules and policies. Defaults as
 //! in `admissionregistration/v1`.
 
+use jiff::Timestamp;
+use kcp_apimachinery::patch::strategic::ListStrategy;
+use kcp_apis::builtin::Resource;
 use serde_json::{Value, json};
 
-use super::field::{Bad, Errors, duplicate, go_strings, index, invalid, not_supported, required};
-use super::formats::{dns1035_label_errors, fully_qualified_name_error};
+use crate::error::RegistryError;
+use crate::kinds::printing::{self, Column, col};
+use crate::kinds::{Generation, Kind, metadata_list_strategy};
+use crate::validation::field::{
+    Bad, Errors, duplicate, go_strings, index, invalid, not_supported, required,
+};
+use crate::validation::formats::{dns1035_label_errors, fully_qualified_name_error};
+
+const GROUP: &str = "admissionregistration.k8s.io";
+
+/// Mutating and validating webhook configurations.
+pub(crate) struct WebhookConfiguration {
+    kind: &'static str,
+    mutating: bool,
+}
+pub(crate) static MUTATING_WEBHOOK_CONFIGURATION: WebhookConfiguration = WebhookConfiguration {
+    kind: "MutatingWebhookConfiguration",
+    mutating: true,
+};
+pub(crate) static VALIDATING_WEBHOOK_CONFIGURATION: WebhookConfiguration = WebhookConfiguration {
+    kind: "ValidatingWebhookConfiguration",
+    mutating: false,
+};
+/// ValidatingAdmissionPolicies: stored, printed, not yet enforced.
+pub(crate) struct ValidatingAdmissionPolicy;
+pub(crate) static VALIDATING_ADMISSION_POLICY: ValidatingAdmissionPolicy =
+    ValidatingAdmissionPolicy;
+/// ValidatingAdmissionPolicyBindings: stored, printed, not yet enforced.
+pub(crate) struct ValidatingAdmissionPolicyBinding;
+pub(crate) static VALIDATING_ADMISSION_POLICY_BINDING: ValidatingAdmissionPolicyBinding =
+    ValidatingAdmissionPolicyBinding;
+
+const WEBHOOK_COLUMNS: &[Column] = &[
+    printing::NAME,
+    col(
+        "Webhooks",
+        "integer",
+        "Webhooks indicates the number of webhooks registered in this configuration",
+    ),
+    printing::AGE,
+];
+const POLICY_COLUMNS: &[Column] = &[
+    printing::NAME,
+    col(
+        "Validations",
+        "integer",
+        "Validations indicates the number of validation rules defined in this configuration",
+    ),
+    col(
+        "ParamKind",
+        "string",
+        "ParamKind specifies the kind of resources used to parameterize this policy",
+    ),
+    printing::AGE,
+];
+const BINDING_COLUMNS: &[Column] = &[
+    printing::NAME,
+    col(
+        "PolicyName",
+        "string",
+        "PolicyName indicates the policy definition which the policy binding binded to",
+    ),
+    col(
+        "ParamRef",
+        "string",
+        "ParamRef indicates the param resource which sets the configration param",
+    ),
+    printing::AGE,
+];
+
+impl Kind for WebhookConfiguration {
+    fn group_kind(&self) -> (&'static str, &'static str) {
+        (GROUP, self.kind)
+    }
+
+    fn decode(&self, _: &Resource, object: &mut Value) -> Result<(), RegistryError> {
+        default_webhooks(object, self.mutating);
+        Ok(())
+    }
+
+    fn validate(&self, object: &Value, old: Option<&Value>, errs: &mut Errors) {
+        validate(object, old, self.mutating, errs);
+    }
+
+    fn generation(&self, _: &Resource) -> Generation {
+        Generation::Fields(&["webhooks"])
+    }
+
+    fn list_strategy(&self, path: &[&str]) -> ListStrategy {
+        match path {
+            ["webhooks"] => ListStrategy::MergeByKey("name"),
+            _ => metadata_list_strategy(path),
+        }
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        WEBHOOK_COLUMNS
+    }
+
+    fn cells(&self, object: &Value, now: Timestamp) -> Vec<Value> {
+        vec![
+            printing::name(object),
+            json!(printing::count(object, &["webhooks"])),
+            printing::age(object, now),
+        ]
+    }
+}
+
+impl Kind for ValidatingAdmissionPolicy {
+    fn group_kind(&self) -> (&'static str, &'static str) {
+        (GROUP, "ValidatingAdmissionPolicy")
+    }
+
+    fn generation(&self, _: &Resource) -> Generation {
+        Generation::Fields(&["spec"])
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        POLICY_COLUMNS
+    }
+
+    fn cells(&self, object: &Value, now: Timestamp) -> Vec<Value> {
+        let param_kind = match printing::value_at(object, &["spec", "paramKind"]) {
+            Some(kind) if kind.is_object() => format!(
+                "{}/{}",
+                printing::str_at(kind, &["apiVersion"]),
+                printing::str_at(kind, &["kind"])
+            ),
+            _ => "<unset>".to_string(),
+        };
+        vec![
+            printing::name(object),
+            json!(printing::count(object, &["spec", "validations"])),
+            json!(param_kind),
+            printing::age(object, now),
+        ]
+    }
+}
+
+impl Kind for ValidatingAdmissionPolicyBinding {
+    fn group_kind(&self) -> (&'static str, &'static str) {
+        (GROUP, "ValidatingAdmissionPolicyBinding")
+    }
+
+    fn generation(&self, _: &Resource) -> Generation {
+        Generation::Fields(&["spec"])
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        BINDING_COLUMNS
+    }
+
+    fn cells(&self, object: &Value, now: Timestamp) -> Vec<Value> {
+        vec![
+            printing::name(object),
+            json!(printing::str_at(object, &["spec", "policyName"])),
+            json!(param_ref(object)),
+            printing::age(object, now),
+        ]
+    }
+}
 
 const REVIEW_VERSIONS: &[&str] = &["v1", "v1beta1"];
 const FAILURE_POLICIES: &[&str] = &["Fail", "Ignore"];
@@ -37,7 +199,7 @@ fn strings(value: &Value) -> Vec<String> {
 
 /// Fills in the `v1` defaults: failure and match policy, timeout, selectors, rule scope,
 /// service port and (mutating) reinvocation policy.
-pub fn default_webhooks(object: &mut Value, mutating: bool) {
+fn default_webhooks(object: &mut Value, mutating: bool) {
     let Some(webhooks) = object["webhooks"].as_array_mut() else {
         return;
     };
@@ -79,7 +241,7 @@ pub fn default_webhooks(object: &mut Value, mutating: bool) {
 
 /// The webhooks of a configuration; `old` is the stored configuration on update (whose own
 /// looser values stay allowed).
-pub fn validate(object: &Value, old: Option<&Value>, mutating: bool, errs: &mut Errors) {
+fn validate(object: &Value, old: Option<&Value>, mutating: bool, errs: &mut Errors) {
     let old_hooks = old
         .and_then(|o| o["webhooks"].as_array().cloned())
         .unwrap_or_default();
@@ -268,7 +430,7 @@ fn validate_review_versions(versions: &Value, path: &str, errs: &mut Errors) {
 }
 
 /// `clientConfig` of a webhook (also used by CRD conversion webhooks).
-pub fn validate_client_config(config: &Value, path: &str, errs: &mut Errors) {
+pub(crate) fn validate_client_config(config: &Value, path: &str, errs: &mut Errors) {
     let url = config["url"].as_str();
     let service = config["service"].as_object();
     match (url, service) {
@@ -360,5 +522,30 @@ fn validate_url(url: &str, path: &str, errs: &mut Errors) {
             Bad::Str(query),
             "query parameters are not permitted in the URL",
         ));
+    }
+}
+
+/// A ValidatingAdmissionPolicyBinding's ParamRef cell.
+fn param_ref(binding: &Value) -> String {
+    let Some(reference) =
+        printing::value_at(binding, &["spec", "paramRef"]).filter(|r| r.is_object())
+    else {
+        return "<unset>".to_string();
+    };
+    let name = printing::str_at(reference, &["name"]);
+    let namespace = printing::str_at(reference, &["namespace"]);
+    if !name.is_empty() {
+        return match namespace {
+            "" => format!("*/{name}"),
+            namespace => format!("{namespace}/{name}"),
+        };
+    }
+    match reference["selector"]["matchLabels"].as_object() {
+        Some(labels) => labels
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+            .collect::<Vec<_>>()
+            .join(","),
+        None => "<unset>".to_string(),
     }
 }

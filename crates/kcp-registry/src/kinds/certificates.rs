@@ -2,15 +2,90 @@
 //! without repeats, a `signerName` of the form `example.com/signer-name`, expirations of at
 //! least ten minutes. (The request's signature is not checked.)
 
-use serde_json::Value;
+use jiff::Timestamp;
+use kcp_apimachinery::patch::strategic::ListStrategy;
+use kcp_apis::builtin::Resource;
+use serde_json::{Value, json};
 
-use super::field::{
+use crate::error::RegistryError;
+use crate::kinds::printing::{self, Column, col};
+use crate::kinds::{Kind, conditions_list_strategy};
+use crate::names::{self, NameRule};
+use crate::validation::field::{
     Bad, Errors, duplicate, go_bytes, index, invalid, not_supported, required, too_long,
 };
-use super::formats::decode_base64;
-use super::{decode_error, json_type};
-use crate::error::RegistryError;
-use crate::names;
+use crate::validation::formats::decode_base64;
+use crate::validation::{decode_error, json_type};
+
+pub(crate) struct CertificateSigningRequest;
+pub(crate) static CERTIFICATE_SIGNING_REQUEST: CertificateSigningRequest =
+    CertificateSigningRequest;
+
+const COLUMNS: &[Column] = &[
+    printing::NAME,
+    printing::AGE,
+    col(
+        "SignerName",
+        "string",
+        "Requested signer for the request. It is a qualified name in the form: `scope-hostname.io/name`.",
+    ),
+    col("Requestor", "string", "Base64-encoded PKCS#10 CSR data"),
+    col(
+        "RequestedDuration",
+        "string",
+        "expirationSeconds is the requested duration of validity of the issued certificate.",
+    ),
+    col(
+        "Condition",
+        "string",
+        "Conditions applied to the request, such as approval or denial.",
+    ),
+];
+
+impl Kind for CertificateSigningRequest {
+    fn group_kind(&self) -> (&'static str, &'static str) {
+        ("certificates.k8s.io", "CertificateSigningRequest")
+    }
+
+    fn name_rule(&self) -> NameRule {
+        NameRule::PathSegment
+    }
+
+    fn decode(&self, _: &Resource, object: &mut Value) -> Result<(), RegistryError> {
+        decode(object)
+    }
+
+    fn validate(&self, object: &Value, _old: Option<&Value>, errs: &mut Errors) {
+        validate(object, errs);
+    }
+
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        &["spec.signerName"]
+    }
+
+    fn list_strategy(&self, path: &[&str]) -> ListStrategy {
+        conditions_list_strategy(path)
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
+    }
+
+    fn cells(&self, object: &Value, now: Timestamp) -> Vec<Value> {
+        let signer = printing::or_none(printing::str_at(object, &["spec", "signerName"]));
+        let duration = object["spec"]["expirationSeconds"]
+            .as_i64()
+            .map_or("<none>".to_string(), printing::human_duration);
+        vec![
+            printing::name(object),
+            printing::age(object, now),
+            json!(signer),
+            json!(printing::str_at(object, &["spec", "username"])),
+            json!(duration),
+            json!(csr_condition(object)),
+        ]
+    }
+}
 
 const USAGES: &[&str] = &[
     "any",
@@ -39,7 +114,7 @@ const USAGES: &[&str] = &[
 ];
 
 /// `spec.request` is bytes: it must be base64, or decoding fails (400).
-pub fn prepare(object: &mut Value) -> Result<(), RegistryError> {
+fn decode(object: &mut Value) -> Result<(), RegistryError> {
     let kind = "CertificateSigningRequest";
     match &object["spec"]["request"] {
         Value::Null => Ok(()),
@@ -63,7 +138,7 @@ fn has_pem_request(bytes: &[u8]) -> bool {
         && text.contains("-----END CERTIFICATE REQUEST-----")
 }
 
-pub fn validate(object: &Value, errs: &mut Errors) {
+fn validate(object: &Value, errs: &mut Errors) {
     let spec = &object["spec"];
     let request = spec["request"]
         .as_str()
@@ -171,4 +246,30 @@ fn validate_signer_name(signer: &str, errs: &mut Errors) {
     if signer.len() > max {
         errs.push(too_long(PATH, max));
     }
+}
+
+/// A CSR's Condition cell: `Approved`, `Denied` or `Pending`, then `,Failed` and `,Issued`.
+fn csr_condition(csr: &Value) -> String {
+    let has = |kind: &str| {
+        csr["status"]["conditions"]
+            .as_array()
+            .is_some_and(|conditions| conditions.iter().any(|c| c["type"] == kind))
+    };
+    let mut status = if has("Denied") {
+        "Denied".to_string()
+    } else if has("Approved") {
+        "Approved".to_string()
+    } else {
+        "Pending".to_string()
+    };
+    if has("Failed") {
+        status.push_str(",Failed");
+    }
+    if csr["status"]["certificate"]
+        .as_str()
+        .is_some_and(|c| !c.is_empty())
+    {
+        status.push_str(",Issued");
+    }
+    status
 }

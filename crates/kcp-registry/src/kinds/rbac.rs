@@ -2,14 +2,152 @@
 //! reference that never changes and subjects of a known kind. Names are path segments.
 //! Defaults as in `rbac/v1`: the role reference's and User/Group subjects' `apiGroup`.
 
+use jiff::Timestamp;
+use kcp_apimachinery::labels::validation::go_quote;
+use kcp_apis::builtin::Resource;
 use serde_json::{Value, json};
 
-use super::field::{Bad, Errors, go_strings, index, invalid, not_supported, required};
-use kcp_apimachinery::labels::validation::go_quote;
-
+use crate::error::RegistryError;
+use crate::kinds::Kind;
+use crate::kinds::printing::{self, Column, col, wide};
 use crate::names::{self, NameRule};
+use crate::validation::field::{Bad, Errors, go_strings, index, invalid, not_supported, required};
+use crate::validation::metadata;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
+
+/// Roles and ClusterRoles.
+pub(crate) struct RoleKind {
+    kind: &'static str,
+    namespaced: bool,
+}
+pub(crate) static ROLE: RoleKind = RoleKind {
+    kind: "Role",
+    namespaced: true,
+};
+pub(crate) static CLUSTER_ROLE: RoleKind = RoleKind {
+    kind: "ClusterRole",
+    namespaced: false,
+};
+
+/// RoleBindings and ClusterRoleBindings.
+pub(crate) struct BindingKind {
+    kind: &'static str,
+    namespaced: bool,
+    columns: &'static [Column],
+}
+pub(crate) static ROLE_BINDING: BindingKind = BindingKind {
+    kind: "RoleBinding",
+    namespaced: true,
+    columns: ROLE_BINDING_COLUMNS,
+};
+pub(crate) static CLUSTER_ROLE_BINDING: BindingKind = BindingKind {
+    kind: "ClusterRoleBinding",
+    namespaced: false,
+    columns: CLUSTER_ROLE_BINDING_COLUMNS,
+};
+
+const ROLE_BINDING_COLUMNS: &[Column] = &[
+    printing::NAME,
+    col(
+        "Role",
+        "string",
+        "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace.",
+    ),
+    printing::AGE,
+    wide("Users", "string", "Users in the roleBinding"),
+    wide("Groups", "string", "Groups in the roleBinding"),
+    wide(
+        "ServiceAccounts",
+        "string",
+        "ServiceAccounts in the roleBinding",
+    ),
+];
+const CLUSTER_ROLE_BINDING_COLUMNS: &[Column] = &[
+    printing::NAME,
+    col(
+        "Role",
+        "string",
+        "RoleRef can only reference a ClusterRole in the global namespace.",
+    ),
+    printing::AGE,
+    wide("Users", "string", "Users in the clusterRoleBinding"),
+    wide("Groups", "string", "Groups in the clusterRoleBinding"),
+    wide(
+        "ServiceAccounts",
+        "string",
+        "ServiceAccounts in the clusterRoleBinding",
+    ),
+];
+
+impl Kind for RoleKind {
+    fn group_kind(&self) -> (&'static str, &'static str) {
+        (GROUP, self.kind)
+    }
+
+    fn name_rule(&self) -> NameRule {
+        NameRule::PathSegment
+    }
+
+    fn validate(&self, object: &Value, _old: Option<&Value>, errs: &mut Errors) {
+        validate_role(object, self.namespaced, errs);
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        printing::NAME_CREATED_AT
+    }
+
+    fn cells(&self, object: &Value, _now: Timestamp) -> Vec<Value> {
+        printing::name_created_at(object)
+    }
+}
+
+impl Kind for BindingKind {
+    fn group_kind(&self) -> (&'static str, &'static str) {
+        (GROUP, self.kind)
+    }
+
+    fn name_rule(&self) -> NameRule {
+        NameRule::PathSegment
+    }
+
+    fn decode(&self, _: &Resource, object: &mut Value) -> Result<(), RegistryError> {
+        default_binding(object);
+        Ok(())
+    }
+
+    fn validate_update(&self, _: &Resource, new: &Value, old: &Value, errs: &mut Errors) {
+        metadata::validate_update(new, old, errs);
+        metadata::validate(new, self.name_rule(), errs);
+        validate_binding(new, self.namespaced, errs);
+        validate_binding_update(new, old, errs);
+    }
+
+    fn validate(&self, object: &Value, _old: Option<&Value>, errs: &mut Errors) {
+        validate_binding(object, self.namespaced, errs);
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        self.columns
+    }
+
+    fn cells(&self, object: &Value, now: Timestamp) -> Vec<Value> {
+        let role = format!(
+            "{}/{}",
+            printing::str_at(object, &["roleRef", "kind"]),
+            printing::str_at(object, &["roleRef", "name"])
+        );
+        let (users, groups, service_accounts) = subjects(object);
+        vec![
+            printing::name(object),
+            json!(role),
+            printing::age(object, now),
+            json!(users),
+            json!(groups),
+            json!(service_accounts),
+        ]
+    }
+}
 
 fn strings(value: &Value) -> Vec<String> {
     value
@@ -28,7 +166,7 @@ fn text<'a>(value: &'a Value, field: &str) -> &'a str {
 }
 
 /// Fills in `roleRef.apiGroup` and the `apiGroup` of User and Group subjects.
-pub fn default_binding(object: &mut Value) {
+fn default_binding(object: &mut Value) {
     if object["roleRef"].is_null() {
         // `roleRef` is a struct in Go: it is always there to default.
         object["roleRef"] = json!({});
@@ -50,7 +188,7 @@ pub fn default_binding(object: &mut Value) {
 }
 
 /// The rules of a Role (`namespaced`) or ClusterRole.
-pub fn validate_role(object: &Value, namespaced: bool, errs: &mut Errors) {
+fn validate_role(object: &Value, namespaced: bool, errs: &mut Errors) {
     let rules = object["rules"].as_array().cloned().unwrap_or_default();
     for (i, rule) in rules.iter().enumerate() {
         let path = index("rules", i);
@@ -104,7 +242,7 @@ pub fn validate_role(object: &Value, namespaced: bool, errs: &mut Errors) {
 }
 
 /// The role reference and subjects of a RoleBinding (`namespaced`) or ClusterRoleBinding.
-pub fn validate_binding(object: &Value, namespaced: bool, errs: &mut Errors) {
+fn validate_binding(object: &Value, namespaced: bool, errs: &mut Errors) {
     let role_ref = &object["roleRef"];
     let api_group = text(role_ref, "apiGroup");
     if api_group != GROUP {
@@ -187,7 +325,7 @@ fn validate_subject(subject: &Value, namespaced: bool, path: &str, errs: &mut Er
 }
 
 /// A binding's role reference may never change.
-pub fn validate_binding_update(new: &Value, old: &Value, errs: &mut Errors) {
+fn validate_binding_update(new: &Value, old: &Value, errs: &mut Errors) {
     // Bindings stored before `apiGroup` was defaulted count as defaulted.
     let mut old = old.clone();
     default_binding(&mut old);
@@ -205,4 +343,26 @@ pub fn validate_binding_update(new: &Value, old: &Value, errs: &mut Errors) {
         );
         errs.push(invalid("roleRef", Bad::Go(shown), "cannot change roleRef"));
     }
+}
+
+/// Users, groups and service accounts (`namespace/name`) of a (cluster) role binding.
+fn subjects(binding: &Value) -> (String, String, String) {
+    let (mut users, mut groups, mut service_accounts) = (Vec::new(), Vec::new(), Vec::new());
+    for subject in binding["subjects"].as_array().into_iter().flatten() {
+        let name = printing::str_at(subject, &["name"]);
+        match printing::str_at(subject, &["kind"]) {
+            "User" => users.push(name.to_string()),
+            "Group" => groups.push(name.to_string()),
+            "ServiceAccount" => service_accounts.push(format!(
+                "{}/{name}",
+                printing::str_at(subject, &["namespace"])
+            )),
+            _ => {}
+        }
+    }
+    (
+        users.join(", "),
+        groups.join(", "),
+        service_accounts.join(", "),
+    )
 }

@@ -11,37 +11,61 @@ use kcp_apis::builtin::Resource;
 use kcp_apis::custom::CustomResource;
 use serde_json::Value;
 
-use super::field::{self, Bad, Errors};
-use super::metadata;
-use crate::error::Cause;
-use crate::names::NameRule;
+use crate::error::{Cause, RegistryError};
+use crate::kinds::{Generation, Kind};
+use crate::validation::field::{self, Bad, Errors};
+use crate::validation::metadata;
 
-/// Fills in the schema's defaults.
-pub(crate) fn prepare(custom: &CustomResource, object: &mut Value) {
-    if custom.has_defaults
-        && let Some(schema) = &custom.schema
-    {
-        kcp_apimachinery::schema::default(schema, object);
+/// The rule set every custom resource shares; what differs between them comes from their CRD
+/// (`Resource::custom`). Their Table columns are the CRD's printer columns, which the API
+/// server renders itself (this set's [`Kind::columns`] are not asked).
+pub(crate) struct Custom;
+pub(crate) static CUSTOM: Custom = Custom;
+
+impl Kind for Custom {
+    fn group_kind(&self) -> (&'static str, &'static str) {
+        ("", "")
     }
-}
 
-/// The problems of a new custom resource.
-pub(crate) fn validate_create(custom: &CustomResource, object: &Value) -> Errors {
-    let mut errs = Errors::new();
-    metadata::validate(object, NameRule::Subdomain, &mut errs);
-    validate_schema(custom, object, &mut errs);
-    validate_scale(custom, object, &mut errs);
-    errs
-}
+    /// Fills in the schema's defaults.
+    fn decode(&self, resource: &Resource, object: &mut Value) -> Result<(), RegistryError> {
+        if let Some(custom) = resource.custom()
+            && custom.has_defaults
+            && let Some(schema) = &custom.schema
+        {
+            kcp_apimachinery::schema::default(schema, object);
+        }
+        Ok(())
+    }
 
-/// The problems of `new` replacing `old`.
-pub(crate) fn validate_update(custom: &CustomResource, new: &Value, old: &Value) -> Errors {
-    let mut errs = Errors::new();
-    metadata::validate_update(new, old, &mut errs);
-    metadata::validate(new, NameRule::Subdomain, &mut errs);
-    validate_schema(custom, new, &mut errs);
-    validate_scale(custom, new, &mut errs);
-    errs
+    fn validate_create(&self, resource: &Resource, object: &Value, errs: &mut Errors) {
+        metadata::validate(object, self.name_rule(), errs);
+        if let Some(custom) = resource.custom() {
+            validate_schema(custom, object, errs);
+            validate_scale(custom, object, errs);
+        }
+    }
+
+    fn validate_update(&self, resource: &Resource, new: &Value, old: &Value, errs: &mut Errors) {
+        metadata::validate_update(new, old, errs);
+        metadata::validate(new, self.name_rule(), errs);
+        if let Some(custom) = resource.custom() {
+            validate_schema(custom, new, errs);
+            validate_scale(custom, new, errs);
+        }
+    }
+
+    fn generation(&self, resource: &Resource) -> Generation {
+        Generation::AllButMetadata {
+            status: resource.custom().is_some_and(|custom| custom.status),
+        }
+    }
+
+    fn selects(&self, resource: &Resource, field: &str) -> bool {
+        resource
+            .custom()
+            .is_some_and(|custom| custom.selectable_fields.iter().any(|f| f == field))
+    }
 }
 
 /// The schema's problems with `object`.
