@@ -10,6 +10,8 @@ use kcp_apimachinery::json::{self, BodyError, Decoded, MAX_DEPTH};
 use kcp_apis::builtin::Resource;
 use kcp_registry::RegistryError;
 
+use crate::error::ApiError;
+
 /// The media types objects may be sent in.
 const OBJECT_MEDIA_TYPES: &str =
     "application/json, application/yaml, application/vnd.kubernetes.protobuf";
@@ -20,7 +22,7 @@ pub fn decode_object(
     content_type: Option<&str>,
     body: &[u8],
     resource: Option<&Resource>,
-) -> Result<Decoded, RegistryError> {
+) -> Result<Decoded, ApiError> {
     if body.len() >= crate::cpu::LARGE_BODY {
         return crate::cpu::heavy(|| decode_object_here(content_type, body, resource));
     }
@@ -31,7 +33,7 @@ fn decode_object_here(
     content_type: Option<&str>,
     body: &[u8],
     resource: Option<&Resource>,
-) -> Result<Decoded, RegistryError> {
+) -> Result<Decoded, ApiError> {
     let media = content_type
         .unwrap_or("application/json")
         .split(';')
@@ -51,17 +53,21 @@ fn decode_object_here(
         )),
     };
     match media {
-        "application/json" => json::decode_body(body).map_err(|error| match error {
-            BodyError::TooDeep => too_deep(),
-            BodyError::Syntax(message) => {
-                RegistryError::BadRequest(format!("the object provided is unrecognized: {message}"))
-            }
+        "application/json" => json::decode_body(body).map_err(|error| {
+            ApiError::from(match error {
+                BodyError::TooDeep => too_deep(),
+                BodyError::Syntax(message) => RegistryError::BadRequest(format!(
+                    "the object provided is unrecognized: {message}"
+                )),
+            })
         }),
-        "application/yaml" => crate::yaml::decode(body).map_err(|error| match error {
-            BodyError::TooDeep => too_deep(),
-            BodyError::Syntax(message) => {
-                RegistryError::BadRequest(format!("error converting YAML to JSON: {message}"))
-            }
+        "application/yaml" => crate::yaml::decode(body).map_err(|error| {
+            ApiError::from(match error {
+                BodyError::TooDeep => too_deep(),
+                BodyError::Syntax(message) => {
+                    RegistryError::BadRequest(format!("error converting YAML to JSON: {message}"))
+                }
+            })
         }),
         // Protobuf messages have fixed shapes (prost also stops at 100 nested messages), and
         // their maps cannot repeat keys once decoded.
@@ -72,13 +78,13 @@ fn decode_object_here(
             })
             .map_err(|error| match error {
                 crate::protobuf::ProtobufError::Malformed(message) => {
-                    RegistryError::BadRequest(message)
+                    RegistryError::BadRequest(message).into()
                 }
                 crate::protobuf::ProtobufError::Unsupported(message) => {
-                    RegistryError::UnsupportedMediaType(message)
+                    ApiError::UnsupportedMediaType(message)
                 }
             }),
-        _ => Err(RegistryError::UnsupportedMediaType(format!(
+        _ => Err(ApiError::UnsupportedMediaType(format!(
             "the body of the request was in an unknown format - accepted media types include: {OBJECT_MEDIA_TYPES} (got {media})"
         ))),
     }
@@ -144,7 +150,7 @@ mod tests {
             ("application/json", &"{\"a\":".repeat(200_000)),
         ] {
             match decode_object(Some(media), body.as_bytes(), Some(configmaps)) {
-                Err(RegistryError::BadRequest(message)) => assert!(
+                Err(ApiError::Registry(RegistryError::BadRequest(message))) => assert!(
                     message.contains("exceeded max depth of 100")
                         || message.starts_with("error converting YAML to JSON"),
                     "{media}: {message}"

@@ -32,7 +32,8 @@ use http_body::{Body as HttpBody, Frame, SizeHint};
 use http_body_util::BodyExt;
 use serde_json::json;
 
-use crate::status::{Body, json_response};
+use crate::negotiation::Encoding;
+use crate::status::{Body, encoded};
 
 /// kube-apiserver's `--max-requests-inflight` default.
 pub const DEFAULT_MAX_READONLY: usize = 400;
@@ -216,8 +217,9 @@ pub fn exempt(groups: &[String]) -> bool {
 }
 
 /// kube-apiserver's 429 for a request that was not admitted, as a `Status`.
-pub fn too_many_requests() -> Response<Body> {
-    let mut response = json_response(
+pub fn too_many_requests(encoding: Encoding) -> Response<Body> {
+    let mut response = encoded(
+        encoding,
         StatusCode::TOO_MANY_REQUESTS,
         &json!({
             "kind": "Status",
@@ -237,8 +239,9 @@ pub fn too_many_requests() -> Response<Body> {
 }
 
 /// kube-apiserver's 504 for a request that ran out of time.
-pub fn timed_out() -> Response<Body> {
-    json_response(
+pub fn timed_out(encoding: Encoding) -> Response<Body> {
+    encoded(
+        encoding,
         StatusCode::GATEWAY_TIMEOUT,
         &json!({
             "kind": "Status",
@@ -405,7 +408,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_answers_are_kube_apiservers() {
-        let response = too_many_requests();
+        let response = too_many_requests(Encoding::Json);
         assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(response.headers()[header::RETRY_AFTER], "1");
         let body = response.into_body().collect().await.unwrap().to_bytes();
@@ -414,7 +417,7 @@ mod tests {
         assert_eq!(status["reason"], "TooManyRequests");
         assert_eq!(status["details"]["retryAfterSeconds"], 1);
 
-        let response = timed_out();
+        let response = timed_out(Encoding::Json);
         assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
         let body = response.into_body().collect().await.unwrap().to_bytes();
         let status: serde_json::Value = serde_json::from_slice(&body).unwrap();

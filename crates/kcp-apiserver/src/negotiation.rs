@@ -15,7 +15,7 @@ use kcp_apis::builtin::Resource;
 use kcp_registry::RegistryError;
 use serde_json::{Value, json};
 
-use crate::handlers::Params;
+use crate::scope::Params;
 use crate::status::{Body, failure};
 
 /// The media types kube-apiserver lists in its 406 message.
@@ -209,11 +209,6 @@ pub fn negotiate(headers: &HeaderMap, answer: Answer) -> Result<Negotiated, NotA
                 "only the following media types are accepted: {ACCEPTED_MEDIA_TYPES}"
             ))
         })
-}
-
-/// The encoding a response to these headers should have, if negotiation succeeds.
-pub fn response_encoding(headers: &HeaderMap, answer: Answer) -> Option<Encoding> {
-    negotiate(headers, answer).ok().map(|n| n.encoding)
 }
 
 /// The `apidiscovery.k8s.io` version (`v2` or `v2beta1`) of the aggregated discovery document

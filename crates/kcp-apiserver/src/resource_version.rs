@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use kcp_registry::{Cause, Registry, RegistryError};
 
-use crate::handlers::Params;
+use crate::scope::Params;
 
 /// Which state a read is served from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

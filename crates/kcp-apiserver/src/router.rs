@@ -6,8 +6,9 @@
 //! discovery documents, then resource requests (handed to [`crate::handlers`]); other paths
 //! answer 404 with Kubernetes' message. Metrics name a group and resource only for
 //! authenticated requests whose resource something serves, so made-up paths add no series.
-//! Whole API responses are re-encoded as YAML when the client negotiated it and gzip-compressed
-//! when large ([`crate::yaml`], [`crate::compression`]).
+//! The response representation is negotiated once here, from the `Accept` header: API
+//! responses (resources, discovery, their errors) are written in it directly, JSON or YAML;
+//! bodies are gzip-compressed when large ([`crate::compression`]).
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
@@ -21,10 +22,10 @@ use crate::authn::{TokenAuthenticator, User};
 use crate::discovery;
 use crate::limits::{self, Class, LimitConfig, Limits};
 use crate::metrics::Metrics;
-use crate::negotiation;
+use crate::negotiation::{self, Encoding, Negotiated, NotAcceptable};
 use crate::request_info::{self, RequestInfo, ResourceRequest};
 use crate::served::Served;
-use crate::status::{Body, failure, json_response, text_response};
+use crate::status::{Body, encoded, failure_as, json_response, text_response};
 
 /// Request bodies above this size answer 413, as kube-apiserver's limit.
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -78,19 +79,17 @@ impl Router {
                 path == "/api" || path.starts_with("/api/") || path.starts_with("/apis")
             }
         };
-        let answer = if verb == "watch" {
-            negotiation::Answer::Watch
-        } else {
-            negotiation::Answer::Object
+        let answer = match &info {
+            RequestInfo::Resource(resource) => crate::handlers::answer_of(resource),
+            RequestInfo::NonResource { .. } => negotiation::Answer::Object,
         };
-        let yaml = api_response
-            && negotiation::response_encoding(request.headers(), answer)
-                == Some(negotiation::Encoding::Yaml);
+        let negotiated = negotiation::negotiate(request.headers(), answer);
+        let encoding = match &negotiated {
+            Ok(negotiated) if api_response => negotiated.encoding,
+            _ => Encoding::Json,
+        };
         let gzip = crate::compression::accepts_gzip(request.headers());
-        let (mut response, served) = self.admit(request, info).await;
-        if yaml {
-            response = crate::yaml::json_response_to_yaml(response).await;
-        }
+        let (response, served) = self.admit(request, info, negotiated, encoding).await;
         let response = crate::compression::maybe_gzip(response, gzip).await;
         // Labels only from bounded sets: a resource nothing serves, or any path of a client
         // that is not even authenticated, must not become a new series.
@@ -138,7 +137,13 @@ impl Router {
     /// Answers the public endpoints to anyone; authenticates the rest, admits them by the
     /// in-flight limits and answers them within the request timeout. Also says whether the
     /// request was authenticated and for a resource its logical cluster serves.
-    async fn admit<B>(&self, request: Request<B>, info: RequestInfo) -> (Response<Body>, bool)
+    async fn admit<B>(
+        &self,
+        request: Request<B>,
+        info: RequestInfo,
+        negotiated: Result<Negotiated, NotAcceptable>,
+        encoding: Encoding,
+    ) -> (Response<Body>, bool)
     where
         B: http_body::Body<Data = Bytes>,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -165,7 +170,12 @@ impl Router {
             .and_then(|v| std::str::from_utf8(v.as_bytes()).ok());
         let Some(user) = self.authn.authenticate(authorization) else {
             return (
-                failure(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized"),
+                failure_as(
+                    encoding,
+                    StatusCode::UNAUTHORIZED,
+                    "Unauthorized",
+                    "Unauthorized",
+                ),
                 false,
             );
         };
@@ -180,20 +190,20 @@ impl Router {
                 Ok(permit) => Some(permit),
                 Err(rejected) => {
                     tracing::debug!(user = %user.name, ?class, ?rejected, "request not admitted");
-                    return (limits::too_many_requests(), false);
+                    return (limits::too_many_requests(encoding), false);
                 }
             }
         };
         let timeout = self.limits.config().request_timeout;
         let mut served = false;
-        let answer = self.answer(request, info, user, &mut served);
+        let answer = self.answer(request, info, user, negotiated, &mut served);
         let response = if timeout.is_zero() {
             answer.await
         } else {
             // Dropping the answer on time-out cancels it and gives its place back.
             tokio::time::timeout(timeout, answer)
                 .await
-                .unwrap_or_else(|_| limits::timed_out())
+                .unwrap_or_else(|_| limits::timed_out(encoding))
         };
         match (class, permit) {
             // A watch keeps its place while its stream is open.
@@ -209,6 +219,7 @@ impl Router {
         request: Request<B>,
         mut info: RequestInfo,
         user: &User,
+        negotiated: Result<Negotiated, NotAcceptable>,
         served: &mut bool,
     ) -> Response<Body>
     where
@@ -217,13 +228,14 @@ impl Router {
     {
         let (parts, body) = request.into_parts();
         let read_only = matches!(parts.method, Method::GET | Method::HEAD);
+        let encoding = negotiated.as_ref().map_or(Encoding::Json, |n| n.encoding);
         // The OpenAPI index points back at the path the client used.
         let requested_cluster = match &info {
             RequestInfo::Resource(r) => r.cluster.clone(),
             RequestInfo::NonResource { cluster, .. } => cluster.clone(),
         };
-        if let Err(not_found) = crate::workspaces::resolve(&self.registry, &mut info).await {
-            return not_found;
+        if let Err(error) = crate::workspaces::resolve(&self.registry, &mut info).await {
+            return error.into_response(encoding);
         }
         if let RequestInfo::Resource(resource) = &info {
             *served = self.serves(resource);
@@ -231,7 +243,7 @@ impl Router {
         if let RequestInfo::Resource(resource) = &info
             && crate::workspaces::is_home(resource)
         {
-            return crate::workspaces::home(&self.registry, &user.name).await;
+            return crate::workspaces::home(&self.registry, &user.name, encoding).await;
         }
         match info {
             RequestInfo::NonResource { path, .. } if path == "/metrics" && read_only => {
@@ -272,13 +284,14 @@ impl Router {
                     }
                     _ => {}
                 }
+                // Only `/api` and `/apis` documents are written in YAML when asked.
+                let encoding = match path.starts_with("/api") {
+                    true => encoding,
+                    false => Encoding::Json,
+                };
                 match discovery_document(&served, &path).filter(|_| read_only) {
-                    Some(document) => json_response(StatusCode::OK, &document),
-                    None => failure(
-                        StatusCode::NOT_FOUND,
-                        "NotFound",
-                        "the server could not find the requested resource",
-                    ),
+                    Some(document) => encoded(encoding, StatusCode::OK, &document),
+                    None => crate::error::ApiError::NoSuchResource.into_response(encoding),
                 }
             }
             RequestInfo::Resource(resource) => {
@@ -289,14 +302,16 @@ impl Router {
                             .downcast_ref::<http_body_util::LengthLimitError>()
                             .is_some() =>
                     {
-                        return failure(
+                        return failure_as(
+                            encoding,
                             StatusCode::PAYLOAD_TOO_LARGE,
                             "RequestEntityTooLarge",
                             &format!("the request body is too large: limit is {MAX_BODY_BYTES}"),
                         );
                     }
                     Err(error) => {
-                        return failure(
+                        return failure_as(
+                            encoding,
                             StatusCode::BAD_REQUEST,
                             "BadRequest",
                             &format!("reading the request body: {error}"),
@@ -309,6 +324,7 @@ impl Router {
                     parts.uri.query(),
                     &parts.headers,
                     body,
+                    negotiated,
                 )
                 .await
             }

@@ -1,13 +1,13 @@
 //! Requests for a subresource (`namespaces/<name>/status`, `namespaces/<name>/finalize`, the
 //! `status` of other kinds, the `scale` of custom resources): which are served, with which
 //! verbs, and the registry mode that makes updates and patches change only the subresource's
-//! part of the object (for `scale`, the whole-object registry: [`crate::scale`] narrows writes).
+//! part of the object (for `scale`, the whole-object registry: the scale handler narrows
+//! writes).
 
-use http::StatusCode;
 use kcp_apis::builtin::Resource;
 use kcp_registry::Registry;
 
-use crate::status::{Body, failure};
+use crate::error::ApiError;
 
 /// The registry serving `verb` on the subresource `name` of `resource`, or the response that
 /// refuses it: 404 for a subresource the resource does not have (or the server does not serve
@@ -17,14 +17,8 @@ pub(crate) fn registry_for(
     resource: &Resource,
     name: &str,
     verb: &str,
-) -> Result<Registry, Box<http::Response<Body>>> {
-    let not_found = || {
-        Box::new(failure(
-            StatusCode::NOT_FOUND,
-            "NotFound",
-            "the server could not find the requested resource",
-        ))
-    };
+) -> Result<Registry, ApiError> {
+    let not_found = || ApiError::NoSuchResource;
     let Some((_, verbs)) = resource.subresources.iter().find(|(sub, _)| *sub == name) else {
         return Err(not_found());
     };
@@ -37,13 +31,9 @@ pub(crate) fn registry_for(
         return Err(not_found());
     };
     if !verbs.contains(&verb) {
-        return Err(Box::new(failure(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "MethodNotAllowed",
-            &format!(
-                "the server does not allow this method on the requested resource ({verb} on {}/{name})",
-                resource.name
-            ),
+        return Err(ApiError::MethodNotAllowed(format!(
+            "the server does not allow this method on the requested resource ({verb} on {}/{name})",
+            resource.name
         )));
     }
     Ok(subresource_registry)

@@ -26,9 +26,11 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::handlers::{Params, selector_filter};
+use crate::error::registry_status;
+use crate::handlers::selector_filter;
 use crate::negotiation::{Conversion, IncludeObject, partial_object_metadata};
-use crate::status::{Body, registry_error_status};
+use crate::scope::Params;
+use crate::status::Body;
 
 /// Longest watch when the client gives no timeout (kube-apiserver picks 30-60 minutes).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -156,7 +158,7 @@ pub async fn serve(
     if from > 0
         && let Err(error) = crate::resource_version::wait_for_revision(registry, from).await
     {
-        failure = Some(registry_error_status(&error).1);
+        failure = Some(registry_status(&error).1);
     }
     let mut initial = None;
     let mut start = from;
@@ -204,7 +206,7 @@ pub async fn serve(
             line.push(b'\n');
             Bytes::from(line)
         };
-        let error_event = |error: &RegistryError| encode("ERROR", registry_error_status(error).1);
+        let error_event = |error: &RegistryError| encode("ERROR", registry_status(error).1);
         // Events from the watch cache arrive encoded once for all watchers: only the envelope
         // is written per watcher.
         let frame = |event: WatchEvent| -> Bytes {

@@ -4,16 +4,15 @@
 //! are served whole; custom resources, whose CRDs may differ from cluster to cluster, only as
 //! `PartialObjectMetadata` (a full-object request finds no resource, as in kcp).
 
-use http::{HeaderMap, Response, StatusCode};
 use kcp_apis::builtin::ResourceRef;
 use kcp_registry::Registry;
 
-use crate::negotiation::{self, Answer, Conversion};
+use crate::error::ApiError;
+use crate::negotiation::Conversion;
 use crate::request_info::ResourceRequest;
-use crate::status::{Body, failure};
 
 /// The 405 for a verb other than list and watch, or `None` when the verb is allowed.
-pub fn refuse_verb(info: &ResourceRequest) -> Option<Response<Body>> {
+pub fn refuse_verb(info: &ResourceRequest) -> Option<ApiError> {
     if matches!(info.verb.as_str(), "list" | "watch") {
         return None;
     }
@@ -22,35 +21,25 @@ pub fn refuse_verb(info: &ResourceRequest) -> Option<Response<Body>> {
     } else {
         format!("{}.{}", info.resource, info.group)
     };
-    Some(failure(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "MethodNotAllowed",
-        &format!(
-            "{} is not supported on resources of kind \"{qualified}\" in the `*` logical cluster",
-            info.verb
-        ),
-    ))
+    Some(ApiError::MethodNotAllowed(format!(
+        "{} is not supported on resources of kind \"{qualified}\" in the `*` logical cluster",
+        info.verb
+    )))
 }
 
-/// For a wildcard request that negotiated `PartialObjectMetadata`, a custom resource of that
-/// name as any cluster defines it.
+/// For a wildcard request that negotiated `PartialObjectMetadata` (`conversion`), a custom
+/// resource of that name as any cluster defines it.
 pub fn metadata_only_resource(
     registry: &Registry,
     info: &ResourceRequest,
     cluster: &str,
-    headers: &HeaderMap,
+    conversion: Conversion,
 ) -> Option<ResourceRef> {
     if cluster != kcp_registry::ALL_CLUSTERS {
         return None;
     }
-    let answer = if info.verb == "watch" {
-        Answer::Watch
-    } else {
-        Answer::List
-    };
-    let negotiated = negotiation::negotiate(headers, answer).ok()?;
     matches!(
-        negotiated.conversion,
+        conversion,
         Conversion::PartialObjectMetadata(_) | Conversion::PartialObjectMetadataList(_)
     )
     .then(|| registry.resolve_in_any_cluster(&info.group, &info.version, &info.resource))
@@ -75,8 +64,8 @@ mod tests {
         assert!(refuse_verb(&info).is_none());
         info.verb = "create".into();
         assert_eq!(
-            refuse_verb(&info).unwrap().status(),
-            StatusCode::METHOD_NOT_ALLOWED
+            refuse_verb(&info).unwrap().status().0,
+            http::StatusCode::METHOD_NOT_ALLOWED
         );
     }
 }

@@ -10,8 +10,10 @@ use kcp_registry::Registry;
 use kcp_registry::tenancy::paths::valid_path;
 use kcp_registry::tenancy::{HomeWorkspace, ROOT};
 
+use crate::error::ApiError;
+use crate::negotiation::Encoding;
 use crate::request_info::{RequestInfo, ResourceRequest};
-use crate::status::{Body, from_registry_error, json_response};
+use crate::status::{Body, encoded, failure_as};
 
 /// How long a request for `~` waits for a new home to become Ready before answering 429.
 const HOME_WAIT: Duration = Duration::from_secs(3);
@@ -19,7 +21,7 @@ const HOME_POLL: Duration = Duration::from_millis(10);
 
 /// Replaces the workspace path of `info` by the logical cluster it names. `*` (every cluster)
 /// and requests outside `/clusters/` are left alone.
-pub async fn resolve(registry: &Registry, info: &mut RequestInfo) -> Result<(), Response<Body>> {
+pub async fn resolve(registry: &Registry, info: &mut RequestInfo) -> Result<(), ApiError> {
     let cluster = match info {
         RequestInfo::Resource(request) => &mut request.cluster,
         RequestInfo::NonResource { cluster, .. } => cluster,
@@ -38,20 +40,17 @@ pub async fn resolve(registry: &Registry, info: &mut RequestInfo) -> Result<(), 
             *cluster = Some(name);
             Ok(())
         }
-        Err(error) => Err(from_registry_error(&error)),
+        Err(error) => Err(error.into()),
     }
 }
 
 /// kcp's answer to a `/clusters/<x>` whose `<x>` is not a workspace path.
-fn invalid_cluster(path: &str) -> Response<Body> {
-    crate::status::failure(
-        StatusCode::BAD_REQUEST,
-        "BadRequest",
-        &format!(
-            "invalid cluster: {} does not match the regex",
-            kcp_apimachinery::labels::validation::go_quote(path)
-        ),
-    )
+fn invalid_cluster(path: &str) -> ApiError {
+    kcp_registry::RegistryError::BadRequest(format!(
+        "invalid cluster: {} does not match the regex",
+        kcp_apimachinery::labels::validation::go_quote(path)
+    ))
+    .into()
 }
 
 /// Whether `request` asks for the home workspace `~`.
@@ -66,18 +65,19 @@ pub fn is_home(request: &ResourceRequest) -> bool {
 
 /// The home workspace of `user`: created if missing, answered once Ready; 429 with
 /// `Retry-After` if it takes longer than a moment.
-pub async fn home(registry: &Registry, user: &str) -> Response<Body> {
+pub async fn home(registry: &Registry, user: &str, encoding: Encoding) -> Response<Body> {
     let deadline = Instant::now() + HOME_WAIT;
     loop {
         match registry.home_workspace(user).await {
             Ok(HomeWorkspace::Ready(workspace)) => {
-                return json_response(StatusCode::OK, &workspace);
+                return encoded(encoding, StatusCode::OK, &workspace);
             }
             Ok(HomeWorkspace::Initializing) if Instant::now() < deadline => {
                 tokio::time::sleep(HOME_POLL).await;
             }
             Ok(HomeWorkspace::Initializing) => {
-                let mut response = crate::status::failure(
+                let mut response = failure_as(
+                    encoding,
                     StatusCode::TOO_MANY_REQUESTS,
                     "TooManyRequests",
                     "the home workspace is being initialized, please try again",
@@ -87,7 +87,7 @@ pub async fn home(registry: &Registry, user: &str) -> Response<Body> {
                     .insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
                 return response;
             }
-            Err(error) => return from_registry_error(&error),
+            Err(error) => return ApiError::from(error).into_response(encoding),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! YAML in and out (`application/yaml`): request bodies become the same JSON values the
-//! registry works on, and JSON responses are re-encoded when the client negotiated YAML. YAML
+//! registry works on, and response documents are written as YAML when the client negotiated it
+//! ([`encode`], used by [`crate::status::encoded`]). YAML
 //! follows YAML 1.1 scalars as Kubernetes' `sigs.k8s.io/yaml` does (`on` is `true`); keys come
 //! out sorted, as Kubernetes writes them.
 //!
@@ -7,14 +8,8 @@
 //! recursion is bounded), keeps serde-saphyr's budgets against alias and anchor bombs, and
 //! reports repeated keys (the last one wins) instead of refusing them, for `fieldValidation`.
 
-use bytes::Bytes;
-use http::{HeaderValue, Response, header};
-use http_body::Body as _;
-use http_body_util::BodyExt;
 use kcp_apimachinery::json::{BodyError, Checked, Decoded, MAX_DEPTH, depth_message};
 use serde_json::Value;
-
-use crate::status::{Body, full};
 
 /// The object in a YAML request body and the keys it repeated.
 pub fn decode(body: &[u8]) -> Result<Decoded, BodyError> {
@@ -41,37 +36,6 @@ pub fn decode(body: &[u8]) -> Result<Decoded, BodyError> {
 /// A JSON value as a YAML document.
 pub fn encode(value: &Value) -> Option<String> {
     serde_saphyr::to_string(value).ok()
-}
-
-/// Re-encodes a whole (not streamed) `application/json` response as YAML; anything else is
-/// returned as it is.
-pub async fn json_response_to_yaml(response: Response<Body>) -> Response<Body> {
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(';').next().map(str::trim) == Some("application/json"));
-    if !is_json || response.body().size_hint().exact().is_none() {
-        return response;
-    }
-    let (mut parts, body) = response.into_parts();
-    let bytes: Bytes = match body.collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(never) => match never {},
-    };
-    // Objects stored deeper than serde_json's default limit (before there was a limit) read too.
-    let Some(yaml) = kcp_apimachinery::json::decode_stored(&bytes)
-        .ok()
-        .and_then(|value| encode(&value))
-    else {
-        return Response::from_parts(parts, full(bytes));
-    };
-    parts.headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/yaml"),
-    );
-    parts.headers.remove(header::CONTENT_LENGTH);
-    Response::from_parts(parts, full(yaml))
 }
 
 #[cfg(test)]
@@ -131,14 +95,18 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn json_responses_become_yaml() {
-        let response = crate::status::json_response(
+    async fn documents_are_written_in_yaml_directly() {
+        use http_body_util::BodyExt;
+        let response = crate::status::encoded(
+            crate::negotiation::Encoding::Yaml,
             http::StatusCode::NOT_FOUND,
             &json!({"kind": "Status", "code": 404}),
         );
-        let response = json_response_to_yaml(response).await;
         assert_eq!(response.status(), http::StatusCode::NOT_FOUND);
-        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/yaml");
+        assert_eq!(
+            response.headers()[http::header::CONTENT_TYPE],
+            "application/yaml"
+        );
         let body = response.into_body().collect().await.unwrap().to_bytes();
         let text = String::from_utf8(body.to_vec()).unwrap();
         assert!(text.contains("kind: Status"), "{text}");

@@ -58,9 +58,6 @@ pub enum RegistryError {
     /// operations), with kube-apiserver's `Request entity too large: ` before the reason.
     #[error("Request entity too large: {0}")]
     RequestEntityTooLarge(String),
-    /// 415: a body in a media type the server does not read.
-    #[error("{0}")]
-    UnsupportedMediaType(String),
     /// 410: a continue token or resource version that storage has compacted away.
     #[error("{0}")]
     Expired(String),

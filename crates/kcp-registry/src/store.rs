@@ -495,10 +495,24 @@ impl Registry {
         name: &str,
         patch: &(dyn Fn(&Value) -> Result<Value, RegistryError> + Send + Sync),
     ) -> Result<Value, RegistryError> {
+        let with_nothing = |current: &Value| patch(current).map(|patched| (patched, ()));
+        Ok(self.patch_with(target, name, &with_nothing).await?.0)
+    }
+
+    /// [`Registry::patch`] with something the patch function found besides the object (what
+    /// the caller will warn about): the one of the attempt whose result was stored (or found
+    /// to change nothing) comes back with the object.
+    pub async fn patch_with<T: Send>(
+        &self,
+        target: Target<'_>,
+        name: &str,
+        patch: &PatchWith<'_, T>,
+    ) -> Result<(Value, T), RegistryError> {
         for _ in 0..CONFLICT_RETRIES {
             let current = self.read(&target, name).await?;
             let stored = self.present(&target, decode(&current)?).await?;
-            let mut patched = normalize(&target, patch(&stored)?)?;
+            let (patched, found) = patch(&stored)?;
+            let mut patched = normalize(&target, patched)?;
             match meta::string(&patched, "name") {
                 Some(patched_name) if patched_name != name => {
                     return Err(RegistryError::BadRequest(format!(
@@ -523,14 +537,14 @@ impl Registry {
             self.admit_tenancy_update(&target, name, &stored, &mut patched)?;
             check_update(&target, name, &patched, &stored).await?;
             if unchanged(target.resource, &stored, &patched) {
-                return Ok(stored);
+                return Ok((stored, found));
             }
             match self
                 .write_back(&target, name, patched, current.mod_revision)
                 .await
             {
                 Err(RegistryError::Conflict { .. }) => continue,
-                other => return other,
+                other => return other.map(|object| (object, found)),
             }
         }
         Err(target.conflict(name))
@@ -674,6 +688,9 @@ impl Registry {
         }
     }
 }
+
+/// A patch function that also reports something it found (see [`Registry::patch_with`]).
+pub type PatchWith<'a, T> = dyn Fn(&Value) -> Result<(Value, T), RegistryError> + Send + Sync + 'a;
 
 pub(crate) fn namespaces() -> &'static Resource {
     kcp_apis::builtin::in_group_version("", "v1")

@@ -6,16 +6,17 @@
 //! retry, the resourceVersion of the Scale is a precondition, the generation moves and the
 //! custom resource's validation runs).
 
-use bytes::Bytes;
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use kcp_apimachinery::json::json_type;
 use kcp_apimachinery::patch::{self, PatchType};
 use kcp_apimachinery::unstructured::{nested_int64, nested_string, set_nested_field};
 use kcp_apis::custom::Scale;
-use kcp_registry::{Registry, RegistryError, Target};
+use kcp_registry::RegistryError;
 use serde_json::{Value, json};
 
-use crate::handlers::{parse_body, patch_error, patch_type};
+use super::{patch_error, patch_type};
+use crate::error::ApiError;
+use crate::scope::RequestScope;
 use crate::status::Body;
 
 /// Marks a Scale made from a custom resource without spec replicas (apiextensions-apiserver's
@@ -28,19 +29,14 @@ enum Change {
     Patch(PatchType, Value),
 }
 
-/// Serves `verb` (get, update or patch) on the scale of the custom resource `name`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn serve(
-    registry: &Registry,
-    target: Target<'_>,
+/// Serves the scope's verb (get, update or patch) on the scale of the custom resource `name`.
+pub(super) async fn serve(
+    scope: &RequestScope<'_>,
     scale: &Scale,
-    verb: &str,
     name: &str,
-    headers: &HeaderMap,
-    body: &Bytes,
-    respond: &(dyn Fn(StatusCode, Value) -> Result<http::Response<Body>, RegistryError> + Sync),
-) -> Result<http::Response<Body>, RegistryError> {
-    let change = match verb {
+) -> Result<http::Response<Body>, ApiError> {
+    let (registry, target) = (&scope.registry, scope.target());
+    let change = match scope.verb {
         "get" => {
             let object = registry.get(target, name).await?;
             let (found, replicas_found) =
@@ -49,14 +45,18 @@ pub(crate) async fn serve(
                 return Err(RegistryError::Internal(format!(
                     "the spec replicas field {:?} does not exist",
                     scale.spec_replicas_path
-                )));
+                ))
+                .into());
             }
-            return respond(StatusCode::OK, found);
+            return scope.object(StatusCode::OK, found);
         }
-        "update" => Change::Replace(parse_body(headers, body)?),
+        "update" => {
+            let decoded = crate::body::decode_object(scope.content_type(), &scope.body, None)?;
+            Change::Replace(decoded.value)
+        }
         _ => {
-            let patch_type = patch_type(headers, target.resource)?;
-            let document: Value = serde_json::from_slice(body)
+            let patch_type = patch_type(scope.headers, target.resource)?;
+            let document: Value = serde_json::from_slice(&scope.body)
                 .map_err(|e| RegistryError::BadRequest(format!("error decoding patch: {e}")))?;
             Change::Patch(patch_type, document)
         }
@@ -96,7 +96,7 @@ pub(crate) async fn serve(
     };
     let updated = registry.patch(target, name, &apply).await?;
     let (answer, _) = scale_of(&updated, scale).map_err(RegistryError::BadRequest)?;
-    respond(StatusCode::OK, answer)
+    scope.object(StatusCode::OK, answer)
 }
 
 /// The Scale of a custom resource, and whether it has spec replicas at all (absent counts

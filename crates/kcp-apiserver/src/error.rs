@@ -1,0 +1,176 @@
+//! The API server's errors and the one place they become a `meta.k8s.io/v1 Status`: what the
+//! registry refuses ([`RegistryError`], which knows nothing of HTTP) and what only HTTP can
+//! refuse (a body in a media type the server does not read, an answer in none the client
+//! accepts, a path nothing serves).
+
+use http::{Response, StatusCode};
+use kcp_registry::RegistryError;
+use serde_json::{Value, json};
+
+use crate::negotiation::Encoding;
+use crate::status::{Body, encoded, failure_status};
+
+/// Why a request failed.
+#[derive(Debug, Clone)]
+pub enum ApiError {
+    /// The registry refused the request.
+    Registry(RegistryError),
+    /// 415: a body in a media type the server does not read.
+    UnsupportedMediaType(String),
+    /// 404 `the server could not find the requested resource`: no such path or resource.
+    NoSuchResource,
+    /// 405: a verb this resource or subresource does not serve.
+    MethodNotAllowed(String),
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ApiError::Registry(error) => error.fmt(f),
+            ApiError::UnsupportedMediaType(message) | ApiError::MethodNotAllowed(message) => {
+                f.write_str(message)
+            }
+            ApiError::NoSuchResource => {
+                f.write_str("the server could not find the requested resource")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl From<RegistryError> for ApiError {
+    fn from(error: RegistryError) -> ApiError {
+        ApiError::Registry(error)
+    }
+}
+
+impl ApiError {
+    /// The response, in the negotiated encoding.
+    pub fn into_response(self, encoding: Encoding) -> Response<Body> {
+        let (code, status) = self.status();
+        encoded(encoding, code, &status)
+    }
+
+    /// The HTTP code and `Status` object (also sent inside watch ERROR events).
+    pub fn status(&self) -> (StatusCode, Value) {
+        match self {
+            ApiError::Registry(error) => registry_status(error),
+            ApiError::UnsupportedMediaType(message) => {
+                let code = StatusCode::UNSUPPORTED_MEDIA_TYPE;
+                (code, failure_status(code, "UnsupportedMediaType", message))
+            }
+            ApiError::NoSuchResource => {
+                let code = StatusCode::NOT_FOUND;
+                let message = "the server could not find the requested resource";
+                (code, failure_status(code, "NotFound", message))
+            }
+            ApiError::MethodNotAllowed(message) => {
+                let code = StatusCode::METHOD_NOT_ALLOWED;
+                (code, failure_status(code, "MethodNotAllowed", message))
+            }
+        }
+    }
+}
+
+/// The HTTP code and `Status` of a registry error.
+pub fn registry_status(error: &RegistryError) -> (StatusCode, Value) {
+    use RegistryError as E;
+    let message = error.to_string();
+    let (code, reason) = match error {
+        E::NotFound { .. } => (StatusCode::NOT_FOUND, "NotFound"),
+        E::AlreadyExists { .. } => (StatusCode::CONFLICT, "AlreadyExists"),
+        E::Conflict { .. } => (StatusCode::CONFLICT, "Conflict"),
+        E::Invalid { .. } | E::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "Invalid"),
+        E::Forbidden { .. } => (StatusCode::FORBIDDEN, "Forbidden"),
+        E::BadRequest(_) => (StatusCode::BAD_REQUEST, "BadRequest"),
+        E::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed"),
+        E::RequestEntityTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "RequestEntityTooLarge"),
+        E::Expired(_) => (StatusCode::GONE, "Expired"),
+        E::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable"),
+        E::TooLargeResourceVersion { .. } => (StatusCode::GATEWAY_TIMEOUT, "Timeout"),
+        E::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "InternalError"),
+    };
+    let mut status = failure_status(code, reason, &message);
+    match error {
+        E::NotFound {
+            qualified_resource,
+            name,
+        }
+        | E::AlreadyExists {
+            qualified_resource,
+            name,
+        }
+        | E::Conflict {
+            qualified_resource,
+            name,
+            ..
+        } => {
+            let (kind, group) = qualified_resource
+                .split_once('.')
+                .unwrap_or((qualified_resource, ""));
+            status["details"] = json!({"name": name, "group": group, "kind": kind});
+        }
+        E::Invalid {
+            kind,
+            group,
+            name,
+            causes,
+        } => {
+            let causes: Vec<_> = causes
+                .iter()
+                .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                .collect();
+            status["details"] =
+                json!({"name": name, "group": group, "kind": kind, "causes": causes});
+        }
+        E::TooLargeResourceVersion { .. } => {
+            status["details"] = json!({
+                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                "retryAfterSeconds": 1,
+            });
+        }
+        E::Forbidden {
+            qualified_resource,
+            name,
+            causes,
+            ..
+        } => {
+            let (kind, group) = qualified_resource
+                .split_once('.')
+                .unwrap_or((qualified_resource, ""));
+            status["details"] = json!({"name": name, "group": group, "kind": kind});
+            if !causes.is_empty() {
+                status["details"]["causes"] = causes
+                    .iter()
+                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .collect();
+            }
+        }
+        _ => {}
+    }
+    (code, status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_errors_keep_their_reason_and_details() {
+        let error = ApiError::from(RegistryError::NotFound {
+            qualified_resource: "widgets.example.com".into(),
+            name: "w".into(),
+        });
+        let (code, status) = error.status();
+        assert_eq!(code, StatusCode::NOT_FOUND);
+        assert_eq!(status["reason"], "NotFound");
+        assert_eq!(
+            status["details"],
+            json!({"name": "w", "group": "example.com", "kind": "widgets"})
+        );
+        let (code, status) = ApiError::UnsupportedMediaType("no".into()).status();
+        assert_eq!(code, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        assert_eq!(status["reason"], "UnsupportedMediaType");
+    }
+}

@@ -1,0 +1,134 @@
+//! The request scope: what a resource request asks, worked out once before any verb runs —
+//! the logical cluster and resource, namespace and name, query parameters, the negotiated
+//! representation, `dryRun` (a registry that stores nothing), `fieldValidation`, the
+//! subresource's registry — and the warnings the answer will carry. Verbs read it; answers go
+//! out through it, encoded once in the negotiated format.
+
+use bytes::Bytes;
+use http::{HeaderMap, StatusCode, header};
+use kcp_apis::builtin::Resource;
+use kcp_registry::{Registry, RegistryError, Target};
+use serde_json::Value;
+
+use crate::error::ApiError;
+use crate::field_validation::{FieldValidation, with_warnings};
+use crate::negotiation::{self, Negotiated};
+use crate::status::{Body, encoded};
+
+/// One resource request, resolved.
+pub(crate) struct RequestScope<'a> {
+    /// The registry the verb runs against: dry-run and subresource variants already chosen.
+    pub registry: Registry,
+    pub cluster: &'a str,
+    pub resource: &'a Resource,
+    /// The namespace of a namespaced resource (`None` for cluster-scoped ones).
+    pub namespace: Option<&'a str>,
+    pub name: Option<&'a str>,
+    pub verb: &'a str,
+    pub subresource: Option<&'a str>,
+    pub params: Params,
+    pub headers: &'a HeaderMap,
+    pub body: Bytes,
+    pub negotiated: Negotiated,
+    pub field_validation: FieldValidation,
+    /// `Warning` headers of the answer, in the order they were found.
+    pub warnings: Vec<String>,
+}
+
+impl RequestScope<'_> {
+    /// Where the verb reads and writes.
+    pub fn target(&self) -> Target<'_> {
+        Target {
+            cluster: self.cluster,
+            resource: self.resource,
+            namespace: self.namespace,
+        }
+    }
+
+    /// The request's `Content-Type`, if it is text.
+    pub fn content_type(&self) -> Option<&str> {
+        self.headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+    }
+
+    /// One object, as the client asked for it (the object, a Table, PartialObjectMetadata).
+    pub fn object(
+        &self,
+        code: StatusCode,
+        object: Value,
+    ) -> Result<http::Response<Body>, ApiError> {
+        let rendered = negotiation::render_object(
+            self.negotiated.conversion,
+            self.resource,
+            &self.params,
+            object,
+        )?;
+        Ok(self.document(code, &rendered))
+    }
+
+    /// A document answered as it is (a list already rendered, a Status).
+    pub fn document(&self, code: StatusCode, document: &Value) -> http::Response<Body> {
+        encoded(self.negotiated.encoding, code, document)
+    }
+
+    /// The answer with the scope's warnings.
+    pub fn finish(&self, response: http::Response<Body>) -> http::Response<Body> {
+        with_warnings(response, &self.warnings)
+    }
+}
+
+/// Decoded query parameters.
+#[derive(Clone)]
+pub(crate) struct Params(Vec<(String, String)>);
+
+impl Params {
+    pub(crate) fn parse(query: Option<&str>) -> Self {
+        Params(
+            form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+                .into_owned()
+                .collect(),
+        )
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    }
+}
+
+/// The `dryRun` of a request: from the query, or for deletes from the DeleteOptions body.
+pub(crate) fn dry_run(verb: &str, params: &Params, body: &Bytes) -> Result<bool, RegistryError> {
+    let from_body = if matches!(verb, "delete" | "deletecollection") && !body.is_empty() {
+        delete_options_dry_run(body)?
+    } else {
+        None
+    };
+    match from_body.as_deref().or(params.get("dryRun")) {
+        None => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(RegistryError::BadRequest(format!(
+            "Invalid dry run value: {other}: supported values: \"All\""
+        ))),
+    }
+}
+
+/// The `dryRun` value of a DeleteOptions body, if it names one.
+fn delete_options_dry_run(body: &Bytes) -> Result<Option<String>, RegistryError> {
+    let options: Value = serde_json::from_slice(body).map_err(|e| {
+        RegistryError::BadRequest(format!("the DeleteOptions body could not be decoded: {e}"))
+    })?;
+    Ok(match options.get("dryRun").and_then(Value::as_array) {
+        Some(values) if !values.is_empty() => Some(
+            values
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        _ => None,
+    })
+}
