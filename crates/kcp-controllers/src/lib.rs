@@ -35,8 +35,7 @@ impl Controllers {
             tokio::spawn(namespace::run(registry.clone(), stopped.clone())),
             tokio::spawn(crd::run(registry.clone(), stopped.clone())),
             tokio::spawn(workspace::run(registry.clone(), stopped.clone())),
-            tokio::spawn(logicalcluster::run(registry.clone(), stopped.clone())),
-            tokio::spawn(follow_crds(registry, stopped)),
+            tokio::spawn(logicalcluster::run(registry, stopped)),
         ];
         Controllers { stop, tasks }
     }
@@ -47,14 +46,5 @@ impl Controllers {
         for task in self.tasks {
             let _ = task.await;
         }
-    }
-}
-
-/// Keeps the registry's index of served custom resources in step with storage (other servers'
-/// CRD writes, and the state at start-up) until `stop` turns true.
-async fn follow_crds(registry: Registry, mut stop: watch::Receiver<bool>) {
-    tokio::select! {
-        _ = registry.follow_crds() => {}
-        _ = stop.wait_for(|stopped| *stopped) => {}
     }
 }

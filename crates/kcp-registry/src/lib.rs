@@ -10,6 +10,7 @@
 //!
 //! It must not know HTTP, content types or which backend stores the bytes.
 
+pub mod admission;
 mod collection;
 pub mod custom;
 mod error;
@@ -28,9 +29,10 @@ mod watch_cache;
 mod wildcard;
 
 pub use collection::DeletedCollection;
+pub use custom::index::CrdFollower;
 pub use error::{Cause, RegistryError};
 pub use list::{Filter, ListOptions, ListResult};
 pub use meta::{now, seconds_since};
-pub use store::{ALL_CLUSTERS, DeleteOutcome, Registry, Target};
+pub use store::{ALL_CLUSTERS, DeleteOutcome, PatchWith, Registry, Target};
 pub use watch::WatchEvent;
 pub use wildcard::{ClusterEvent, ClusterObject};

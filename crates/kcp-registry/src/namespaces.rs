@@ -5,13 +5,13 @@
 //! it and removes `kubernetes` from `spec.finalizers` through the `finalize` subresource; that
 //! update removes the namespace once no finalizer of either list is left. A delete of a
 //! terminating namespace whose `spec.finalizers` are not empty answers it unchanged; once they
-//! are empty it is the generic delete. `default`, `kube-system` and `kube-public` cannot be
-//! deleted.
+//! are empty it is the generic delete. (That `default`, `kube-system` and `kube-public` cannot
+//! be deleted is admission's, [`crate::admission`].)
 
 use serde_json::json;
 
 use crate::error::RegistryError;
-use crate::kinds::core::{IMMORTAL_NAMESPACES, spec_finalizers};
+use crate::kinds::core::spec_finalizers;
 use crate::meta;
 use crate::store::{DeleteOutcome, Registry, Target, decode};
 
@@ -24,14 +24,6 @@ impl Registry {
         target: Target<'_>,
         name: &str,
     ) -> Result<DeleteOutcome, RegistryError> {
-        if IMMORTAL_NAMESPACES.contains(&name) && !self.is_privileged() {
-            return Err(RegistryError::Forbidden {
-                qualified_resource: target.qualified_resource(),
-                name: name.to_string(),
-                message: "this namespace may not be deleted".into(),
-                causes: Vec::new(),
-            });
-        }
         for _ in 0..CONFLICT_RETRIES {
             let current = self.read(&target, name).await?;
             let mut namespace = decode(&current)?;

@@ -305,13 +305,13 @@ impl Registry {
                 None => String::new(),
             },
         };
-        if let Some(namespace) = target.namespace.filter(|_| target.resource.namespaced) {
-            self.require_namespace(&target, namespace, &object).await?;
-        }
+        let sent_name = meta::string(&object, "name")
+            .unwrap_or_default()
+            .to_string();
         if !name.is_empty() {
             meta::metadata_mut(&mut object).insert("name".into(), json!(name));
         }
-        self.admit_tenancy_create(&target, &mut object).await?;
+        self.admit_create(&target, &mut object, &sent_name).await?;
         let mut causes = validation::validate_create(target.resource, &object);
         validation::check_rules(target.resource, &object, None, &mut causes).await;
         if !causes.is_empty() {
@@ -471,7 +471,7 @@ impl Registry {
                 next,
             );
             carry_server_fields(target.resource, &stored, &mut next);
-            self.admit_tenancy_update(&target, name, &stored, &mut next)?;
+            self.admit_update(&target, name, &stored, &mut next)?;
             check_update(&target, name, &next, &stored).await?;
             if unchanged(target.resource, &stored, &next) {
                 return Ok(stored);
@@ -534,7 +534,7 @@ impl Registry {
                 patched,
             );
             carry_server_fields(target.resource, &stored, &mut patched);
-            self.admit_tenancy_update(&target, name, &stored, &mut patched)?;
+            self.admit_update(&target, name, &stored, &mut patched)?;
             check_update(&target, name, &patched, &stored).await?;
             if unchanged(target.resource, &stored, &patched) {
                 return Ok((stored, found));
@@ -593,7 +593,7 @@ impl Registry {
         target: Target<'_>,
         name: &str,
     ) -> Result<DeleteOutcome, RegistryError> {
-        self.admit_tenancy_delete(&target, name).await?;
+        self.admit_delete(&target, name).await?;
         match kinds::rules(target.resource).deletion() {
             Deletion::NamespaceLifecycle => self.delete_namespace(target, name).await,
             Deletion::ServedResources => self.delete_crd(target, name).await,
@@ -639,37 +639,6 @@ impl Registry {
             }
         }
         Err(target.conflict(name))
-    }
-
-    /// Fails with `namespaces "<ns>" not found` unless the namespace exists in the cluster, and
-    /// with 403 Forbidden while it is terminating (NamespaceLifecycle admission).
-    async fn require_namespace(
-        &self,
-        target: &Target<'_>,
-        namespace: &str,
-        object: &Value,
-    ) -> Result<(), RegistryError> {
-        let namespaces = Target {
-            cluster: target.cluster,
-            resource: namespaces(),
-            namespace: None,
-        };
-        let stored = decode(&self.read(&namespaces, namespace).await?)?;
-        if kinds::core::namespace_terminating(&stored) {
-            return Err(RegistryError::Forbidden {
-                qualified_resource: target.qualified_resource(),
-                name: meta::string(object, "name").unwrap_or_default().to_string(),
-                message: format!(
-                    "unable to create new content in namespace {namespace} because it is being terminated"
-                ),
-                causes: vec![Cause {
-                    reason: "NamespaceTerminating",
-                    field: "metadata.namespace".into(),
-                    message: format!("namespace {namespace} is being terminated"),
-                }],
-            });
-        }
-        Ok(())
     }
 
     /// Creates the namespace `name` in `cluster` unless it exists (bootstrap of `default`).

@@ -24,7 +24,7 @@ use kcp_apiserver::limits::LimitConfig;
 use kcp_apiserver::router::Router;
 use kcp_apiserver::{ServeHandle, ServeOptions, serve};
 use kcp_controllers::Controllers;
-use kcp_registry::Registry;
+use kcp_registry::{CrdFollower, Registry};
 
 /// The logical cluster that exists from the first start.
 const ROOT_CLUSTER: &str = "root";
@@ -40,6 +40,7 @@ pub struct Server {
     pub kubeconfig: PathBuf,
     serving: ServeHandle,
     controllers: Controllers,
+    crd_follower: CrdFollower,
     compactor: Option<tokio::task::JoinHandle<()>>,
     store: Store,
 }
@@ -99,6 +100,7 @@ impl Server {
             ))
             .await
             .context("bootstrap the root workspace")?;
+        let crd_follower = registry.start_crd_follower();
         let controllers = Controllers::start(registry.clone());
         let compactor = compactor::start(store.storage(), options.etcd_compaction_interval);
         let serving = serve(
@@ -116,6 +118,7 @@ impl Server {
             kubeconfig,
             serving,
             controllers,
+            crd_follower,
             compactor,
             store,
         })
@@ -125,6 +128,7 @@ impl Server {
     pub async fn shutdown(self) {
         self.serving.shutdown();
         self.controllers.shutdown().await;
+        self.crd_follower.stop().await;
         if let Some(compactor) = self.compactor {
             compactor.abort();
         }

@@ -9,7 +9,8 @@
 //! entries.
 //!
 //! The index is fed three ways: every CRD write through this registry updates it at once (a
-//! client that sees its CRD Established can use it at once), [`Registry::follow_crds`] applies
+//! client that sees its CRD Established can use it at once), the follower the registry starts ([`Registry::start_crd_follower`], from the composition
+//! root) applies
 //! the writes of other servers on the same store (and the state at start-up), and a request for
 //! a resource the index does not know reads that CRD from storage before answering 404.
 
@@ -245,10 +246,18 @@ impl Registry {
         self.custom_index().live_specs()
     }
 
-    /// Keeps the index in step with the CRDs in storage, including other servers' writes: lists
-    /// every CRD of every cluster, then follows their changes; starts over after an error.
-    /// Runs until the process ends.
-    pub async fn follow_crds(&self) {
+    /// Starts keeping the index in step with the CRDs in storage, including other servers'
+    /// writes and the state at start-up (see [`CrdFollower`]). Needs a tokio runtime.
+    pub fn start_crd_follower(&self) -> CrdFollower {
+        let registry = self.clone();
+        CrdFollower {
+            task: Some(tokio::spawn(async move { registry.follow_crds().await })),
+        }
+    }
+
+    /// Keeps the index in step with the CRDs in storage: lists every CRD of every cluster,
+    /// then follows their changes; starts over after an error. Runs until cancelled.
+    async fn follow_crds(&self) {
         loop {
             if let Err(error) = self.follow_crds_once().await {
                 tracing::warn!(%error, "following CustomResourceDefinitions; starting over");
@@ -287,6 +296,30 @@ impl Registry {
             (true, Some(name)) => self.custom_index().forget(target.cluster, name),
             (false, _) => self.custom_index().observe(target.cluster, object),
             _ => {}
+        }
+    }
+}
+
+/// The task that keeps a registry's index of served custom resources in step with storage
+/// ([`Registry::start_crd_follower`]); it stops when this handle is stopped or dropped.
+pub struct CrdFollower {
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl CrdFollower {
+    /// Stops following and waits until the task is gone.
+    pub async fn stop(mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for CrdFollower {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
         }
     }
 }
