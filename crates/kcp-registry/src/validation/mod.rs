@@ -1,7 +1,8 @@
 //! Validation of the built-in kinds, with Kubernetes' field paths and messages.
 //!
 //! Three steps, called by the registry on create, update and patch:
-//! - [`prepare`]: what Kubernetes does while decoding a body. Values of the wrong type (exact
+//! - [`prepare`]: what Kubernetes does while decoding a body. Fields the kind does not declare
+//!   are dropped (for every writer, the server's controllers too). Values of the wrong type (exact
 //!   messages for the fields users hit, then every field by the kind's schema in `kcp-apis`),
 //!   bytes that are not base64 and quantities that do not parse fail with a 400
 //!   (`<Kind> in version "v1" cannot be handled as a <Kind>: ...`); defaults are filled in
@@ -65,6 +66,9 @@ fn prepare_metadata(resource: &Resource, object: &Value) -> Result<(), RegistryE
 
 /// Decoding checks and defaults; see the module docs.
 pub(crate) fn prepare(resource: &Resource, object: &mut Value) -> Result<(), RegistryError> {
+    // Fields the kind does not declare go, as decoding drops them, whoever writes (the API
+    // server has already dropped and reported them as `fieldValidation` asks).
+    kcp_apis::schema::catalogue().prune_unknown(resource, object);
     prepare_metadata(resource, object)?;
     kinds::rules(resource).decode(resource, object)?;
     // Every other field of the wrong JSON type, by the kind's schema.

@@ -1077,3 +1077,14 @@ fn defaults_never_panic_on_fields_of_the_wrong_type() {
         }
     }
 }
+
+#[test]
+fn decoding_drops_undeclared_fields_for_every_writer() {
+    let mut object =
+        json!({"metadata": {"name": "cm", "bogus": 1}, "data": {"a": "b"}, "spec": {"x": 1}});
+    prepare(resource("", "ConfigMap"), &mut object).unwrap();
+    assert_eq!(
+        object,
+        json!({"metadata": {"name": "cm"}, "data": {"a": "b"}})
+    );
+}
