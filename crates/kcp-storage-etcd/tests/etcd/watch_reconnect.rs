@@ -9,11 +9,9 @@ use kcp_storage::{Event, EventKind, Op, Storage, StorageError, Txn, WatchRequest
 use kcp_storage_etcd::EtcdStorage;
 use kcp_storage_etcd::process::EtcdProcess;
 
-const TIMEOUT: Duration = Duration::from_secs(30);
+use crate::support::bytes;
 
-fn bytes(s: &str) -> bytes::Bytes {
-    bytes::Bytes::copy_from_slice(s.as_bytes())
-}
+const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One round of writes under `/rc/`: creates, an update, a delete, a two-key transaction (two
 /// events at one revision) and a write outside the watched prefix. Returns the expected events
