@@ -14,7 +14,9 @@ use kcp_registry::{DeleteOutcome, ListOptions, Registry, RegistryError, Target};
 use kcp_storage::MemoryStorage;
 use serde_json::{Value, json};
 
-use crate::support::{builtin, eventually, eventually_some, namespaced, namespaces};
+use kcp_testing::wait::until_async;
+
+use crate::support::{builtin, namespaced, namespaces};
 
 fn crds(cluster: &str) -> Target<'_> {
     Target {
@@ -51,7 +53,7 @@ fn widget(name: &str, finalizers: &[&str]) -> Value {
 
 /// The widgets resource of `cluster`, once its CRD is Established.
 async fn widgets(registry: &Registry, cluster: &str) -> ResourceRef {
-    eventually_some("widgets are served", async || {
+    until_async("widgets are served", async || {
         registry
             .resolve(cluster, "example.com", "v1", "widgets")
             .await
@@ -151,7 +153,7 @@ async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
         "{refused:?}"
     );
 
-    eventually("only the held widget is left", async || {
+    until_async("only the held widget is left", async || {
         widget_names(&registry, doomed, &resource).await == ["b/held"]
     })
     .await;
@@ -181,7 +183,7 @@ async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
         )
         .await
         .unwrap();
-    eventually("the CRD is gone", async || {
+    until_async("the CRD is gone", async || {
         matches!(
             registry.get(crds(doomed), "widgets.example.com").await,
             Err(RegistryError::NotFound { .. })
@@ -229,7 +231,7 @@ async fn terminating_namespaces_lose_their_custom_resources() {
         .delete(namespaces(cluster), "doomed")
         .await
         .unwrap();
-    eventually("the namespace is gone", async || {
+    until_async("the namespace is gone", async || {
         matches!(
             registry.get(namespaces(cluster), "doomed").await,
             Err(RegistryError::NotFound { .. })
@@ -296,7 +298,7 @@ async fn a_crd_whose_conversion_webhook_is_unreachable_goes_with_its_resources()
             .unwrap();
     }
     let mut served = None;
-    eventually("v2 is served", async || {
+    until_async("v2 is served", async || {
         served = registry
             .resolve(cluster, "example.com", "v2", "widgets")
             .await;
@@ -311,7 +313,7 @@ async fn a_crd_whose_conversion_webhook_is_unreachable_goes_with_its_resources()
     );
 
     registry.delete(namespaces(cluster), "b").await.unwrap();
-    eventually("namespace b is gone", async || {
+    until_async("namespace b is gone", async || {
         matches!(
             registry.get(namespaces(cluster), "b").await,
             Err(RegistryError::NotFound { .. })
@@ -324,7 +326,7 @@ async fn a_crd_whose_conversion_webhook_is_unreachable_goes_with_its_resources()
         .delete(crds(cluster), "widgets.example.com")
         .await
         .unwrap();
-    eventually("the CRD is gone", async || {
+    until_async("the CRD is gone", async || {
         matches!(
             registry.get(crds(cluster), "widgets.example.com").await,
             Err(RegistryError::NotFound { .. })

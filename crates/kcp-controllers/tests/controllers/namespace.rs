@@ -7,7 +7,9 @@ use kcp_registry::{Registry, RegistryError, Target};
 use kcp_storage::MemoryStorage;
 use serde_json::{Value, json};
 
-use crate::support::{builtin, eventually, namespaced, namespaces};
+use kcp_testing::wait::until_async;
+
+use crate::support::{builtin, namespaced, namespaces};
 
 /// Objects of the built-in `group`/`name` in `namespace` of `cluster`.
 fn inside<'a>(cluster: &'a str, group: &str, name: &str, namespace: &'a str) -> Target<'a> {
@@ -68,11 +70,11 @@ async fn terminating_namespaces_are_emptied_and_removed_in_every_cluster() {
         .await
         .unwrap();
 
-    eventually("root's namespace is gone", async || {
+    until_async("root's namespace is gone", async || {
         !exists(&registry, namespaces("root"), "doomed").await
     })
     .await;
-    eventually("root:org's content is deleted", async || {
+    until_async("root:org's content is deleted", async || {
         !exists(
             &registry,
             inside("root:org", "", "configmaps", "doomed"),
@@ -112,7 +114,7 @@ async fn terminating_namespaces_are_emptied_and_removed_in_every_cluster() {
         )
         .await
         .unwrap();
-    eventually("root:org's namespace is gone", async || {
+    until_async("root:org's namespace is gone", async || {
         !exists(&registry, namespaces("root:org"), "doomed").await
     })
     .await;

@@ -11,7 +11,7 @@ use kcp_registry::{ListOptions, Registry, RegistryError, Target};
 use kcp_storage::MemoryStorage;
 use serde_json::{Value, json};
 
-use crate::support::eventually_some;
+use kcp_testing::wait::until_async;
 
 fn workspaces(cluster: &str) -> Target<'_> {
     Target {
@@ -31,7 +31,7 @@ async fn ready(registry: &Registry, parent: &str, name: &str) -> Value {
         )
         .await
         .unwrap();
-    eventually_some(&format!("{parent}:{name} Ready"), async || {
+    until_async(&format!("{parent}:{name} Ready"), async || {
         let ws = registry.get(workspaces(&cluster), name).await.ok()?;
         (ws["status"]["phase"] == "Ready").then_some(ws)
     })
@@ -97,7 +97,7 @@ async fn a_tree_becomes_ready_and_goes_away_with_its_top() {
     assert_eq!(names, [json!("default"), json!("kube-system")]);
 
     registry.delete(workspaces("root"), "org").await.unwrap();
-    eventually_some("the org to go", async || {
+    until_async("the org to go", async || {
         matches!(
             registry.get(workspaces("root"), "org").await,
             Err(RegistryError::NotFound { .. })

@@ -5,8 +5,8 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use kcp_storage::{RangeRequest, Storage, StorageError, WatchRequest};
-use kcp_storage_etcd::process::EtcdProcess;
 use kcp_storage_etcd::{EtcdConfig, EtcdStorage};
+use kcp_testing::etcd::EtcdProcess;
 
 use crate::support::{assert_no_event, bytes, next_event};
 

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use kcp_storage::{Storage, WatchRequest};
-use kcp_storage_etcd::process::{EtcdOptions, EtcdProcess, EtcdServerTls};
 use kcp_storage_etcd::{EtcdStorage, EtcdTls};
+use kcp_testing::etcd::{EtcdOptions, EtcdProcess, EtcdServerTls};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use kcp_storage::{Event, EventKind, Op, Storage, StorageError, Txn, WatchRequest, WatchStream};
 use kcp_storage_etcd::EtcdStorage;
-use kcp_storage_etcd::process::EtcdProcess;
+use kcp_testing::etcd::EtcdProcess;
 
 use crate::support::bytes;
 

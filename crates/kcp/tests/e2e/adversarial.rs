@@ -229,9 +229,9 @@ async fn stalled_watchers(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe
 /// CEL rules that would run for minutes are refused when the CRD is written; rules that are
 /// expensive but within the estimate, written many at once, leave the server answering.
 async fn expensive_rules(kcp: &Arc<Kcp>, attacker: &kube::Config, probe: &ReadyProbe) {
-    use super::crd_cel::{COSTLY_CRD, expensive_crd};
+    use super::crd_cel::{costly_crd, expensive_crd};
     let dir = tempfile::tempdir().unwrap();
-    let unbounded = super::support::write_file(dir.path(), "unbounded.yaml", COSTLY_CRD);
+    let unbounded = super::support::write_file(dir.path(), "unbounded.yaml", &costly_crd());
     let bounded = super::support::write_file(dir.path(), "bounded.yaml", &expensive_crd());
     let server = Arc::clone(kcp);
     tokio::task::spawn_blocking(move || {
@@ -270,7 +270,7 @@ async fn expensive_rules(kcp: &Arc<Kcp>, attacker: &kube::Config, probe: &ReadyP
 /// Patches built to crash or exhaust the server: answered with 4xx, memory unchanged, the
 /// target object as it was.
 async fn patch_bombs(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe) {
-    use super::support::{exponential_copy_patch, self_nesting_patch};
+    use kcp_testing::patches::{exponential_copy_patch, self_nesting_patch};
     let client = kube::Client::try_from(attacker.clone()).unwrap();
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     api.create(&PostParams::default(), &configmap("target", "intact"))

@@ -4,26 +4,23 @@
 //! discovery; a CRD created again starts empty; deleting a namespace deletes its custom
 //! resources.
 
+use kcp_testing::crd::Crd;
+
 use super::support::{Kcp, write_file};
 
-const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, properties: {size: {type: integer}}}
-"#;
+fn widgets_crd() -> String {
+    Crd::namespaced("widgets", "Widget")
+        .singular("widget")
+        .storage_version(
+            "v1",
+            "
+            type: object
+            properties:
+              spec: {type: object, properties: {size: {type: integer}}}
+            ",
+        )
+        .yaml()
+}
 
 fn widget(name: &str, namespace: &str, finalizers: &str) -> String {
     format!(
@@ -57,7 +54,7 @@ fn deleting_a_crd_deletes_its_resources_then_itself() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
     let (cluster, other) = (&kcp.workspace("crd-del"), &kcp.workspace("crd-del-other"));
-    let crd = write_file(dir.path(), "crd.yaml", CRD);
+    let crd = write_file(dir.path(), "crd.yaml", &widgets_crd());
     let mut objects = String::new();
     for (name, namespace, finalizers) in [
         ("one", "a", ""),
@@ -203,7 +200,7 @@ fn deleting_a_namespace_deletes_its_custom_resources() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
     let cluster = &kcp.workspace("crd-del-ns");
-    let crd = write_file(dir.path(), "crd.yaml", CRD);
+    let crd = write_file(dir.path(), "crd.yaml", &widgets_crd());
     kcp.kubectl_in_ok(cluster, &["create", "namespace", "doomed"]);
     kcp.kubectl_in_ok(cluster, &["create", "namespace", "kept"]);
     create_crd(&kcp, cluster, &crd);

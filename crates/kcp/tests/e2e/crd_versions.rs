@@ -13,13 +13,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use base64::Engine;
 use serde_json::{Value, json};
 
+use kcp_testing::crd::Crd;
+use kcp_testing::output::json;
+
 use super::support::{Kcp, write_file};
 
 const CLUSTER: &str = "root:crd-versions";
-
-fn json_of(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
 
 fn stderr_of(kcp: &Kcp, args: &[&str]) -> (bool, String) {
     let output = kcp.kubectl_in(CLUSTER, args);
@@ -37,50 +36,53 @@ fn wait_established(kcp: &Kcp, crd: &str) {
 /// (sizes up to 100, color defaults to blue), `storage` naming the storage version, and an
 /// unserved `v1alpha1`.
 fn none_crd(storage: &str) -> String {
-    format!(
-        r#"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {{plural: widgets, singular: widget, kind: Widget}}
-  versions:
-  - name: v1alpha1
-    served: false
-    storage: false
-    schema:
-      openAPIV3Schema: {{type: object, properties: {{spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}}}
-  - name: v1beta1
-    served: true
-    storage: {beta}
-    deprecated: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {{type: integer, maximum: 5}}
-              color: {{type: string}}
-  - name: v1
-    served: true
-    storage: {ga}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {{type: integer, maximum: 100}}
-              color: {{type: string, default: blue}}
-"#,
-        beta = storage == "v1beta1",
-        ga = storage == "v1",
-    )
+    Crd::namespaced("widgets", "Widget")
+        .singular("widget")
+        .version(
+            "
+            name: v1alpha1
+            served: false
+            storage: false
+            schema:
+              openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+            ",
+        )
+        .version(&format!(
+            "
+            name: v1beta1
+            served: true
+            storage: {beta}
+            deprecated: true
+            schema:
+              openAPIV3Schema:
+                type: object
+                properties:
+                  spec:
+                    type: object
+                    properties:
+                      size: {{type: integer, maximum: 5}}
+                      color: {{type: string}}
+            ",
+            beta = storage == "v1beta1",
+        ))
+        .version(&format!(
+            "
+            name: v1
+            served: true
+            storage: {ga}
+            schema:
+              openAPIV3Schema:
+                type: object
+                properties:
+                  spec:
+                    type: object
+                    properties:
+                      size: {{type: integer, maximum: 100}}
+                      color: {{type: string, default: blue}}
+            ",
+            ga = storage == "v1",
+        ))
+        .yaml()
 }
 
 fn widget(version: &str, name: &str, size: i64) -> String {
@@ -106,7 +108,7 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
     assert!(ok, "{stderr}");
     assert!(stderr.contains(deprecated), "{stderr}");
 
-    let at_v1 = json_of(&kcp.kubectl_in_ok(
+    let at_v1 = json(&kcp.kubectl_in_ok(
         CLUSTER,
         &[
             "get",
@@ -134,7 +136,7 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
     );
     assert!(output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains(deprecated));
-    let at_beta = json_of(&String::from_utf8_lossy(&output.stdout));
+    let at_beta = json(&String::from_utf8_lossy(&output.stdout));
     assert_eq!(at_beta["apiVersion"], "example.com/v1beta1");
     assert_eq!(at_beta["spec"]["size"], 3);
     assert_eq!(at_beta["metadata"]["uid"], at_v1["metadata"]["uid"]);
@@ -209,7 +211,7 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
     let later = write_file(dir.path(), "later.json", &widget("v1", "later", 4));
     kcp.kubectl_in_ok(CLUSTER, &["create", "-f", &later]);
     let watched = watch.wait_with_output_stdout();
-    let events: Vec<Value> = watched.lines().map(json_of).collect();
+    let events: Vec<Value> = watched.lines().map(json).collect();
     let names: Vec<&str> = events
         .iter()
         .map(|e| e["object"]["metadata"]["name"].as_str().unwrap_or_default())
@@ -241,7 +243,7 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     for version in ["v1", "v1beta1"] {
-        let list = json_of(&kcp.kubectl_in_ok(
+        let list = json(&kcp.kubectl_in_ok(
             CLUSTER,
             &[
                 "get",
@@ -448,44 +450,42 @@ mod webhook {
 
 fn webhook_crd(port: u16, ca_pem: &str) -> String {
     let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    format!(
-        r#"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {{plural: widgets, singular: widget, kind: Widget}}
-  conversion:
-    strategy: Webhook
-    webhook:
-      conversionReviewVersions: [v1]
-      clientConfig:
-        url: https://127.0.0.1:{port}/convert
-        caBundle: {ca_bundle}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {{type: object, properties: {{size: {{type: integer}}}}}}
-  - name: v2
-    served: true
-    storage: false
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
+    Crd::namespaced("widgets", "Widget")
+        .singular("widget")
+        .conversion(&format!(
+            "
+            strategy: Webhook
+            webhook:
+              conversionReviewVersions: [v1]
+              clientConfig:
+                url: https://127.0.0.1:{port}/convert
+                caBundle: {ca_bundle}
+            "
+        ))
+        .storage_version(
+            "v1",
+            "
             type: object
             properties:
-              dimensions: {{type: object, properties: {{size: {{type: integer}}}}}}
-"#
-    )
+              spec: {type: object, properties: {size: {type: integer}}}
+            ",
+        )
+        .version(
+            "
+            name: v2
+            served: true
+            storage: false
+            schema:
+              openAPIV3Schema:
+                type: object
+                properties:
+                  spec:
+                    type: object
+                    properties:
+                      dimensions: {type: object, properties: {size: {type: integer}}}
+            ",
+        )
+        .yaml()
 }
 
 #[test]
@@ -519,7 +519,7 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
     );
 
     let get = |version: &str| {
-        json_of(&kcp.kubectl_in_ok(
+        json(&kcp.kubectl_in_ok(
             CLUSTER,
             &[
                 "get",
@@ -552,7 +552,7 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
         ],
     );
     assert_eq!(get("v1")["spec"], json!({"size": 5}));
-    let list = json_of(&kcp.kubectl_in_ok(
+    let list = json(&kcp.kubectl_in_ok(
         CLUSTER,
         &[
             "get",

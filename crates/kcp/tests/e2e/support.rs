@@ -13,60 +13,6 @@ pub fn write_file(dir: &Path, name: &str, text: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
-/// A namespaced CRD `<plural>.example.com` (kind `kind`, version v1) whose `spec.size` has the
-/// JSON type `size_type`: the same CRD shaped differently in different workspaces.
-pub fn sized_crd(plural: &str, kind: &str, size_type: &str) -> String {
-    format!(
-        "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: {plural}.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {{plural: {plural}, kind: {kind}}}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {{type: {size_type}}}
-"
-    )
-}
-
-/// A JSON patch whose copies nest a value into its own deepest object: about 26,000 levels if
-/// nothing stopped it (the patch is about 52 KB).
-pub fn self_nesting_patch() -> String {
-    let mut ops = vec![r#"{"op":"add","path":"/data2","value":{}}"#.to_string()];
-    let mut depth = 1;
-    while depth < 26_000 {
-        ops.push(format!(
-            r#"{{"op":"copy","from":"/data2","path":"/data2{}"}}"#,
-            "/a".repeat(depth)
-        ));
-        depth *= 2;
-    }
-    format!("[{}]", ops.join(","))
-}
-
-/// A JSON patch of a few KB whose copies double one list again and again (2^40 elements if
-/// nothing stopped it).
-pub fn exponential_copy_patch() -> String {
-    let mut ops = vec![r#"{"op":"add","path":"/d","value":["xxxxxxxxxxxxxxxx"]}"#.to_string()];
-    for _ in 0..40 {
-        ops.push(r#"{"op":"copy","from":"/d","path":"/e"}"#.into());
-        ops.push(r#"{"op":"copy","from":"/e","path":"/d/-"}"#.into());
-    }
-    format!("[{}]", ops.join(","))
-}
-
 /// A running `kcp start`, killed on drop unless stopped.
 pub struct Kcp {
     child: Option<Child>,
@@ -265,8 +211,8 @@ impl Kcp {
     /// Sends SIGTERM and requires a clean exit.
     pub fn stop(mut self) {
         let mut child = self.child.take().unwrap();
-        // SAFETY: plain kill(2) on the pid of a child we own.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        // Our own child, not reaped yet: its pid is still its own.
+        kcp_testing::signal::terminate(child.id()).expect("SIGTERM kcp");
         let status = child.wait().unwrap();
         assert!(status.success(), "kcp exited with {status}");
     }
