@@ -85,7 +85,9 @@ async fn watch_resumes_exactly_after_etcd_is_killed_and_restarted() {
     for round in 0..3 {
         expected.extend(write_round(&store, round).await);
         etcd.kill();
-        // Long enough for the watch to see the broken stream and fail to reconnect a few times.
+        // Deliberately a fixed outage, not a condition to wait for: etcd stays down long enough
+        // for the watch to see the broken stream and fail to reconnect a few times, and the test
+        // checks that it neither gives up nor loses or repeats events across such an outage.
         tokio::time::sleep(Duration::from_millis(700)).await;
         etcd.restart().await;
     }

@@ -56,6 +56,7 @@ impl ReadyProbe {
                 };
                 slowest.fetch_max(took, Ordering::Relaxed);
                 probes += 1;
+                // The probe's pace (the whole run is the window it watches), not a wait.
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
             probes
@@ -160,6 +161,7 @@ fn slow_clients(address: std::net::SocketAddr) -> Vec<tokio::task::JoinHandle<()
         tokio::spawn(async move {
             loop {
                 let Ok(mut stream) = tokio::net::TcpStream::connect(address).await else {
+                    // A pause before trying again, so a refused connect does not spin.
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 };
@@ -172,6 +174,7 @@ fn slow_clients(address: std::net::SocketAddr) -> Vec<tokio::task::JoinHandle<()
         tokio::spawn(async move {
             loop {
                 let Ok(mut stream) = tokio::net::TcpStream::connect(address).await else {
+                    // A pause before trying again, so a refused connect does not spin.
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 };
@@ -180,6 +183,7 @@ fn slow_clients(address: std::net::SocketAddr) -> Vec<tokio::task::JoinHandle<()
                     if stream.write_all(&[*byte]).await.is_err() {
                         break;
                     }
+                    // The attack's own pace: a byte a second.
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
             }
@@ -209,7 +213,8 @@ async fn stalled_watchers(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe
         assert_eq!(response.status(), 200);
         held.push((client, response));
     }
-    // Give every watcher time to fill what it may buffer.
+    // Deliberately a fixed window, not a condition: every watcher gets time to fill what it may
+    // buffer, and the server's memory must NOT grow past the bound meanwhile.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let grown = rss(kcp.pid()).saturating_sub(before);
     eprintln!(
@@ -349,6 +354,8 @@ fn big_crd(revision: usize, fields: usize) -> serde_json::Value {
 async fn settled_rss(kcp: &Kcp) -> u64 {
     let mut last = rss(kcp.pid());
     for _ in 0..10 {
+        // Deliberately a fixed window: settled means RSS did NOT fall across one whole trim
+        // period, which only a window longer than the period can show.
         tokio::time::sleep(Duration::from_secs(6)).await;
         let now = rss(kcp.pid());
         if now + MIB > last {
@@ -412,15 +419,13 @@ async fn crd_churn(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe) {
     )
     .await;
     // The CRD goes once its cleanup has run.
-    for _ in 0..300 {
+    kcp_testing::wait::until_async("the churned CRD is gone", async || {
         let request = http::Request::get(format!("{crds}/churns.example.com"))
             .body(Vec::new())
             .unwrap();
-        if client.request_text(request).await.is_err() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        client.request_text(request).await.is_err()
+    })
+    .await;
     let after = settled_rss(kcp).await;
     eprintln!(
         "CRD churn: RSS {} MiB before, {} MiB after",

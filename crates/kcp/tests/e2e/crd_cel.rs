@@ -214,6 +214,7 @@ fn expensive_rules_do_not_hold_up_other_requests() {
         assert_eq!(answer, "ok");
         assert!(took < Duration::from_secs(1), "/readyz took {took:?}");
         probes += 1;
+        // The probes' pace while the creates run, not a wait for them.
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(probes > 0);

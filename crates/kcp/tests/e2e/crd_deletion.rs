@@ -5,6 +5,7 @@
 //! resources.
 
 use kcp_testing::crd::Crd;
+use kcp_testing::wait;
 
 use super::support::{Kcp, write_file};
 
@@ -112,15 +113,10 @@ fn deleting_a_crd_deletes_its_resources_then_itself() {
             "--timeout=10s",
         ],
     );
-    let mut left = String::new();
-    for _ in 0..100 {
-        left = widgets(&kcp, cluster);
-        if left == "b/held" {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    assert_eq!(left, "b/held");
+    wait::until("only the held widget is left", || {
+        let left = widgets(&kcp, cluster);
+        if left == "b/held" { Ok(()) } else { Err(left) }
+    });
     let condition = kcp.kubectl_in_ok(
         cluster,
         &[

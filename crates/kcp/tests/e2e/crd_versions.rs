@@ -14,7 +14,8 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use kcp_testing::crd::Crd;
-use kcp_testing::output::json;
+use kcp_testing::output::{Lines, json};
+use kcp_testing::wait;
 
 use super::support::{Kcp, write_file};
 
@@ -194,7 +195,7 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
 
     // A watch at the non-storage version sees converted objects, old and new.
     // `--raw` paths start at the server's root, so they name the cluster themselves.
-    let watch = Command::new("kubectl")
+    let mut watch = Command::new("kubectl")
         .env("KUBECONFIG", kcp.kubeconfig())
         .args([
             "get",
@@ -207,10 +208,16 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(1));
+    let printed = Lines::of(watch.stdout.take().unwrap());
+    // The watch runs once it has shown what exists already; `later` comes after that.
+    let first = printed.next("the watch's first event");
     let later = write_file(dir.path(), "later.json", &widget("v1", "later", 4));
     kcp.kubectl_in_ok(CLUSTER, &["create", "-f", &later]);
-    let watched = watch.wait_with_output_stdout();
+    watch.wait().unwrap();
+    let watched = std::iter::once(first)
+        .chain(printed.rest())
+        .collect::<Vec<_>>()
+        .join("\n");
     let events: Vec<Value> = watched.lines().map(json).collect();
     let names: Vec<&str> = events
         .iter()
@@ -232,16 +239,11 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
     kcp.kubectl_in_ok(CLUSTER, &["apply", "-f", &crd_beta]);
     assert_eq!(stored_versions(&kcp), r#"["v1","v1beta1"]"#);
     let newer = write_file(dir.path(), "newer.json", &widget("v1", "newer", 2));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        // The new spec reaches the resource index at once, but allow for a moment's delay.
+    // The new spec reaches the resource index at once, but allow for a moment's delay.
+    wait::until("a widget is created at the new storage version", || {
         let (ok, stderr) = stderr_of(&kcp, &["create", "-f", &newer]);
-        if ok || std::time::Instant::now() > deadline {
-            assert!(ok, "{stderr}");
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+        if ok { Ok(()) } else { Err(stderr) }
+    });
     for version in ["v1", "v1beta1"] {
         let list = json(&kcp.kubectl_in_ok(
             CLUSTER,
@@ -298,17 +300,6 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
         "{stderr}"
     );
     kcp.stop();
-}
-
-trait StdoutOf {
-    fn wait_with_output_stdout(self) -> String;
-}
-
-impl StdoutOf for std::process::Child {
-    fn wait_with_output_stdout(self) -> String {
-        let output = self.wait_with_output().unwrap();
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
 }
 
 /// A conversion webhook between `v1` (`spec.size`) and `v2` (`spec.dimensions.size`), served
@@ -638,18 +629,17 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
         &["patch", "crd", "widgets.example.com", "--type=merge", "-p",
           r#"{"spec": {"conversion": {"webhook": {"clientConfig": {"url": null, "service": {"name": "conv", "namespace": "default"}}}}}}"#],
     );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
+    wait::until("reads say the webhook service cannot be reached", || {
         let (ok, stderr) = stderr_of(
             &kcp,
             &["get", "widgets.v2.example.com", "w", "-n", "versions"],
         );
         if !ok && stderr.contains("clientConfig.service cannot be reached from kcp") {
-            break;
+            Ok(())
+        } else {
+            Err(format!("{ok} {stderr}"))
         }
-        assert!(std::time::Instant::now() < deadline, "{ok} {stderr}");
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    });
     server.abort();
     kcp.stop();
 }

@@ -1,10 +1,11 @@
 //! Running `kcp start` and kubectl from tests.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::sync::Mutex;
 use std::time::Duration;
+
+use kcp_testing::output::Lines;
 
 /// Writes `text` to the file `name` in `dir` and returns its path.
 pub fn write_file(dir: &Path, name: &str, text: &str) -> String {
@@ -17,6 +18,8 @@ pub fn write_file(dir: &Path, name: &str, text: &str) -> String {
 pub struct Kcp {
     child: Option<Child>,
     pub root: PathBuf,
+    /// What the server logs after it said it is ready.
+    log: Mutex<Lines>,
 }
 
 impl Kcp {
@@ -35,33 +38,27 @@ impl Kcp {
             .stderr(Stdio::null())
             .spawn()
             .expect("run kcp");
-        let (lines, receiver) = mpsc::channel();
-        let stdout = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = lines.send(line);
-            }
-        });
-        loop {
-            match receiver.recv_timeout(Duration::from_secs(20)) {
-                Ok(line) if line.contains("ready to serve") => {
-                    assert!(
-                        line.contains("admin.kubeconfig"),
-                        "the ready line names the kubeconfig: {line}"
-                    );
-                    return Kcp {
-                        child: Some(child),
-                        root: root.to_path_buf(),
-                    };
-                }
-                Ok(_) => {}
-                Err(error) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!("kcp did not become ready: {error}");
-                }
-            }
+        let log = Lines::of(child.stdout.take().unwrap());
+        let Some(line) = log.find_within(Duration::from_secs(60), "ready to serve") else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("kcp did not become ready");
+        };
+        assert!(
+            line.contains("admin.kubeconfig"),
+            "the ready line names the kubeconfig: {line}"
+        );
+        Kcp {
+            child: Some(child),
+            root: root.to_path_buf(),
+            log: Mutex::new(log),
         }
+    }
+
+    /// Waits until the server logs a line containing `needle` (one logged since the last wait);
+    /// the test fails if it does not within `kcp_testing::wait::DEADLINE`.
+    pub fn wait_for_log(&self, needle: &str) -> String {
+        self.log.lock().unwrap().find(needle)
     }
 
     /// The process id of the running server.
