@@ -11,9 +11,14 @@
 //! - [`output`]: reading what a child process (kubectl, mostly) printed, requiring success or
 //!   failure.
 //!
+//! Its unit tests also check the dependency rules between the workspace's crates, as
+//! `ARCHITECTURE.md` states them (`architecture`).
+//!
 //! A failed expectation panics with a message that says what was awaited or expected and what
 //! was seen instead: these are test helpers, and a panic is how a test fails.
 
+#[cfg(test)]
+mod architecture;
 pub mod crd;
 #[cfg(feature = "etcd")]
 pub mod etcd;
