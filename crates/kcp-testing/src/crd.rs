@@ -5,20 +5,10 @@
 //! (schemas, subresources, printer columns, ...) and perhaps a conversion. The text is laid out as
 //! a person would write it, so a test may still edit it with `str::replace`.
 //!
-//! ```
-//! use kcp_testing::crd::Crd;
-//!
-//! let crd = Crd::namespaced("widgets", "Widget").singular("widget").storage_version(
-//!     "v1",
-//!     "
-//!     type: object
-//!     properties:
-//!       spec: {type: object, properties: {size: {type: integer}}}
-//!     ",
-//! );
-//! assert_eq!(crd.name(), "widgets.example.com");
-//! assert!(crd.yaml().contains("  names: {plural: widgets, singular: widget, kind: Widget}\n"));
-//! ```
+//! For example, `Crd::namespaced("widgets", "Widget").singular("widget")` with
+//! `.storage_version("v1", schema)` is `widgets.example.com` with one served storage version whose
+//! `openAPIV3Schema` is `schema`; `.yaml()` writes it. (The unit tests below show whole manifests;
+//! there is no doctest, to keep `cargo test` from building one more binary.)
 
 /// A CRD manifest under construction; [`Crd::yaml`] writes it. The group is `example.com` unless
 /// [`Crd::group`] says otherwise.
