@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use bytes::Bytes;
 use kcp_storage::{KeyRange, RangeRequest, Storage, prefix_end};
-use kcp_storage_etcd::process::{EtcdOptions, EtcdProcess};
 use kcp_storage_etcd::{EtcdConfig, EtcdStorage};
 use kcp_storage_redb::RedbStorage;
+use kcp_testing::etcd::{EtcdOptions, EtcdProcess};
 
 use crate::measure::{Measured, collect, new_histogram};
 use crate::table;

@@ -180,25 +180,42 @@ fn connections_for(fd_limit: u64) -> usize {
 /// Raises the soft limit on open files to the hard one, as Go programs (kube-apiserver) do at
 /// start, and returns the soft limit in force.
 fn raise_fd_limit() -> u64 {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one rlimit into the struct we own.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+    let Ok(limit) = open_files_limit(None) else {
         return 1024;
-    }
+    };
     if limit.rlim_cur < limit.rlim_max {
         let raised = libc::rlimit {
             rlim_cur: limit.rlim_max,
             rlim_max: limit.rlim_max,
         };
-        // SAFETY: setrlimit reads one rlimit from the struct we own.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-            limit = raised;
+        if let Ok(raised) = open_files_limit(Some(raised)) {
+            return raised.rlim_cur;
         }
     }
     limit.rlim_cur
+}
+
+/// The process's limit on open files (`RLIMIT_NOFILE`), after setting it to `new` if given.
+/// The crate's only `unsafe` code: the system calls behind it have no safe wrapper in std.
+#[allow(unsafe_code)]
+fn open_files_limit(new: Option<libc::rlimit>) -> std::io::Result<libc::rlimit> {
+    if let Some(new) = new {
+        // SAFETY: setrlimit(2) only reads the one rlimit struct it is given, which lives on our
+        // stack for the whole call; RLIMIT_NOFILE is a valid resource.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &new) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2) only writes one rlimit struct into the one we own and pass by a
+    // unique reference; RLIMIT_NOFILE is a valid resource.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(limit)
 }
 
 /// Creates `dir` (and parents) readable by the owner only.
@@ -300,15 +317,7 @@ mod tests {
     #[test]
     fn the_fd_limit_is_raised_to_the_hard_limit() {
         let soft = raise_fd_limit();
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: as in raise_fd_limit.
-        assert_eq!(
-            unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
-            0
-        );
+        let limit = open_files_limit(None).unwrap();
         assert_eq!(limit.rlim_cur, soft);
         // Linux always lets a process raise its soft limit up to the hard one.
         #[cfg(target_os = "linux")]

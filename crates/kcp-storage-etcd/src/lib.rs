@@ -3,8 +3,8 @@
 //! [`EtcdStorage`] talks gRPC to a real etcd cluster: reads are linearizable ranges, every write
 //! is a compare-and-swap transaction, watches are resumable Watch streams, and storage
 //! revisions are etcd's own. The wire types are written by hand ([`proto`]), so building needs
-//! no protoc and no build script. [`process::EtcdProcess`] runs a throwaway etcd for tests and
-//! benchmarks.
+//! no protoc and no build script. (A throwaway etcd for tests and benchmarks is
+//! `kcp_testing::etcd::EtcdProcess`, in the test tooling crate.)
 //!
 //! This crate owns the translation to etcd and the connections to it. It must not know HTTP,
 //! Kubernetes objects or any other backend; the semantics it must match are those of
@@ -20,7 +20,6 @@ mod client;
 mod config;
 mod convert;
 mod error;
-pub mod process;
 pub mod proto;
 mod storage;
 mod watch;

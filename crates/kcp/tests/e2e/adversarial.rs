@@ -56,6 +56,7 @@ impl ReadyProbe {
                 };
                 slowest.fetch_max(took, Ordering::Relaxed);
                 probes += 1;
+                // The probe's pace (the whole run is the window it watches), not a wait.
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
             probes
@@ -162,6 +163,7 @@ fn slow_clients(address: std::net::SocketAddr) -> Vec<tokio::task::JoinHandle<()
         tokio::spawn(async move {
             loop {
                 let Ok(mut stream) = tokio::net::TcpStream::connect(address).await else {
+                    // A pause before trying again, so a refused connect does not spin.
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 };
@@ -174,6 +176,7 @@ fn slow_clients(address: std::net::SocketAddr) -> Vec<tokio::task::JoinHandle<()
         tokio::spawn(async move {
             loop {
                 let Ok(mut stream) = tokio::net::TcpStream::connect(address).await else {
+                    // A pause before trying again, so a refused connect does not spin.
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 };
@@ -182,6 +185,7 @@ fn slow_clients(address: std::net::SocketAddr) -> Vec<tokio::task::JoinHandle<()
                     if stream.write_all(&[*byte]).await.is_err() {
                         break;
                     }
+                    // The attack's own pace: a byte a second.
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
             }
@@ -211,7 +215,8 @@ async fn stalled_watchers(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe
         assert_eq!(response.status(), 200);
         held.push((client, response));
     }
-    // Give every watcher time to fill what it may buffer.
+    // Deliberately a fixed window, not a condition: every watcher gets time to fill what it may
+    // buffer, and the server's memory must NOT grow past the bound meanwhile.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let grown = rss(kcp.pid()).saturating_sub(before);
     eprintln!(
@@ -231,9 +236,9 @@ async fn stalled_watchers(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe
 /// CEL rules that would run for minutes are refused when the CRD is written; rules that are
 /// expensive but within the estimate, written many at once, leave the server answering.
 async fn expensive_rules(kcp: &Arc<Kcp>, attacker: &kube::Config, probe: &ReadyProbe) {
-    use super::crd_cel::{COSTLY_CRD, expensive_crd};
+    use super::crd_cel::{costly_crd, expensive_crd};
     let dir = tempfile::tempdir().unwrap();
-    let unbounded = super::support::write_file(dir.path(), "unbounded.yaml", COSTLY_CRD);
+    let unbounded = super::support::write_file(dir.path(), "unbounded.yaml", &costly_crd());
     let bounded = super::support::write_file(dir.path(), "bounded.yaml", &expensive_crd());
     let server = Arc::clone(kcp);
     tokio::task::spawn_blocking(move || {
@@ -272,7 +277,7 @@ async fn expensive_rules(kcp: &Arc<Kcp>, attacker: &kube::Config, probe: &ReadyP
 /// Patches built to crash or exhaust the server: answered with 4xx, memory unchanged, the
 /// target object as it was.
 async fn patch_bombs(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe) {
-    use super::support::{exponential_copy_patch, self_nesting_patch};
+    use kcp_testing::patches::{exponential_copy_patch, self_nesting_patch};
     let client = kube::Client::try_from(attacker.clone()).unwrap();
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     api.create(&PostParams::default(), &configmap("target", "intact"))
@@ -351,6 +356,8 @@ fn big_crd(revision: usize, fields: usize) -> serde_json::Value {
 async fn settled_rss(kcp: &Kcp) -> u64 {
     let mut last = rss(kcp.pid());
     for _ in 0..10 {
+        // Deliberately a fixed window: settled means RSS did NOT fall across one whole trim
+        // period, which only a window longer than the period can show.
         tokio::time::sleep(Duration::from_secs(6)).await;
         let now = rss(kcp.pid());
         if now + MIB > last {
@@ -414,15 +421,13 @@ async fn crd_churn(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe) {
     )
     .await;
     // The CRD goes once its cleanup has run.
-    for _ in 0..300 {
+    kcp_testing::wait::until_async("the churned CRD is gone", async || {
         let request = http::Request::get(format!("{crds}/churns.example.com"))
             .body(Vec::new())
             .unwrap();
-        if client.request_text(request).await.is_err() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        client.request_text(request).await.is_err()
+    })
+    .await;
     let after = settled_rss(kcp).await;
     eprintln!(
         "CRD churn: RSS {} MiB before, {} MiB after",

@@ -159,6 +159,7 @@ async fn slow_and_idle_connections_are_dropped_while_readyz_answers() {
                 if writer.write_all(&[*byte]).await.is_err() || writer.flush().await.is_err() {
                     return;
                 }
+                // The slow client's own pace: a byte every 100 ms.
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         });
@@ -192,6 +193,8 @@ async fn slow_and_idle_connections_are_dropped_while_readyz_answers() {
             let until = Instant::now() + Duration::from_secs(8);
             while Instant::now() < until {
                 client.probe().await;
+                // The probe's pace over a fixed window: readyz must NOT fail while the timeouts
+                // fire, which only probing for a while can show.
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         })
@@ -218,8 +221,8 @@ async fn beyond_the_connection_limit_clients_wait_until_idle_ones_are_reaped() {
             .into_iter()
             .map(Result::unwrap)
             .collect();
-    // Give the server a moment to accept all ten, so the next one has to wait.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The server says so once every place is taken, so the next one has to wait.
+    tokio::task::block_in_place(|| kcp.wait_for_log("connection limit reached"));
     let started = Instant::now();
     let answer = tokio::time::timeout(
         DROP_DEADLINE,

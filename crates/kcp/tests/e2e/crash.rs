@@ -56,7 +56,7 @@ async fn acknowledged_creates_survive_sigkill() {
         // Kill once this many creates are acknowledged, with up to IN_FLIGHT still in flight.
         let kill_after = rng.usize(IN_FLIGHT..CREATES_PER_ROUND - IN_FLIGHT);
         let (acks, mut acked) = tokio::sync::mpsc::unbounded_channel();
-        let pid = running.pid() as i32;
+        let pid = running.pid();
         let acked_count = Arc::new(AtomicUsize::new(0));
         let writer = tokio::spawn(async move {
             futures::stream::iter(0..CREATES_PER_ROUND)
@@ -71,8 +71,8 @@ async fn acknowledged_creates_survive_sigkill() {
                             // SIGKILL right in the answer's path, no graceful stop, so the
                             // writes in flight (and any commit still running) are cut short.
                             if acked_count.fetch_add(1, Ordering::SeqCst) + 1 == kill_after {
-                                // SAFETY: kill(2) on the pid of the server child, not yet reaped.
-                                unsafe { libc::kill(pid, libc::SIGKILL) };
+                                // The server child is not reaped yet, so its pid is still its own.
+                                kcp_testing::signal::kill(pid).expect("SIGKILL the server");
                             }
                         }
                     }

@@ -6,43 +6,42 @@
 
 use std::time::{Duration, Instant};
 
+use kcp_testing::crd::Crd;
+
 use super::support::{Kcp, write_file};
 
-const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: pools.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: pools, singular: pool, kind: Pool}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
+/// `pools.example.com`: CEL rules with `message`, `messageExpression`, `reason` and `fieldPath`,
+/// and a transition rule.
+fn pools_crd() -> String {
+    Crd::namespaced("pools", "Pool")
+        .singular("pool")
+        .storage_version(
+            "v1",
+            r#"
             type: object
-            x-kubernetes-validations:
-            - rule: "self.min <= self.max"
-              message: "min must not exceed max"
-            - rule: "self.replicas < 10"
-              messageExpression: "'replicas ' + string(self.replicas) + ' is too many'"
-              reason: FieldValueForbidden
-              fieldPath: .replicas
             properties:
-              min: {type: integer}
-              max: {type: integer}
-              replicas: {type: integer}
-              mode:
-                type: string
+              spec:
+                type: object
                 x-kubernetes-validations:
-                - rule: "self == oldSelf"
-                  message: "mode is immutable"
-"#;
+                - rule: "self.min <= self.max"
+                  message: "min must not exceed max"
+                - rule: "self.replicas < 10"
+                  messageExpression: "'replicas ' + string(self.replicas) + ' is too many'"
+                  reason: FieldValueForbidden
+                  fieldPath: .replicas
+                properties:
+                  min: {type: integer}
+                  max: {type: integer}
+                  replicas: {type: integer}
+                  mode:
+                    type: string
+                    x-kubernetes-validations:
+                    - rule: "self == oldSelf"
+                      message: "mode is immutable"
+            "#,
+        )
+        .yaml()
+}
 
 fn pool(min: i64, max: i64, replicas: i64, mode: &str) -> String {
     format!(
@@ -55,7 +54,7 @@ fn cel_rules_validate_custom_resources() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
     let cluster = &kcp.workspace("crd-cel");
-    let crd = write_file(dir.path(), "crd.yaml", CRD);
+    let crd = write_file(dir.path(), "crd.yaml", &pools_crd());
     kcp.kubectl_in_ok(cluster, &["apply", "-f", &crd]);
     kcp.wait_established(cluster, "pools.example.com");
 
@@ -85,7 +84,7 @@ fn cel_rules_validate_custom_resources() {
     kcp.kubectl_in_ok(cluster, &["replace", "-f", &same]);
 
     // A rule that does not compile keeps the CRD out.
-    let broken = CRD
+    let broken = pools_crd()
         .replace("pools.example.com", "tanks.example.com")
         .replace(
             "plural: pools, singular: pool, kind: Pool",
@@ -104,38 +103,33 @@ fn cel_rules_validate_custom_resources() {
 }
 
 /// The rule of the issue: a loop in a loop over a list nothing bounds.
-pub(crate) const COSTLY_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: bombs.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: bombs, singular: bomb, kind: Bomb}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
+pub(crate) fn costly_crd() -> String {
+    Crd::namespaced("bombs", "Bomb")
+        .singular("bomb")
+        .storage_version(
+            "v1",
+            r#"
             type: object
-            x-kubernetes-validations:
-            - rule: "self.items.all(x, self.items.all(y, x == y || x != y))"
             properties:
-              items:
-                type: array
-                items: {type: string}
-"#;
+              spec:
+                type: object
+                x-kubernetes-validations:
+                - rule: "self.items.all(x, self.items.all(y, x == y || x != y))"
+                properties:
+                  items:
+                    type: array
+                    items: {type: string}
+            "#,
+        )
+        .yaml()
+}
 
 #[test]
 fn rules_over_the_estimated_cost_limits_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
     let cluster = &kcp.workspace("crd-cel-cost");
-    let crd = write_file(dir.path(), "crd.yaml", COSTLY_CRD);
+    let crd = write_file(dir.path(), "crd.yaml", &costly_crd());
     let stderr = kcp.kubectl_in_err(cluster, &["apply", "-f", &crd]);
     let rule =
         "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule";
@@ -150,7 +144,7 @@ fn rules_over_the_estimated_cost_limits_are_refused() {
         )
     );
     // Bounded, the same rule is accepted.
-    let bounded = COSTLY_CRD.replace(
+    let bounded = costly_crd().replace(
         "                type: array\n                items: {type: string}",
         "                type: array\n                maxItems: 100\n                items: {type: string, maxLength: 16}",
     );
@@ -158,13 +152,13 @@ fn rules_over_the_estimated_cost_limits_are_refused() {
     kcp.kubectl_in_ok(cluster, &["apply", "-f", &bounded]);
 }
 
-/// [`COSTLY_CRD`] with twelve rules, each a loop in a loop: within the estimate thanks to the
+/// [`costly_crd`] with twelve rules, each a loop in a loop: within the estimate thanks to the
 /// bounds (`maxItems: 300`), and together close to the runtime budget on a full list.
 pub(crate) fn expensive_crd() -> String {
     let rules: String = (0..12)
         .map(|i| format!("            - rule: \"self.items.all(x, self.items.all(y, x == y || x != y || {i} < 0))\"\n"))
         .collect();
-    COSTLY_CRD
+    costly_crd()
         .replace(
             "            - rule: \"self.items.all(x, self.items.all(y, x == y || x != y))\"\n",
             &rules,
@@ -220,6 +214,7 @@ fn expensive_rules_do_not_hold_up_other_requests() {
         assert_eq!(answer, "ok");
         assert!(took < Duration::from_secs(1), "/readyz took {took:?}");
         probes += 1;
+        // The probes' pace while the creates run, not a wait for them.
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(probes > 0);

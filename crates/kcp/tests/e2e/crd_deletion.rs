@@ -4,26 +4,24 @@
 //! discovery; a CRD created again starts empty; deleting a namespace deletes its custom
 //! resources.
 
+use kcp_testing::crd::Crd;
+use kcp_testing::wait;
+
 use super::support::{Kcp, write_file};
 
-const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, properties: {size: {type: integer}}}
-"#;
+fn widgets_crd() -> String {
+    Crd::namespaced("widgets", "Widget")
+        .singular("widget")
+        .storage_version(
+            "v1",
+            "
+            type: object
+            properties:
+              spec: {type: object, properties: {size: {type: integer}}}
+            ",
+        )
+        .yaml()
+}
 
 fn widget(name: &str, namespace: &str, finalizers: &str) -> String {
     format!(
@@ -57,7 +55,7 @@ fn deleting_a_crd_deletes_its_resources_then_itself() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
     let (cluster, other) = (&kcp.workspace("crd-del"), &kcp.workspace("crd-del-other"));
-    let crd = write_file(dir.path(), "crd.yaml", CRD);
+    let crd = write_file(dir.path(), "crd.yaml", &widgets_crd());
     let mut objects = String::new();
     for (name, namespace, finalizers) in [
         ("one", "a", ""),
@@ -115,15 +113,10 @@ fn deleting_a_crd_deletes_its_resources_then_itself() {
             "--timeout=10s",
         ],
     );
-    let mut left = String::new();
-    for _ in 0..100 {
-        left = widgets(&kcp, cluster);
-        if left == "b/held" {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    assert_eq!(left, "b/held");
+    wait::until("only the held widget is left", || {
+        let left = widgets(&kcp, cluster);
+        if left == "b/held" { Ok(()) } else { Err(left) }
+    });
     let condition = kcp.kubectl_in_ok(
         cluster,
         &[
@@ -203,7 +196,7 @@ fn deleting_a_namespace_deletes_its_custom_resources() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
     let cluster = &kcp.workspace("crd-del-ns");
-    let crd = write_file(dir.path(), "crd.yaml", CRD);
+    let crd = write_file(dir.path(), "crd.yaml", &widgets_crd());
     kcp.kubectl_in_ok(cluster, &["create", "namespace", "doomed"]);
     kcp.kubectl_in_ok(cluster, &["create", "namespace", "kept"]);
     create_crd(&kcp, cluster, &crd);

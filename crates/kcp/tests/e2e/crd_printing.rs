@@ -3,83 +3,85 @@
 //! and singular names, categories (`kubectl get all`, `kubectl get <category>`), selectable
 //! fields in field selectors (list and watch), and the `scale` subresource (`kubectl scale`).
 
+use kcp_testing::crd::Crd;
+
 use super::support::{Kcp, write_file};
 
 /// `widgets.example.com`: printer columns, selectable fields, status and scale subresources,
 /// in the categories `all` and `toys`.
-const WIDGETS: &str = r#"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd], categories: [all, toys]}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources:
-      status: {}
-      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas, labelSelectorPath: .status.selector}
-    additionalPrinterColumns:
-    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
-    - {name: Color, type: string, jsonPath: .spec.color}
-    - {name: First, type: string, jsonPath: ".spec.parts[*].name"}
-    - {name: Second, type: string, jsonPath: ".spec.parts[1].name"}
-    - {name: Ready, type: boolean, jsonPath: .status.ready, priority: 1}
-    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
-    selectableFields:
-    - jsonPath: .spec.color
-    - jsonPath: .spec.size
-    - jsonPath: .spec.enabled
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              replicas: {type: integer}
-              color: {type: string}
-              size: {type: integer}
-              enabled: {type: boolean}
-              other: {type: string}
-              parts:
-                type: array
-                items: {type: object, properties: {name: {type: string}}}
-          status:
-            type: object
-            properties:
-              replicas: {type: integer}
-              selector: {type: string}
-              ready: {type: boolean}
-"#;
+fn widgets_crd() -> String {
+    Crd::namespaced("widgets", "Widget")
+        .singular("widget")
+        .short_names(&["wd"])
+        .categories(&["all", "toys"])
+        .version(
+            r#"
+            name: v1
+            served: true
+            storage: true
+            subresources:
+              status: {}
+              scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas, labelSelectorPath: .status.selector}
+            additionalPrinterColumns:
+            - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+            - {name: Color, type: string, jsonPath: .spec.color}
+            - {name: First, type: string, jsonPath: ".spec.parts[*].name"}
+            - {name: Second, type: string, jsonPath: ".spec.parts[1].name"}
+            - {name: Ready, type: boolean, jsonPath: .status.ready, priority: 1}
+            - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+            selectableFields:
+            - jsonPath: .spec.color
+            - jsonPath: .spec.size
+            - jsonPath: .spec.enabled
+            schema:
+              openAPIV3Schema:
+                type: object
+                properties:
+                  spec:
+                    type: object
+                    properties:
+                      replicas: {type: integer}
+                      color: {type: string}
+                      size: {type: integer}
+                      enabled: {type: boolean}
+                      other: {type: string}
+                      parts:
+                        type: array
+                        items: {type: object, properties: {name: {type: string}}}
+                  status:
+                    type: object
+                    properties:
+                      replicas: {type: integer}
+                      selector: {type: string}
+                      ready: {type: boolean}
+            "#,
+        )
+        .yaml()
+}
 
 /// `gadgets.example.com`: no printer columns, only in the category `toys`.
-const GADGETS: &str = r#"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: gadgets.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: gadgets, kind: Gadget, categories: [toys]}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-"#;
+fn gadgets_crd() -> String {
+    Crd::namespaced("gadgets", "Gadget")
+        .categories(&["toys"])
+        .version(
+            "
+            name: v1
+            served: true
+            storage: true
+            schema:
+              openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+            ",
+        )
+        .yaml()
+}
 
 /// A server with both CRDs Established in `cluster`, namespace `ns` created.
 fn start(dir: &std::path::Path, cluster: &str) -> Kcp {
     let kcp = Kcp::start(&dir.join("root"), &[]);
     kcp.workspace(cluster.trim_start_matches("root:"));
     kcp.kubectl_in_ok(cluster, &["create", "namespace", "ns"]);
-    for (name, text) in [("widgets", WIDGETS), ("gadgets", GADGETS)] {
-        let file = write_file(dir, &format!("{name}.yaml"), text);
+    for (name, text) in [("widgets", widgets_crd()), ("gadgets", gadgets_crd())] {
+        let file = write_file(dir, &format!("{name}.yaml"), &text);
         kcp.kubectl_in_ok(cluster, &["apply", "-f", &file]);
         kcp.wait_established(cluster, &format!("{name}.example.com"));
     }

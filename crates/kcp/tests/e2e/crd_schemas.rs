@@ -2,44 +2,41 @@
 //! feature, objects refused with all their problems at once (Kubernetes' paths and messages),
 //! and a valid object pruned (except where unknown fields are preserved) and kept as sent.
 
+use kcp_testing::crd::Crd;
+
 use super::support::{Kcp, write_file};
 
-const SHAPES: &str = r#"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: shapes.example.com
-spec:
-  group: example.com
-  scope: Cluster
-  names: {plural: shapes, singular: shape, kind: Shape}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
+fn shapes_crd() -> String {
+    Crd::cluster_scoped("shapes", "Shape")
+        .singular("shape")
+        .storage_version(
+            "v1",
+            r#"
             type: object
-            required: [name]
             properties:
-              name: {type: string, minLength: 2, maxLength: 8, pattern: '^[a-z]+$'}
-              ratio: {type: number, minimum: 0, maximum: 1, exclusiveMaximum: true}
-              port: {x-kubernetes-int-or-string: true}
-              tags: {type: array, maxItems: 3, items: {type: string}, x-kubernetes-list-type: set}
-              ports:
-                type: array
-                x-kubernetes-list-type: map
-                x-kubernetes-list-map-keys: [name]
-                items: {type: object, required: [name], properties: {name: {type: string}, port: {type: integer}}}
-              labels: {type: object, additionalProperties: {type: string}, maxProperties: 2}
-              nickname: {type: string, nullable: true}
-              when: {type: string, format: date-time}
-              template: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true}
-              free: {type: object, x-kubernetes-preserve-unknown-fields: true}
-              selector: {type: object, x-kubernetes-map-type: atomic, additionalProperties: {type: string}}
-"#;
+              spec:
+                type: object
+                required: [name]
+                properties:
+                  name: {type: string, minLength: 2, maxLength: 8, pattern: '^[a-z]+$'}
+                  ratio: {type: number, minimum: 0, maximum: 1, exclusiveMaximum: true}
+                  port: {x-kubernetes-int-or-string: true}
+                  tags: {type: array, maxItems: 3, items: {type: string}, x-kubernetes-list-type: set}
+                  ports:
+                    type: array
+                    x-kubernetes-list-type: map
+                    x-kubernetes-list-map-keys: [name]
+                    items: {type: object, required: [name], properties: {name: {type: string}, port: {type: integer}}}
+                  labels: {type: object, additionalProperties: {type: string}, maxProperties: 2}
+                  nickname: {type: string, nullable: true}
+                  when: {type: string, format: date-time}
+                  template: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true}
+                  free: {type: object, x-kubernetes-preserve-unknown-fields: true}
+                  selector: {type: object, x-kubernetes-map-type: atomic, additionalProperties: {type: string}}
+            "#,
+        )
+        .yaml()
+}
 
 const BAD: &str = r#"apiVersion: example.com/v1
 kind: Shape
@@ -78,7 +75,7 @@ fn schemas_validate_prune_and_preserve_as_kubernetes_does() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
     let cluster = &kcp.workspace("crd-schemas");
-    let crd = write_file(dir.path(), "shapes.yaml", SHAPES);
+    let crd = write_file(dir.path(), "shapes.yaml", &shapes_crd());
     kcp.kubectl_in_ok(cluster, &["apply", "-f", &crd]);
     kcp.wait_established(cluster, "shapes.example.com");
 

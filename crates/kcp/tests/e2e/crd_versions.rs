@@ -13,13 +13,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use base64::Engine;
 use serde_json::{Value, json};
 
+use kcp_testing::crd::Crd;
+use kcp_testing::output::{Lines, json};
+use kcp_testing::wait;
+
 use super::support::{Kcp, write_file};
 
 const CLUSTER: &str = "root:crd-versions";
-
-fn json_of(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
 
 fn stderr_of(kcp: &Kcp, args: &[&str]) -> (bool, String) {
     let output = kcp.kubectl_in(CLUSTER, args);
@@ -37,50 +37,53 @@ fn wait_established(kcp: &Kcp, crd: &str) {
 /// (sizes up to 100, color defaults to blue), `storage` naming the storage version, and an
 /// unserved `v1alpha1`.
 fn none_crd(storage: &str) -> String {
-    format!(
-        r#"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {{plural: widgets, singular: widget, kind: Widget}}
-  versions:
-  - name: v1alpha1
-    served: false
-    storage: false
-    schema:
-      openAPIV3Schema: {{type: object, properties: {{spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}}}
-  - name: v1beta1
-    served: true
-    storage: {beta}
-    deprecated: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {{type: integer, maximum: 5}}
-              color: {{type: string}}
-  - name: v1
-    served: true
-    storage: {ga}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {{type: integer, maximum: 100}}
-              color: {{type: string, default: blue}}
-"#,
-        beta = storage == "v1beta1",
-        ga = storage == "v1",
-    )
+    Crd::namespaced("widgets", "Widget")
+        .singular("widget")
+        .version(
+            "
+            name: v1alpha1
+            served: false
+            storage: false
+            schema:
+              openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+            ",
+        )
+        .version(&format!(
+            "
+            name: v1beta1
+            served: true
+            storage: {beta}
+            deprecated: true
+            schema:
+              openAPIV3Schema:
+                type: object
+                properties:
+                  spec:
+                    type: object
+                    properties:
+                      size: {{type: integer, maximum: 5}}
+                      color: {{type: string}}
+            ",
+            beta = storage == "v1beta1",
+        ))
+        .version(&format!(
+            "
+            name: v1
+            served: true
+            storage: {ga}
+            schema:
+              openAPIV3Schema:
+                type: object
+                properties:
+                  spec:
+                    type: object
+                    properties:
+                      size: {{type: integer, maximum: 100}}
+                      color: {{type: string, default: blue}}
+            ",
+            ga = storage == "v1",
+        ))
+        .yaml()
 }
 
 fn widget(version: &str, name: &str, size: i64) -> String {
@@ -106,7 +109,7 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
     assert!(ok, "{stderr}");
     assert!(stderr.contains(deprecated), "{stderr}");
 
-    let at_v1 = json_of(&kcp.kubectl_in_ok(
+    let at_v1 = json(&kcp.kubectl_in_ok(
         CLUSTER,
         &[
             "get",
@@ -134,7 +137,7 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
     );
     assert!(output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains(deprecated));
-    let at_beta = json_of(&String::from_utf8_lossy(&output.stdout));
+    let at_beta = json(&String::from_utf8_lossy(&output.stdout));
     assert_eq!(at_beta["apiVersion"], "example.com/v1beta1");
     assert_eq!(at_beta["spec"]["size"], 3);
     assert_eq!(at_beta["metadata"]["uid"], at_v1["metadata"]["uid"]);
@@ -192,7 +195,7 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
 
     // A watch at the non-storage version sees converted objects, old and new.
     // `--raw` paths start at the server's root, so they name the cluster themselves.
-    let watch = Command::new("kubectl")
+    let mut watch = Command::new("kubectl")
         .env("KUBECONFIG", kcp.kubeconfig())
         .args([
             "get",
@@ -205,11 +208,17 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(1));
+    let printed = Lines::of(watch.stdout.take().unwrap());
+    // The watch runs once it has shown what exists already; `later` comes after that.
+    let first = printed.next("the watch's first event");
     let later = write_file(dir.path(), "later.json", &widget("v1", "later", 4));
     kcp.kubectl_in_ok(CLUSTER, &["create", "-f", &later]);
-    let watched = watch.wait_with_output_stdout();
-    let events: Vec<Value> = watched.lines().map(json_of).collect();
+    watch.wait().unwrap();
+    let watched = std::iter::once(first)
+        .chain(printed.rest())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let events: Vec<Value> = watched.lines().map(json).collect();
     let names: Vec<&str> = events
         .iter()
         .map(|e| e["object"]["metadata"]["name"].as_str().unwrap_or_default())
@@ -230,18 +239,13 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
     kcp.kubectl_in_ok(CLUSTER, &["apply", "-f", &crd_beta]);
     assert_eq!(stored_versions(&kcp), r#"["v1","v1beta1"]"#);
     let newer = write_file(dir.path(), "newer.json", &widget("v1", "newer", 2));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        // The new spec reaches the resource index at once, but allow for a moment's delay.
+    // The new spec reaches the resource index at once, but allow for a moment's delay.
+    wait::until("a widget is created at the new storage version", || {
         let (ok, stderr) = stderr_of(&kcp, &["create", "-f", &newer]);
-        if ok || std::time::Instant::now() > deadline {
-            assert!(ok, "{stderr}");
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+        if ok { Ok(()) } else { Err(stderr) }
+    });
     for version in ["v1", "v1beta1"] {
-        let list = json_of(&kcp.kubectl_in_ok(
+        let list = json(&kcp.kubectl_in_ok(
             CLUSTER,
             &[
                 "get",
@@ -296,17 +300,6 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
         "{stderr}"
     );
     kcp.stop();
-}
-
-trait StdoutOf {
-    fn wait_with_output_stdout(self) -> String;
-}
-
-impl StdoutOf for std::process::Child {
-    fn wait_with_output_stdout(self) -> String {
-        let output = self.wait_with_output().unwrap();
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
 }
 
 /// A conversion webhook between `v1` (`spec.size`) and `v2` (`spec.dimensions.size`), served
@@ -448,44 +441,42 @@ mod webhook {
 
 fn webhook_crd(port: u16, ca_pem: &str) -> String {
     let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    format!(
-        r#"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {{plural: widgets, singular: widget, kind: Widget}}
-  conversion:
-    strategy: Webhook
-    webhook:
-      conversionReviewVersions: [v1]
-      clientConfig:
-        url: https://127.0.0.1:{port}/convert
-        caBundle: {ca_bundle}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {{type: object, properties: {{size: {{type: integer}}}}}}
-  - name: v2
-    served: true
-    storage: false
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
+    Crd::namespaced("widgets", "Widget")
+        .singular("widget")
+        .conversion(&format!(
+            "
+            strategy: Webhook
+            webhook:
+              conversionReviewVersions: [v1]
+              clientConfig:
+                url: https://127.0.0.1:{port}/convert
+                caBundle: {ca_bundle}
+            "
+        ))
+        .storage_version(
+            "v1",
+            "
             type: object
             properties:
-              dimensions: {{type: object, properties: {{size: {{type: integer}}}}}}
-"#
-    )
+              spec: {type: object, properties: {size: {type: integer}}}
+            ",
+        )
+        .version(
+            "
+            name: v2
+            served: true
+            storage: false
+            schema:
+              openAPIV3Schema:
+                type: object
+                properties:
+                  spec:
+                    type: object
+                    properties:
+                      dimensions: {type: object, properties: {size: {type: integer}}}
+            ",
+        )
+        .yaml()
 }
 
 #[test]
@@ -519,7 +510,7 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
     );
 
     let get = |version: &str| {
-        json_of(&kcp.kubectl_in_ok(
+        json(&kcp.kubectl_in_ok(
             CLUSTER,
             &[
                 "get",
@@ -552,7 +543,7 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
         ],
     );
     assert_eq!(get("v1")["spec"], json!({"size": 5}));
-    let list = json_of(&kcp.kubectl_in_ok(
+    let list = json(&kcp.kubectl_in_ok(
         CLUSTER,
         &[
             "get",
@@ -638,18 +629,17 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
         &["patch", "crd", "widgets.example.com", "--type=merge", "-p",
           r#"{"spec": {"conversion": {"webhook": {"clientConfig": {"url": null, "service": {"name": "conv", "namespace": "default"}}}}}}"#],
     );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
+    wait::until("reads say the webhook service cannot be reached", || {
         let (ok, stderr) = stderr_of(
             &kcp,
             &["get", "widgets.v2.example.com", "w", "-n", "versions"],
         );
         if !ok && stderr.contains("clientConfig.service cannot be reached from kcp") {
-            break;
+            Ok(())
+        } else {
+            Err(format!("{ok} {stderr}"))
         }
-        assert!(std::time::Instant::now() < deadline, "{ok} {stderr}");
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    });
     server.abort();
     kcp.stop();
 }

@@ -3,35 +3,33 @@
 //! and defaults by each cluster's own schema; unknown fields are refused or warned about; the
 //! status subresource and generation behave as in Kubernetes.
 
+use kcp_testing::crd::Crd;
+
 use super::support::{Kcp, write_file};
 
 /// A `widgets.example.com` CRD whose `spec` is `spec_schema`.
 fn widget_crd(spec_schema: &str, short_name: &str) -> String {
-    format!(
-        r#"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {{plural: widgets, singular: widget, kind: Widget, shortNames: [{short_name}]}}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {{status: {{}}}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {spec_schema}
-          status:
-            type: object
-            properties:
-              ready: {{type: boolean}}
-"#
-    )
+    Crd::namespaced("widgets", "Widget")
+        .singular("widget")
+        .short_names(&[short_name])
+        .version(&format!(
+            "
+            name: v1
+            served: true
+            storage: true
+            subresources: {{status: {{}}}}
+            schema:
+              openAPIV3Schema:
+                type: object
+                properties:
+                  spec: {spec_schema}
+                  status:
+                    type: object
+                    properties:
+                      ready: {{type: boolean}}
+            "
+        ))
+        .yaml()
 }
 
 #[test]

@@ -7,7 +7,9 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, WatchEvent, WatchParams};
 
-use super::support::{Kcp, sized_crd, write_file};
+use kcp_testing::crd;
+
+use super::support::{Kcp, write_file};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn same_names_in_two_workspaces_never_mix() {
@@ -53,7 +55,7 @@ async fn same_names_in_two_workspaces_never_mix() {
         let file = write_file(
             dir.path(),
             &format!("crd-{owner}.yaml"),
-            &sized_crd("things", "Thing", size_type),
+            &crd::sized("things", "Thing", size_type).yaml(),
         );
         kcp.kubectl_in_ok(path, &["apply", "-f", &file]);
         kcp.wait_established(path, "things.example.com");

@@ -3,18 +3,9 @@
 //! finalize subresources; collection deletes through kubectl and the raw deletecollection verb.
 //! (`--raw` paths are absolute on the server, so they name the logical cluster.)
 
-use serde_json::Value;
+use kcp_testing::output::{json, stderr};
 
 use super::support::{Kcp, write_file};
-
-fn json(text: &str) -> Value {
-    serde_json::from_str(text).unwrap()
-}
-
-fn stderr(output: &std::process::Output) -> String {
-    assert!(!output.status.success(), "expected kubectl to fail");
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
 
 #[test]
 fn deleting_a_namespace_removes_it_and_its_content() {

@@ -1,5 +1,8 @@
 //! kubectl's everyday read commands: output formats, chunked lists, `wait`, `events`.
 
+use kcp_testing::output::Lines;
+use kcp_testing::wait;
+
 use super::support::{Kcp, write_file};
 
 #[test]
@@ -92,24 +95,26 @@ fn wait_for_jsonpath_sees_a_later_change() {
     ]);
     assert!(!early.status.success());
 
-    let handle = {
-        let kubeconfig = kubeconfig.clone();
-        std::thread::spawn(move || {
-            std::process::Command::new("kubectl")
-                .env("KUBECONFIG", &kubeconfig)
-                .args([
-                    "wait",
-                    "configmap/flag",
-                    "-n",
-                    "waiting",
-                    "--for=jsonpath={.data.state}=ready",
-                    "--timeout=30s",
-                ])
-                .output()
-                .unwrap()
-        })
-    };
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // `-v=6` logs each request kubectl makes as it is answered, to stderr.
+    let mut waiting = std::process::Command::new("kubectl")
+        .env("KUBECONFIG", &kubeconfig)
+        .args([
+            "wait",
+            "configmap/flag",
+            "-n",
+            "waiting",
+            "--for=jsonpath={.data.state}=ready",
+            "--timeout=30s",
+            "-v=6",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let requests = Lines::of(waiting.stderr.take().unwrap());
+    // Once kubectl watches the configmap (having listed it, still pending), the change below is
+    // one it has to see arrive.
+    requests.find("watch=true");
     kcp.kubectl_ok(&[
         "patch",
         "configmap",
@@ -120,7 +125,7 @@ fn wait_for_jsonpath_sees_a_later_change() {
         "-p",
         r#"{"data":{"state":"ready"}}"#,
     ]);
-    let output = handle.join().unwrap();
+    let output = waiting.wait_with_output().unwrap();
     assert!(output.status.success(), "{output:?}");
     assert_eq!(
         String::from_utf8_lossy(&output.stdout).trim(),
@@ -210,13 +215,15 @@ fn a_continue_token_past_compaction_is_expired() {
         &format!("{collection}?limit=1&continue={token}"),
     ]);
     kcp.kubectl_ok(&["create", "configmap", "later", "-n", "compacted"]);
-    std::thread::sleep(std::time::Duration::from_millis(3500));
-    let expired = kcp.kubectl(&[
-        "get",
-        "--raw",
-        &format!("{collection}?limit=1&continue={token}"),
-    ]);
-    assert!(!expired.status.success());
+    // The compactor runs every second; within a few, history passes the token's revision.
+    let expired = wait::until("the continue token has expired", || {
+        let output = kcp.kubectl(&[
+            "get",
+            "--raw",
+            &format!("{collection}?limit=1&continue={token}"),
+        ]);
+        (!output.status.success()).then_some(output)
+    });
     let stderr = String::from_utf8_lossy(&expired.stderr);
     assert!(
         stderr.contains("Error from server (Expired): The provided continue parameter is too old to display a consistent list result."),

@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-use kcp_storage_etcd::process::EtcdProcess;
+use kcp_testing::etcd::EtcdProcess;
 
 use super::support::Kcp;
 

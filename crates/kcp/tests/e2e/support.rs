@@ -1,10 +1,11 @@
 //! Running `kcp start` and kubectl from tests.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::sync::Mutex;
 use std::time::Duration;
+
+use kcp_testing::output::Lines;
 
 /// Writes `text` to the file `name` in `dir` and returns its path.
 pub fn write_file(dir: &Path, name: &str, text: &str) -> String {
@@ -13,64 +14,12 @@ pub fn write_file(dir: &Path, name: &str, text: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
-/// A namespaced CRD `<plural>.example.com` (kind `kind`, version v1) whose `spec.size` has the
-/// JSON type `size_type`: the same CRD shaped differently in different workspaces.
-pub fn sized_crd(plural: &str, kind: &str, size_type: &str) -> String {
-    format!(
-        "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: {plural}.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {{plural: {plural}, kind: {kind}}}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {{type: {size_type}}}
-"
-    )
-}
-
-/// A JSON patch whose copies nest a value into its own deepest object: about 26,000 levels if
-/// nothing stopped it (the patch is about 52 KB).
-pub fn self_nesting_patch() -> String {
-    let mut ops = vec![r#"{"op":"add","path":"/data2","value":{}}"#.to_string()];
-    let mut depth = 1;
-    while depth < 26_000 {
-        ops.push(format!(
-            r#"{{"op":"copy","from":"/data2","path":"/data2{}"}}"#,
-            "/a".repeat(depth)
-        ));
-        depth *= 2;
-    }
-    format!("[{}]", ops.join(","))
-}
-
-/// A JSON patch of a few KB whose copies double one list again and again (2^40 elements if
-/// nothing stopped it).
-pub fn exponential_copy_patch() -> String {
-    let mut ops = vec![r#"{"op":"add","path":"/d","value":["xxxxxxxxxxxxxxxx"]}"#.to_string()];
-    for _ in 0..40 {
-        ops.push(r#"{"op":"copy","from":"/d","path":"/e"}"#.into());
-        ops.push(r#"{"op":"copy","from":"/e","path":"/d/-"}"#.into());
-    }
-    format!("[{}]", ops.join(","))
-}
-
 /// A running `kcp start`, killed on drop unless stopped.
 pub struct Kcp {
     child: Option<Child>,
     pub root: PathBuf,
+    /// What the server logs after it said it is ready.
+    log: Mutex<Lines>,
 }
 
 impl Kcp {
@@ -89,33 +38,27 @@ impl Kcp {
             .stderr(Stdio::null())
             .spawn()
             .expect("run kcp");
-        let (lines, receiver) = mpsc::channel();
-        let stdout = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = lines.send(line);
-            }
-        });
-        loop {
-            match receiver.recv_timeout(Duration::from_secs(20)) {
-                Ok(line) if line.contains("ready to serve") => {
-                    assert!(
-                        line.contains("admin.kubeconfig"),
-                        "the ready line names the kubeconfig: {line}"
-                    );
-                    return Kcp {
-                        child: Some(child),
-                        root: root.to_path_buf(),
-                    };
-                }
-                Ok(_) => {}
-                Err(error) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!("kcp did not become ready: {error}");
-                }
-            }
+        let log = Lines::of(child.stdout.take().unwrap());
+        let Some(line) = log.find_within(Duration::from_secs(60), "ready to serve") else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("kcp did not become ready");
+        };
+        assert!(
+            line.contains("admin.kubeconfig"),
+            "the ready line names the kubeconfig: {line}"
+        );
+        Kcp {
+            child: Some(child),
+            root: root.to_path_buf(),
+            log: Mutex::new(log),
         }
+    }
+
+    /// Waits until the server logs a line containing `needle` (one logged since the last wait);
+    /// the test fails if it does not within `kcp_testing::wait::DEADLINE`.
+    pub fn wait_for_log(&self, needle: &str) -> String {
+        self.log.lock().unwrap().find(needle)
     }
 
     /// The process id of the running server.
@@ -265,8 +208,8 @@ impl Kcp {
     /// Sends SIGTERM and requires a clean exit.
     pub fn stop(mut self) {
         let mut child = self.child.take().unwrap();
-        // SAFETY: plain kill(2) on the pid of a child we own.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        // Our own child, not reaped yet: its pid is still its own.
+        kcp_testing::signal::terminate(child.id()).expect("SIGTERM kcp");
         let status = child.wait().unwrap();
         assert!(status.success(), "kcp exited with {status}");
     }

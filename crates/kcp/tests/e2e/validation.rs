@@ -2,12 +2,13 @@
 //! bad config keys, immutable ConfigMaps, roles without verbs, changed role references, and a
 //! 400 for Secret data that is not base64.
 
+use kcp_testing::crd::Crd;
+use kcp_testing::output::stderr;
+
 use super::support::{Kcp, write_file};
 
 fn stderr_of(kcp: &Kcp, args: &[&str]) -> String {
-    let output = kcp.kubectl(args);
-    assert!(!output.status.success(), "kubectl {args:?} should fail");
-    String::from_utf8_lossy(&output.stderr).trim().to_string()
+    stderr(&kcp.kubectl(args))
 }
 
 #[test]
@@ -182,25 +183,22 @@ fn kubectl_shows_kubernetes_validation_messages() {
     kcp.stop();
 }
 
-const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            SPEC
-";
+/// `widgets.example.com` whose `spec` schema is the placeholder `SPEC`, for the test to fill in.
+fn widgets_crd() -> String {
+    Crd::namespaced("widgets", "Widget")
+        .singular("widget")
+        .list_kind("WidgetList")
+        .storage_version(
+            "v1",
+            "
+            type: object
+            properties:
+              spec:
+                SPEC
+            ",
+        )
+        .yaml()
+}
 
 #[test]
 fn crds_need_structural_schemas() {
@@ -209,7 +207,7 @@ fn crds_need_structural_schemas() {
     let bad = write_file(
         dir.path(),
         "bad.yaml",
-        &CRD.replace("SPEC", "properties: {size: {type: array}}"),
+        &widgets_crd().replace("SPEC", "properties: {size: {type: array}}"),
     );
     let refused = kcp.kubectl(&["create", "-f", &bad]);
     assert!(!refused.status.success());
@@ -223,7 +221,7 @@ fn crds_need_structural_schemas() {
     let good = write_file(
         dir.path(),
         "good.yaml",
-        &CRD.replace(
+        &widgets_crd().replace(
             "SPEC",
             "type: object\n            x-kubernetes-preserve-unknown-fields: true",
         ),

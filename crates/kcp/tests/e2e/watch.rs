@@ -1,10 +1,11 @@
 //! Watch through kubectl: `get -w` sees ADDED, MODIFIED and DELETED, and `delete` waits for
 //! finalizers (kubectl waits with a watch).
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
+
+use kcp_testing::output::{Lines, json};
+use kcp_testing::wait;
 
 use super::support::{Kcp, write_file};
 
@@ -32,17 +33,9 @@ fn kubectl_get_watch_sees_added_modified_and_deleted() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let (lines, received) = mpsc::channel();
-    let stdout = watcher.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = lines.send(line);
-        }
-    });
+    let events = Lines::of(watcher.stdout.take().unwrap());
     let next = || {
-        let line = received
-            .recv_timeout(Duration::from_secs(20))
-            .expect("a watch event within 20 s");
+        let line = events.next("a watch event");
         line.split_whitespace()
             .take(2)
             .map(str::to_string)
@@ -83,14 +76,20 @@ fn kubectl_delete_waits_for_finalizers() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(2));
+    // kubectl has sent the delete once the object is terminating.
+    let terminating = wait::until("kubectl's delete reaches the server", || {
+        let held = json(&kcp.kubectl_ok(&["get", "cm", "held", "-o", "json"]));
+        held["metadata"]["deletionTimestamp"]
+            .is_string()
+            .then_some(held)
+    });
+    // Deliberately a fixed window: kubectl must NOT return while the finalizer holds the object,
+    // and a delete that did not wait would return within milliseconds of the server's answer.
+    std::thread::sleep(Duration::from_secs(1));
     assert!(
         delete.try_wait().unwrap().is_none(),
         "delete returned while a finalizer holds the object"
     );
-    let terminating: serde_json::Value =
-        serde_json::from_str(&kcp.kubectl_ok(&["get", "cm", "held", "-o", "json"])).unwrap();
-    assert!(terminating["metadata"]["deletionTimestamp"].is_string());
 
     let mut released = terminating.clone();
     released["metadata"]["finalizers"] = serde_json::json!([]);

@@ -9,7 +9,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, WatchEvent, WatchParams};
 use kube::core::GroupVersionKind;
 
-use super::support::{Kcp, sized_crd, write_file};
+use kcp_testing::crd;
+
+use super::support::{Kcp, write_file};
 
 fn cluster_of(object: &serde_json::Value) -> String {
     object["metadata"]["annotations"]["kcp.io/cluster"]
@@ -41,7 +43,7 @@ async fn wildcard_lists_and_watches_see_every_workspace() {
         let file = write_file(
             dir.path(),
             &format!("crd-{size_type}.yaml"),
-            &sized_crd("gizmos", "Gizmo", size_type),
+            &crd::sized("gizmos", "Gizmo", size_type).yaml(),
         );
         kcp.kubectl_in_ok(path, &["apply", "-f", &file]);
         kcp.wait_established(path, "gizmos.example.com");

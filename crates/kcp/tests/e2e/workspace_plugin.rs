@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use kcp_testing::output;
+
 use super::support::{Kcp, write_file};
 
 /// kubectl with the plugins on PATH and its own copy of the admin kubeconfig.
@@ -38,20 +40,11 @@ impl Plugins {
     }
 
     fn ok(&self, args: &[&str]) -> String {
-        let output = self.run(args);
-        assert!(
-            output.status.success(),
-            "kubectl {args:?}: {}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).unwrap()
+        output::stdout(&self.run(args))
     }
 
     fn err(&self, args: &[&str]) -> String {
-        let output = self.run(args);
-        assert!(!output.status.success(), "kubectl {args:?} should fail");
-        String::from_utf8_lossy(&output.stderr).trim().to_string()
+        output::stderr(&self.run(args))
     }
 }
 

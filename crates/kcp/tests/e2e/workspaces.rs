@@ -4,6 +4,8 @@
 //! tree, homes, and a restart keeps it all; only the server names and owns logical clusters (no
 //! aliasing another workspace's cluster, no directly deletable LogicalClusters by users).
 
+use kcp_testing::wait;
+
 use super::support::{Kcp, write_file};
 
 fn workspace(name: &str, type_name: Option<&str>) -> String {
@@ -217,11 +219,15 @@ fn types_decide_where_workspaces_may_live_and_initializers_hold_them() {
             "{.status.initializers}",
         )
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while waiting() != r#"["root:gated"]"# {
-        assert!(std::time::Instant::now() < deadline, "{}", waiting());
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait::until("the workspace shows the gated initializer", || {
+        let initializers = waiting();
+        if initializers == r#"["root:gated"]"# {
+            Ok(())
+        } else {
+            Err(initializers)
+        }
+    });
+    // Deliberately a fixed window: the phase must NOT move on while the initializer is there.
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(
         field(&kcp, "root", &["get", "ws", "gated"], "{.status.phase}"),
@@ -279,9 +285,7 @@ fn deleting_a_workspace_deletes_its_tree_and_honours_finalizers() {
     kcp.kubectl_in_ok("root:kept", &["create", "configmap", "safe"]);
 
     kcp.kubectl_in_ok("root", &["delete", "ws", "doomed", "--wait=false"]);
-    std::thread::sleep(std::time::Duration::from_secs(2));
     // The finalizer holds the configmap, and so the team, and so the org, which says so.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let status = || {
         field(
             &kcp,
@@ -290,10 +294,14 @@ fn deleting_a_workspace_deletes_its_tree_and_honours_finalizers() {
             "{.status.phase} {.status.conditions[?(@.type==\"WorkspaceContentDeleted\")].reason}",
         )
     };
-    while status() != "Deleting SomeResourcesRemain" {
-        assert!(std::time::Instant::now() < deadline, "{}", status());
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    wait::until("the team says some of its resources remain", || {
+        let status = status();
+        if status == "Deleting SomeResourcesRemain" {
+            Ok(())
+        } else {
+            Err(status)
+        }
+    });
     assert_eq!(
         field(&kcp, "root", &["get", "ws", "doomed"], "{.status.phase}"),
         "Deleting"

@@ -4,12 +4,14 @@
 
 use std::sync::Arc;
 
-use kcp_apis::builtin::{RESOURCES, Resource};
+use kcp_apis::builtin::Resource;
 use kcp_apis::system;
 use kcp_registry::tenancy::{CLUSTER_ANNOTATION, LOGICAL_CLUSTER};
-use kcp_registry::{Registry, RegistryError, Target};
+use kcp_registry::{Registry, RegistryError};
 use kcp_storage::MemoryStorage;
 use serde_json::{Value, json};
+
+use crate::support::{builtin, cluster_wide};
 
 const URL: &str = "https://kcp.example:6443/clusters/root";
 
@@ -17,21 +19,6 @@ async fn registry() -> Registry {
     let registry = Registry::new(Arc::new(MemoryStorage::new()));
     registry.bootstrap_root(URL).await.unwrap();
     registry
-}
-
-fn target<'a>(cluster: &'a str, resource: &'static Resource) -> Target<'a> {
-    Target {
-        cluster,
-        resource,
-        namespace: None,
-    }
-}
-
-fn builtin(group: &str, name: &str) -> &'static Resource {
-    RESOURCES
-        .iter()
-        .find(|r| r.group == group && r.name == name)
-        .unwrap()
 }
 
 fn workspace(name: &str) -> Value {
@@ -52,7 +39,7 @@ async fn victim(registry: &Registry) -> String {
     registry
         .privileged()
         .create(
-            target(&cluster, system::logical_clusters()),
+            cluster_wide(&cluster, system::logical_clusters()),
             json!({"metadata": {"name": LOGICAL_CLUSTER}, "spec": {"owner": {
                 "apiVersion": "tenancy.kcp.io/v1alpha1", "resource": "workspaces",
                 "name": "victim", "cluster": "root", "uid": "u"}},
@@ -67,7 +54,7 @@ async fn victim(registry: &Registry) -> String {
 async fn users_cannot_point_a_workspace_at_another_logical_cluster() {
     let registry = registry().await;
     let victim = victim(&registry).await;
-    let workspaces = target("root", system::workspaces());
+    let workspaces = cluster_wide("root", system::workspaces());
 
     let mut by_spec = workspace("by-spec");
     by_spec["spec"] = json!({"cluster": victim});
@@ -194,7 +181,7 @@ async fn the_server_names_clusters_only_with_valid_names() {
     bad["metadata"]["annotations"] = json!({CLUSTER_ANNOTATION: "root:org"});
     let refused = registry
         .privileged()
-        .create(target("root", system::workspaces()), bad)
+        .create(cluster_wide("root", system::workspaces()), bad)
         .await;
     assert!(
         matches!(&refused, Err(RegistryError::Invalid { causes, .. })
@@ -207,7 +194,7 @@ async fn the_server_names_clusters_only_with_valid_names() {
     assert!(
         registry
             .privileged()
-            .create(target("root", system::workspaces()), pointing)
+            .create(cluster_wide("root", system::workspaces()), pointing)
             .await
             .is_err()
     );
@@ -245,7 +232,7 @@ async fn only_existing_logical_clusters_resolve() {
 #[tokio::test]
 async fn users_cannot_make_a_logical_cluster_deletable_or_move_it_back() {
     let registry = registry().await;
-    let logical_clusters = target("root", system::logical_clusters());
+    let logical_clusters = cluster_wide("root", system::logical_clusters());
     let status = registry.subresource("status").unwrap();
     let edit = |change: fn(&mut Value)| {
         move |current: &Value| {
@@ -325,7 +312,7 @@ async fn a_workspace_whose_spec_is_not_an_object_is_invalid() {
     let mut body = workspace("stringy");
     body["spec"] = json!("x");
     match registry
-        .create(target("root", system::workspaces()), body)
+        .create(cluster_wide("root", system::workspaces()), body)
         .await
     {
         Err(RegistryError::Invalid { causes, .. }) => {
@@ -413,7 +400,7 @@ async fn no_shape_of_a_body_panics_or_fails_the_server() {
     ];
     let mut case = 0;
     for (resource, base) in kinds {
-        let at = target("root", resource);
+        let at = cluster_wide("root", resource);
         let name = base["metadata"]["name"].as_str().unwrap().to_string();
         // The object updates and patches start from (the root's LogicalCluster exists).
         if resource.name != "logicalclusters" {

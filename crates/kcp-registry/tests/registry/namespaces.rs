@@ -4,32 +4,14 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use kcp_apis::builtin::{RESOURCES, Resource};
 use kcp_registry::{DeleteOutcome, Filter, Registry, RegistryError, Target};
 use kcp_storage::MemoryStorage;
 use serde_json::{Value, json};
 
-fn resource(name: &str) -> &'static Resource {
-    RESOURCES
-        .iter()
-        .find(|r| r.name == name && r.group.is_empty())
-        .unwrap()
-}
+use crate::support::{cluster_wide, configmaps, core};
 
 fn namespaces(cluster: &str) -> Target<'_> {
-    Target {
-        cluster,
-        resource: resource("namespaces"),
-        namespace: None,
-    }
-}
-
-fn configmaps<'a>(cluster: &'a str, namespace: &'a str) -> Target<'a> {
-    Target {
-        cluster,
-        resource: resource("configmaps"),
-        namespace: Some(namespace),
-    }
+    cluster_wide(cluster, core("namespaces"))
 }
 
 fn registry() -> Registry {
@@ -270,7 +252,7 @@ async fn cross_cluster_lists_and_watches_name_the_cluster() {
     create_namespace(&registry, "root:org", "b").await;
     let all: Filter = Box::new(|_| true);
     let (objects, revision) = registry
-        .list_all_clusters(resource("namespaces"), &all)
+        .list_all_clusters(core("namespaces"), &all)
         .await
         .unwrap();
     let seen: Vec<_> = objects
@@ -286,7 +268,7 @@ async fn cross_cluster_lists_and_watches_name_the_cluster() {
 
     let mut events = Box::pin(
         registry
-            .watch_all_clusters(resource("namespaces"), revision)
+            .watch_all_clusters(core("namespaces"), revision)
             .await
             .unwrap(),
     );

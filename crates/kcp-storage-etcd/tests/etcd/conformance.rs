@@ -2,7 +2,7 @@
 //! process, so cases cannot see each other's keys or revisions.
 
 use kcp_storage_etcd::EtcdStorage;
-use kcp_storage_etcd::process::EtcdProcess;
+use kcp_testing::etcd::EtcdProcess;
 
 kcp_storage::storage_conformance_tests!(async {
     let etcd = EtcdProcess::start().await;

@@ -7,13 +7,11 @@ use std::time::Duration;
 use futures::StreamExt;
 use kcp_storage::{Event, EventKind, Op, Storage, StorageError, Txn, WatchRequest, WatchStream};
 use kcp_storage_etcd::EtcdStorage;
-use kcp_storage_etcd::process::EtcdProcess;
+use kcp_testing::etcd::EtcdProcess;
+
+use crate::support::bytes;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-fn bytes(s: &str) -> bytes::Bytes {
-    bytes::Bytes::copy_from_slice(s.as_bytes())
-}
 
 /// One round of writes under `/rc/`: creates, an update, a delete, a two-key transaction (two
 /// events at one revision) and a write outside the watched prefix. Returns the expected events
@@ -87,7 +85,9 @@ async fn watch_resumes_exactly_after_etcd_is_killed_and_restarted() {
     for round in 0..3 {
         expected.extend(write_round(&store, round).await);
         etcd.kill();
-        // Long enough for the watch to see the broken stream and fail to reconnect a few times.
+        // Deliberately a fixed outage, not a condition to wait for: etcd stays down long enough
+        // for the watch to see the broken stream and fail to reconnect a few times, and the test
+        // checks that it neither gives up nor loses or repeats events across such an outage.
         tokio::time::sleep(Duration::from_millis(700)).await;
         etcd.restart().await;
     }

@@ -5,25 +5,15 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use kcp_apimachinery::json::{MAX_DEPTH, MAX_READ_DEPTH, depth};
-use kcp_apis::builtin::{RESOURCES, Resource};
 use kcp_registry::{DeleteOutcome, ListOptions, Registry, RegistryError, Target};
 use kcp_storage::keys::ResourceKeys;
 use kcp_storage::{MemoryStorage, Storage};
 use serde_json::{Value, json};
 
-fn resource(name: &str) -> &'static Resource {
-    RESOURCES
-        .iter()
-        .find(|r| r.name == name && r.group.is_empty())
-        .unwrap()
-}
+use crate::support;
 
 fn configmaps() -> Target<'static> {
-    Target {
-        cluster: "root",
-        resource: resource("configmaps"),
-        namespace: Some("default"),
-    }
+    support::configmaps("root", "default")
 }
 
 async fn registry() -> (Registry, Arc<MemoryStorage>) {

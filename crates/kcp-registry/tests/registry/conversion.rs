@@ -14,6 +14,8 @@ use kcp_registry::{Registry, RegistryError, Target};
 use kcp_storage::MemoryStorage;
 use serde_json::{Value, json};
 
+use crate::support::{cluster_wide, crds, establish_crd, namespaced};
+
 /// Moves `spec.size` (v1) to and from `spec.dimensions.size` (v2); can be told to fail or to
 /// rename what it converts.
 #[derive(Default)]
@@ -60,27 +62,16 @@ impl WebhookConverter for SizeConverter {
     }
 }
 
-fn crds() -> &'static Resource {
-    kcp_apis::builtin::in_group_version("apiextensions.k8s.io", "v1")
-        .find(|r| r.name == "customresourcedefinitions")
-        .unwrap()
-}
-
 async fn setup() -> (Registry, Arc<SizeConverter>) {
     let converter = Arc::new(SizeConverter::default());
     let registry =
         Registry::new(Arc::new(MemoryStorage::new())).with_webhook_converter(converter.clone());
     registry.ensure_namespace("root", "default").await.unwrap();
-    let target = Target {
-        cluster: "root",
-        resource: crds(),
-        namespace: None,
-    };
     let schema =
         |spec: Value| json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}});
     registry
         .create(
-            target,
+            cluster_wide("root", crds()),
             json!({"metadata": {"name": "widgets.example.com"}, "spec": {
                 "group": "example.com", "scope": "Namespaced",
                 "names": {"plural": "widgets", "kind": "Widget"},
@@ -97,16 +88,7 @@ async fn setup() -> (Registry, Arc<SizeConverter>) {
         )
         .await
         .unwrap();
-    registry
-        .subresource("status")
-        .unwrap()
-        .patch(target, "widgets.example.com", &|stored: &Value| {
-            let mut next = stored.clone();
-            next["status"]["conditions"] = json!([{"type": "Established", "status": "True"}]);
-            Ok(next)
-        })
-        .await
-        .unwrap();
+    establish_crd(&registry, "root", "widgets.example.com").await;
     (registry, converter)
 }
 
@@ -118,11 +100,7 @@ async fn widgets(registry: &Registry, version: &str) -> ResourceRef {
 }
 
 fn at(resource: &Resource) -> Target<'_> {
-    Target {
-        cluster: "root",
-        resource,
-        namespace: Some("default"),
-    }
+    namespaced("root", resource, "default")
 }
 
 #[tokio::test]

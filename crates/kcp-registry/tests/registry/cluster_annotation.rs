@@ -4,22 +4,11 @@
 
 use std::sync::Arc;
 
-use kcp_apis::builtin::{RESOURCES, Resource};
-use kcp_registry::{DeleteOutcome, ListOptions, Registry, Target};
+use kcp_registry::{DeleteOutcome, ListOptions, Registry};
 use kcp_storage::{MemoryStorage, Storage};
 use serde_json::json;
 
-fn configmaps() -> &'static Resource {
-    RESOURCES.iter().find(|r| r.name == "configmaps").unwrap()
-}
-
-fn target(cluster: &str) -> Target<'_> {
-    Target {
-        cluster,
-        resource: configmaps(),
-        namespace: Some("default"),
-    }
-}
+use crate::support::{configmaps, core};
 
 #[tokio::test]
 async fn every_answer_names_the_cluster_and_storage_never_keeps_it() {
@@ -30,7 +19,7 @@ async fn every_answer_names_the_cluster_and_storage_never_keeps_it() {
     }
     let created = registry
         .create(
-            target("a"),
+            configmaps("a", "default"),
             json!({"metadata": {"name": "cm", "annotations": {"kcp.io/cluster": "b"}}}),
         )
         .await
@@ -45,12 +34,18 @@ async fn every_answer_names_the_cluster_and_storage_never_keeps_it() {
     let stored: serde_json::Value = serde_json::from_slice(&stored.value).unwrap();
     assert!(stored["metadata"].get("annotations").is_none(), "{stored}");
 
-    let got = registry.get(target("a"), "cm").await.unwrap();
+    let got = registry
+        .get(configmaps("a", "default"), "cm")
+        .await
+        .unwrap();
     assert_eq!(got["metadata"]["annotations"]["kcp.io/cluster"], "a");
-    let updated = registry.update(target("a"), "cm", got).await.unwrap();
+    let updated = registry
+        .update(configmaps("a", "default"), "cm", got)
+        .await
+        .unwrap();
     assert_eq!(updated["metadata"]["annotations"]["kcp.io/cluster"], "a");
     let listed = registry
-        .list(target("a"), ListOptions::default())
+        .list(configmaps("a", "default"), ListOptions::default())
         .await
         .unwrap();
     assert_eq!(
@@ -59,7 +54,7 @@ async fn every_answer_names_the_cluster_and_storage_never_keeps_it() {
     );
     let all = registry
         .list_all_clusters(
-            configmaps(),
+            core("configmaps"),
             &(Box::new(|_: &serde_json::Value| true) as kcp_registry::Filter),
         )
         .await
@@ -70,7 +65,11 @@ async fn every_answer_names_the_cluster_and_storage_never_keeps_it() {
         all[0].object["metadata"]["annotations"]["kcp.io/cluster"],
         "a"
     );
-    match registry.delete(target("a"), "cm").await.unwrap() {
+    match registry
+        .delete(configmaps("a", "default"), "cm")
+        .await
+        .unwrap()
+    {
         DeleteOutcome::Deleted(last) => {
             assert_eq!(last["metadata"]["annotations"]["kcp.io/cluster"], "a")
         }

@@ -2,25 +2,11 @@
 
 use std::sync::Arc;
 
-use kcp_apis::builtin::{RESOURCES, Resource};
 use kcp_registry::{DeleteOutcome, ListOptions, Registry, RegistryError, Target};
 use kcp_storage::MemoryStorage;
 use serde_json::json;
 
-fn resource(name: &str) -> &'static Resource {
-    RESOURCES
-        .iter()
-        .find(|r| r.name == name && r.group.is_empty())
-        .unwrap()
-}
-
-fn configmaps(cluster: &str) -> Target<'_> {
-    Target {
-        cluster,
-        resource: resource("configmaps"),
-        namespace: Some("default"),
-    }
-}
+use crate::support::{builtin, cluster_wide, configmaps};
 
 async fn registry() -> Registry {
     let registry = Registry::new(Arc::new(MemoryStorage::new()));
@@ -35,7 +21,7 @@ async fn create_sets_server_fields_and_rejects_duplicates_and_bad_names() {
     let registry = registry().await;
     let created = registry
         .create(
-            configmaps("root"),
+            configmaps("root", "default"),
             json!({"metadata": {"name": "a"}, "data": {"k": "v"}}),
         )
         .await
@@ -60,7 +46,10 @@ async fn create_sets_server_fields_and_rejects_duplicates_and_bad_names() {
     );
 
     let again = registry
-        .create(configmaps("root"), json!({"metadata": {"name": "a"}}))
+        .create(
+            configmaps("root", "default"),
+            json!({"metadata": {"name": "a"}}),
+        )
         .await;
     assert_eq!(
         again.unwrap_err().to_string(),
@@ -68,7 +57,7 @@ async fn create_sets_server_fields_and_rejects_duplicates_and_bad_names() {
     );
     let bad = registry
         .create(
-            configmaps("root"),
+            configmaps("root", "default"),
             json!({"metadata": {"name": "Bad_Name"}}),
         )
         .await
@@ -81,7 +70,7 @@ async fn create_sets_server_fields_and_rejects_duplicates_and_bad_names() {
     );
     let generated = registry
         .create(
-            configmaps("root"),
+            configmaps("root", "default"),
             json!({"metadata": {"generateName": "gen-"}}),
         )
         .await
@@ -94,14 +83,14 @@ async fn create_sets_server_fields_and_rejects_duplicates_and_bad_names() {
     );
     let wrong_kind = registry
         .create(
-            configmaps("root"),
+            configmaps("root", "default"),
             json!({"kind": "Secret", "metadata": {"name": "s"}}),
         )
         .await;
     assert!(matches!(wrong_kind, Err(RegistryError::BadRequest(_))));
     let missing_ns = Target {
         namespace: Some("nope"),
-        ..configmaps("root")
+        ..configmaps("root", "default")
     };
     let error = registry
         .create(missing_ns, json!({"metadata": {"name": "x"}}))
@@ -110,7 +99,10 @@ async fn create_sets_server_fields_and_rejects_duplicates_and_bad_names() {
     assert_eq!(error.to_string(), "namespaces \"nope\" not found");
     // The same name in another logical cluster is another object.
     registry
-        .create(configmaps("root:other"), json!({"metadata": {"name": "a"}}))
+        .create(
+            configmaps("root:other", "default"),
+            json!({"metadata": {"name": "a"}}),
+        )
         .await
         .unwrap();
 }
@@ -120,7 +112,7 @@ async fn update_checks_resource_version_and_keeps_server_fields() {
     let registry = registry().await;
     let created = registry
         .create(
-            configmaps("root"),
+            configmaps("root", "default"),
             json!({"metadata": {"name": "a"}, "data": {"k": "1"}}),
         )
         .await
@@ -129,13 +121,13 @@ async fn update_checks_resource_version_and_keeps_server_fields() {
     changed["data"]["k"] = json!("2");
     changed["metadata"]["uid"] = json!("forged");
     let updated = registry
-        .update(configmaps("root"), "a", changed.clone())
+        .update(configmaps("root", "default"), "a", changed.clone())
         .await
         .unwrap();
     assert_eq!(updated["data"]["k"], "2");
     assert_eq!(updated["metadata"]["uid"], created["metadata"]["uid"]);
     let stale = registry
-        .update(configmaps("root"), "a", changed)
+        .update(configmaps("root", "default"), "a", changed)
         .await
         .unwrap_err();
     assert_eq!(
@@ -143,12 +135,20 @@ async fn update_checks_resource_version_and_keeps_server_fields() {
         "Operation cannot be fulfilled on configmaps \"a\": the object has been modified; please apply your changes to the latest version and try again"
     );
     let missing = registry
-        .update(configmaps("root"), "b", json!({"metadata": {"name": "b"}}))
+        .update(
+            configmaps("root", "default"),
+            "b",
+            json!({"metadata": {"name": "b"}}),
+        )
         .await
         .unwrap_err();
     assert!(matches!(missing, RegistryError::NotFound { .. }));
     let renamed = registry
-        .update(configmaps("root"), "a", json!({"metadata": {"name": "c"}}))
+        .update(
+            configmaps("root", "default"),
+            "a",
+            json!({"metadata": {"name": "c"}}),
+        )
         .await
         .unwrap_err();
     assert!(matches!(renamed, RegistryError::BadRequest(_)));
@@ -159,28 +159,35 @@ async fn finalizers_hold_a_delete_until_they_are_removed() {
     let registry = registry().await;
     registry
         .create(
-            configmaps("root"),
+            configmaps("root", "default"),
             json!({"metadata": {"name": "f", "finalizers": ["example.com/hold"]}}),
         )
         .await
         .unwrap();
-    let pending = match registry.delete(configmaps("root"), "f").await.unwrap() {
+    let pending = match registry
+        .delete(configmaps("root", "default"), "f")
+        .await
+        .unwrap()
+    {
         DeleteOutcome::Pending(object) => object,
         other => panic!("expected pending, got {other:?}"),
     };
     assert!(pending["metadata"]["deletionTimestamp"].is_string());
-    let mut released = registry.get(configmaps("root"), "f").await.unwrap();
+    let mut released = registry
+        .get(configmaps("root", "default"), "f")
+        .await
+        .unwrap();
     released["metadata"]["finalizers"] = json!([]);
     registry
-        .update(configmaps("root"), "f", released)
+        .update(configmaps("root", "default"), "f", released)
         .await
         .unwrap();
     assert!(matches!(
-        registry.get(configmaps("root"), "f").await,
+        registry.get(configmaps("root", "default"), "f").await,
         Err(RegistryError::NotFound { .. })
     ));
     assert!(matches!(
-        registry.delete(configmaps("root"), "f").await,
+        registry.delete(configmaps("root", "default"), "f").await,
         Err(RegistryError::NotFound { .. })
     ));
 }
@@ -191,7 +198,7 @@ async fn lists_page_one_snapshot_with_continue_tokens() {
     for i in 0..7 {
         registry
             .create(
-                configmaps("root"),
+                configmaps("root", "default"),
                 json!({"metadata": {"name": format!("cm{i}")}}),
             )
             .await
@@ -199,14 +206,14 @@ async fn lists_page_one_snapshot_with_continue_tokens() {
     }
     registry
         .create(
-            configmaps("root:other"),
+            configmaps("root:other", "default"),
             json!({"metadata": {"name": "elsewhere"}}),
         )
         .await
         .unwrap();
     let first = registry
         .list(
-            configmaps("root"),
+            configmaps("root", "default"),
             ListOptions {
                 limit: 3,
                 ..Default::default()
@@ -217,7 +224,10 @@ async fn lists_page_one_snapshot_with_continue_tokens() {
     assert_eq!(first.items.len(), 3);
     assert_eq!(first.remaining_item_count, Some(4));
     registry
-        .create(configmaps("root"), json!({"metadata": {"name": "cm9"}}))
+        .create(
+            configmaps("root", "default"),
+            json!({"metadata": {"name": "cm9"}}),
+        )
         .await
         .unwrap();
     let mut names: Vec<String> = first
@@ -229,7 +239,7 @@ async fn lists_page_one_snapshot_with_continue_tokens() {
     while let Some(t) = token {
         let page = registry
             .list(
-                configmaps("root"),
+                configmaps("root", "default"),
                 ListOptions {
                     limit: 3,
                     continue_token: Some(t),
@@ -253,7 +263,7 @@ async fn lists_page_one_snapshot_with_continue_tokens() {
     );
     let filtered = registry
         .list(
-            configmaps("root"),
+            configmaps("root", "default"),
             ListOptions {
                 limit: 2,
                 filter: Some(Box::new(|o| {
@@ -273,23 +283,23 @@ async fn watches_translate_storage_events_and_follow_selectors() {
     use futures::StreamExt;
     let registry = registry().await;
     let start = registry
-        .list(configmaps("root"), ListOptions::default())
+        .list(configmaps("root", "default"), ListOptions::default())
         .await
         .unwrap()
         .resource_version;
     let only_web: kcp_registry::Filter = Box::new(|o| o["metadata"]["labels"]["app"] == "web");
     let events = registry
-        .watch(configmaps("root"), start, Some(only_web))
+        .watch(configmaps("root", "default"), start, Some(only_web))
         .await
         .unwrap();
     let all = registry
-        .watch(configmaps("root"), start, None)
+        .watch(configmaps("root", "default"), start, None)
         .await
         .unwrap();
 
     let created = registry
         .create(
-            configmaps("root"),
+            configmaps("root", "default"),
             json!({"metadata": {"name": "w", "labels": {"app": "web"}}}),
         )
         .await
@@ -297,12 +307,18 @@ async fn watches_translate_storage_events_and_follow_selectors() {
     let mut relabelled = created.clone();
     relabelled["metadata"]["labels"]["app"] = json!("db");
     registry
-        .update(configmaps("root"), "w", relabelled)
+        .update(configmaps("root", "default"), "w", relabelled)
         .await
         .unwrap();
-    registry.delete(configmaps("root"), "w").await.unwrap();
     registry
-        .create(configmaps("root:other"), json!({"metadata": {"name": "w"}}))
+        .delete(configmaps("root", "default"), "w")
+        .await
+        .unwrap();
+    registry
+        .create(
+            configmaps("root:other", "default"),
+            json!({"metadata": {"name": "w"}}),
+        )
         .await
         .unwrap();
 
@@ -329,40 +345,53 @@ async fn dry_runs_check_everything_and_store_nothing() {
     let registry = registry().await;
     let dry = registry.dry_run();
     let created = dry
-        .create(configmaps("root"), json!({"metadata": {"name": "d"}}))
+        .create(
+            configmaps("root", "default"),
+            json!({"metadata": {"name": "d"}}),
+        )
         .await
         .unwrap();
     assert!(created["metadata"]["uid"].is_string());
     assert!(created["metadata"].get("resourceVersion").is_none());
     assert!(matches!(
-        registry.get(configmaps("root"), "d").await,
+        registry.get(configmaps("root", "default"), "d").await,
         Err(RegistryError::NotFound { .. })
     ));
 
     let stored = registry
         .create(
-            configmaps("root"),
+            configmaps("root", "default"),
             json!({"metadata": {"name": "d"}, "data": {"k": "1"}}),
         )
         .await
         .unwrap();
     assert!(matches!(
-        dry.create(configmaps("root"), json!({"metadata": {"name": "d"}}))
-            .await,
+        dry.create(
+            configmaps("root", "default"),
+            json!({"metadata": {"name": "d"}})
+        )
+        .await,
         Err(RegistryError::AlreadyExists { .. })
     ));
     let mut changed = stored.clone();
     changed["data"]["k"] = json!("2");
     assert_eq!(
-        dry.update(configmaps("root"), "d", changed).await.unwrap()["data"]["k"],
+        dry.update(configmaps("root", "default"), "d", changed)
+            .await
+            .unwrap()["data"]["k"],
         "2"
     );
     assert!(matches!(
-        dry.delete(configmaps("root"), "d").await.unwrap(),
+        dry.delete(configmaps("root", "default"), "d")
+            .await
+            .unwrap(),
         DeleteOutcome::Deleted(_)
     ));
     assert_eq!(
-        registry.get(configmaps("root"), "d").await.unwrap(),
+        registry
+            .get(configmaps("root", "default"), "d")
+            .await
+            .unwrap(),
         stored,
         "nothing changed"
     );
@@ -370,7 +399,7 @@ async fn dry_runs_check_everything_and_store_nothing() {
 
 async fn current(registry: &Registry) -> u64 {
     registry
-        .list(configmaps("root"), ListOptions::default())
+        .list(configmaps("root", "default"), ListOptions::default())
         .await
         .unwrap()
         .resource_version
@@ -380,7 +409,7 @@ async fn create_configmaps(registry: &Registry, cluster: &str, names: std::ops::
     for i in names {
         registry
             .create(
-                configmaps(cluster),
+                configmaps(cluster, "default"),
                 json!({"metadata": {"name": format!("c{i}")}}),
             )
             .await
@@ -394,15 +423,15 @@ async fn watchers_of_a_resource_share_each_encoded_event() {
     let registry = registry().await;
     let start = current(&registry).await;
     let mut a = registry
-        .watch(configmaps("root"), start, None)
+        .watch(configmaps("root", "default"), start, None)
         .await
         .unwrap();
     let mut b = registry
-        .watch(configmaps("root"), start, None)
+        .watch(configmaps("root", "default"), start, None)
         .await
         .unwrap();
     let mut other = registry
-        .watch(configmaps("root:other"), start, None)
+        .watch(configmaps("root:other", "default"), start, None)
         .await
         .unwrap();
     create_configmaps(&registry, "root:other", 0..1).await;
@@ -434,11 +463,11 @@ async fn a_watcher_that_falls_behind_catches_up_or_expires() {
     let registry = registry().await;
     let start = current(&registry).await;
     let mut slow = registry
-        .watch(configmaps("root"), start, None)
+        .watch(configmaps("root", "default"), start, None)
         .await
         .unwrap();
     let mut slower = registry
-        .watch(configmaps("root"), start, None)
+        .watch(configmaps("root", "default"), start, None)
         .await
         .unwrap();
     // More than a watcher's channel holds, less than the hub's buffer: caught up, in order.
@@ -469,7 +498,7 @@ async fn a_watcher_that_falls_behind_catches_up_or_expires() {
     );
     // A new watcher from an old revision outside the window still gets every event.
     let late = registry
-        .watch(configmaps("root"), start, None)
+        .watch(configmaps("root", "default"), start, None)
         .await
         .unwrap();
     let names: Vec<_> = late
@@ -483,14 +512,13 @@ async fn a_watcher_that_falls_behind_catches_up_or_expires() {
 #[tokio::test]
 async fn generation_counts_spec_changes_of_the_kinds_that_track_it() {
     let registry = registry().await;
-    let webhooks = Target {
-        cluster: "root",
-        resource: RESOURCES
-            .iter()
-            .find(|r| r.name == "validatingwebhookconfigurations")
-            .unwrap(),
-        namespace: None,
-    };
+    let webhooks = cluster_wide(
+        "root",
+        builtin(
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+        ),
+    );
     let created = registry
         .create(
             webhooks,
@@ -519,7 +547,7 @@ async fn generation_counts_spec_changes_of_the_kinds_that_track_it() {
 
     let configmap = registry
         .create(
-            configmaps("root"),
+            configmaps("root", "default"),
             json!({"metadata": {"name": "g", "generation": 5}}),
         )
         .await
@@ -534,7 +562,7 @@ async fn updates_and_patches_that_change_nothing_write_nothing() {
     let registry = registry().await;
     let created = registry
         .create(
-            configmaps("root"),
+            configmaps("root", "default"),
             json!({"metadata": {"name": "same", "labels": {"a": "1"}}, "data": {"k": "v"}}),
         )
         .await
@@ -545,20 +573,23 @@ async fn updates_and_patches_that_change_nothing_write_nothing() {
         .parse()
         .unwrap();
     let mut events = registry
-        .watch(configmaps("root"), revision, None)
+        .watch(configmaps("root", "default"), revision, None)
         .await
         .unwrap();
 
     // The object as read (resourceVersion and kcp.io/cluster included), and without them.
-    let read = registry.get(configmaps("root"), "same").await.unwrap();
+    let read = registry
+        .get(configmaps("root", "default"), "same")
+        .await
+        .unwrap();
     let updated = registry
-        .update(configmaps("root"), "same", read.clone())
+        .update(configmaps("root", "default"), "same", read.clone())
         .await
         .unwrap();
     assert_eq!(updated, read);
     let bare = json!({"metadata": {"name": "same", "labels": {"a": "1"}}, "data": {"k": "v"}});
     let updated = registry
-        .update(configmaps("root"), "same", bare)
+        .update(configmaps("root", "default"), "same", bare)
         .await
         .unwrap();
     assert_eq!(
@@ -566,7 +597,9 @@ async fn updates_and_patches_that_change_nothing_write_nothing() {
         read["metadata"]["resourceVersion"]
     );
     let patched = registry
-        .patch(configmaps("root"), "same", &|current| Ok(current.clone()))
+        .patch(configmaps("root", "default"), "same", &|current| {
+            Ok(current.clone())
+        })
         .await
         .unwrap();
     assert_eq!(patched, read);
@@ -574,7 +607,7 @@ async fn updates_and_patches_that_change_nothing_write_nothing() {
 
     // A real change is the first event the watch sees.
     let changed = registry
-        .patch(configmaps("root"), "same", &|current| {
+        .patch(configmaps("root", "default"), "same", &|current| {
             let mut next = current.clone();
             next["data"]["k"] = json!("w");
             Ok(next)

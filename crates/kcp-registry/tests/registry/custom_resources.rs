@@ -5,17 +5,12 @@
 
 use std::sync::{Arc, Weak};
 
-use kcp_apis::builtin::{RESOURCES, Resource, ResourceRef};
-use kcp_registry::{ListOptions, Registry, Target};
+use kcp_apis::builtin::{Resource, ResourceRef};
+use kcp_registry::{ListOptions, Registry};
 use kcp_storage::MemoryStorage;
 use serde_json::{Value, json};
 
-fn crds() -> &'static Resource {
-    RESOURCES
-        .iter()
-        .find(|r| r.name == "customresourcedefinitions")
-        .unwrap()
-}
+use crate::support::{cluster_wide, crds, establish_crd};
 
 fn crd() -> Value {
     json!({
@@ -36,12 +31,8 @@ fn crd() -> Value {
 }
 
 /// Creates the CRD in `cluster` and marks it Established, as the CRD controller would.
-async fn establish(registry: &Registry, cluster: &str) {
-    let target = Target {
-        cluster,
-        resource: crds(),
-        namespace: None,
-    };
+async fn create_established(registry: &Registry, cluster: &str) {
+    let target = cluster_wide(cluster, crds());
     let mut created = registry.create(target, crd()).await.unwrap();
     created["status"]["conditions"] = json!([{"type": "Established", "status": "True"}]);
     registry
@@ -55,11 +46,7 @@ async fn establish(registry: &Registry, cluster: &str) {
 #[tokio::test]
 async fn identical_crds_share_one_resource_and_serve_only_their_cluster() {
     let registry = Registry::new(Arc::new(MemoryStorage::new()));
-    let target = Target {
-        cluster: "root:a",
-        resource: crds(),
-        namespace: None,
-    };
+    let target = cluster_wide("root:a", crds());
     registry.create(target, crd()).await.unwrap();
     assert!(
         registry
@@ -68,17 +55,8 @@ async fn identical_crds_share_one_resource_and_serve_only_their_cluster() {
             .is_none(),
         "not served before it is Established"
     );
-    registry
-        .subresource("status")
-        .unwrap()
-        .patch(target, "widgets.example.com", &|stored| {
-            let mut next = stored.clone();
-            next["status"]["conditions"] = json!([{"type": "Established", "status": "True"}]);
-            Ok(next)
-        })
-        .await
-        .unwrap();
-    establish(&registry, "root:b").await;
+    establish_crd(&registry, "root:a", "widgets.example.com").await;
+    create_established(&registry, "root:b").await;
     let a = registry
         .resolve("root:a", "example.com", "v1", "widgets")
         .await
@@ -102,7 +80,7 @@ async fn identical_crds_share_one_resource_and_serve_only_their_cluster() {
 #[tokio::test]
 async fn objects_are_stored_at_the_storage_version_and_served_at_any() {
     let registry = Registry::new(Arc::new(MemoryStorage::new()));
-    establish(&registry, "root").await;
+    create_established(&registry, "root").await;
     let beta = registry
         .resolve("root", "example.com", "v1beta1", "widgets")
         .await
@@ -111,12 +89,8 @@ async fn objects_are_stored_at_the_storage_version_and_served_at_any() {
         .resolve("root", "example.com", "v1", "widgets")
         .await
         .unwrap();
-    fn at(resource: &Resource) -> Target<'_> {
-        Target {
-            cluster: "root",
-            resource,
-            namespace: None,
-        }
+    fn at(resource: &Resource) -> kcp_registry::Target<'_> {
+        cluster_wide("root", resource)
     }
     let created = registry
         .create(at(&beta), json!({"metadata": {"name": "w"}, "spec": {}}))
@@ -150,11 +124,7 @@ async fn served_weakly(registry: &Registry, cluster: &str) -> Weak<Resource> {
 /// Deletes the CRD of `cluster` as its controller would finish it: the delete starts
 /// termination, removing the cleanup finalizer removes it.
 async fn delete_crd(registry: &Registry, cluster: &str) {
-    let target = Target {
-        cluster,
-        resource: crds(),
-        namespace: None,
-    };
+    let target = cluster_wide(cluster, crds());
     registry.delete(target, NAME).await.unwrap();
     registry
         .patch(target, NAME, &|stored: &Value| {
@@ -170,8 +140,8 @@ async fn delete_crd(registry: &Registry, cluster: &str) {
 #[tokio::test]
 async fn custom_resources_are_freed_once_no_cluster_serves_their_spec() {
     let registry = Registry::new(Arc::new(MemoryStorage::new()));
-    establish(&registry, "root:a").await;
-    establish(&registry, "root:b").await;
+    create_established(&registry, "root:a").await;
+    create_established(&registry, "root:b").await;
     let original = served_weakly(&registry, "root:a").await;
     assert!(
         Weak::ptr_eq(&original, &served_weakly(&registry, "root:b").await),
@@ -179,11 +149,7 @@ async fn custom_resources_are_freed_once_no_cluster_serves_their_spec() {
     );
     assert_eq!(registry.live_custom_resource_specs(), 1);
 
-    let target = Target {
-        cluster: "root:a",
-        resource: crds(),
-        namespace: None,
-    };
+    let target = cluster_wide("root:a", crds());
     let mut previous: Option<Weak<Resource>> = None;
     for n in 0..20 {
         let mut crd = registry.get(target, NAME).await.unwrap();

@@ -10,6 +10,8 @@ use kcp_storage::{RangeRequest, Storage};
 use kcp_storage_redb::RedbStorage;
 
 const KILLS: usize = 24;
+/// How long the writer may take to open the store (generous: only a failing run waits this long).
+const STARTUP: Duration = Duration::from_secs(60);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_writes_survive_sigkill() {
@@ -27,21 +29,36 @@ async fn acknowledged_writes_survive_sigkill() {
             .spawn()
             .expect("start the crash writer");
         let stdout = child.stdout.take().unwrap();
+        let (ready, started) = tokio::sync::oneshot::channel();
         let reader = std::thread::spawn(move || {
+            let mut ready = Some(ready);
             let mut lines = Vec::new();
             let mut reader = BufReader::new(stdout);
             let mut line = Vec::new();
             // Only complete lines count: a kill can cut the last one short.
             while reader.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
                 if line.ends_with(b"\n") {
-                    lines.push(String::from_utf8_lossy(&line[..line.len() - 1]).into_owned());
+                    let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
+                    if text == "ready"
+                        && let Some(ready) = ready.take()
+                    {
+                        let _ = ready.send(());
+                    }
+                    lines.push(text);
                 }
                 line.clear();
             }
             lines
         });
-        // Give the writer time to open the store, then kill it somewhere in its loop.
-        tokio::time::sleep(Duration::from_millis(rng.u64(150..600))).await;
+        // Wait until the writer has opened the store and writes.
+        if !matches!(tokio::time::timeout(STARTUP, started).await, Ok(Ok(()))) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("round {round}: the writer never started (not ready within {STARTUP:?})");
+        }
+        // Deliberately a random moment: the kill must land anywhere in the writer's loop (between
+        // writes, in a commit, in an acknowledgement), not at a condition the test could wait for.
+        tokio::time::sleep(Duration::from_millis(rng.u64(0..450))).await;
         child.kill().expect("SIGKILL the writer");
         child.wait().unwrap();
         let lines = reader.join().unwrap();

@@ -3,14 +3,15 @@
 
 use std::time::Duration;
 
-use futures::StreamExt;
 use kcp_storage::{Storage, WatchRequest};
-use kcp_storage_etcd::process::{EtcdOptions, EtcdProcess, EtcdServerTls};
 use kcp_storage_etcd::{EtcdStorage, EtcdTls};
+use kcp_testing::etcd::{EtcdOptions, EtcdProcess, EtcdServerTls};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
 };
+
+use crate::support::{bytes, next_event};
 
 struct Pki {
     ca_pem: Vec<u8>,
@@ -71,10 +72,6 @@ fn client_tls(pki: &Pki) -> EtcdTls {
     }
 }
 
-fn bytes(s: &str) -> bytes::Bytes {
-    bytes::Bytes::copy_from_slice(s.as_bytes())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_with_client_certificates_serves_reads_writes_and_watches() {
     let pki = make_pki("kcp test CA");
@@ -95,11 +92,7 @@ async fn https_with_client_certificates_serves_reads_writes_and_watches() {
     let created = store.create(b"/tls/a", bytes("secret")).await.unwrap();
     let read = store.get(b"/tls/a", 0).await.unwrap();
     assert_eq!(read.kv.unwrap(), created);
-    let event = tokio::time::timeout(Duration::from_secs(20), watch.next())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let event = next_event(&mut watch).await;
     assert_eq!(event.kv, created);
 
     // Without a client certificate, or trusting another CA, nothing works.

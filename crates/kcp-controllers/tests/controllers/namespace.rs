@@ -1,46 +1,19 @@
 //! The namespace deletion controller on the in-memory store, across logical clusters.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use kcp_apis::builtin::{RESOURCES, Resource};
 use kcp_controllers::Controllers;
 use kcp_registry::{Registry, RegistryError, Target};
 use kcp_storage::MemoryStorage;
 use serde_json::{Value, json};
 
-fn resource(group: &str, name: &str) -> &'static Resource {
-    RESOURCES
-        .iter()
-        .find(|r| r.name == name && r.group == group)
-        .unwrap()
-}
+use kcp_testing::wait::until_async;
 
-fn namespaces(cluster: &str) -> Target<'_> {
-    Target {
-        cluster,
-        resource: resource("", "namespaces"),
-        namespace: None,
-    }
-}
+use crate::support::{builtin, namespaced, namespaces};
 
+/// Objects of the built-in `group`/`name` in `namespace` of `cluster`.
 fn inside<'a>(cluster: &'a str, group: &str, name: &str, namespace: &'a str) -> Target<'a> {
-    Target {
-        cluster,
-        resource: resource(group, name),
-        namespace: Some(namespace),
-    }
-}
-
-/// Polls `check` until it holds, for up to ten seconds.
-async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    for _ in 0..200 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting until {what}");
+    namespaced(cluster, builtin(group, name), namespace)
 }
 
 async fn exists(registry: &Registry, target: Target<'_>, name: &str) -> bool {
@@ -97,11 +70,11 @@ async fn terminating_namespaces_are_emptied_and_removed_in_every_cluster() {
         .await
         .unwrap();
 
-    eventually("root's namespace is gone", async || {
+    until_async("root's namespace is gone", async || {
         !exists(&registry, namespaces("root"), "doomed").await
     })
     .await;
-    eventually("root:org's content is deleted", async || {
+    until_async("root:org's content is deleted", async || {
         !exists(
             &registry,
             inside("root:org", "", "configmaps", "doomed"),
@@ -141,7 +114,7 @@ async fn terminating_namespaces_are_emptied_and_removed_in_every_cluster() {
         )
         .await
         .unwrap();
-    eventually("root:org's namespace is gone", async || {
+    until_async("root:org's namespace is gone", async || {
         !exists(&registry, namespaces("root:org"), "doomed").await
     })
     .await;

@@ -4,7 +4,6 @@
 //! stored past the nesting limit by an older server holds up no one.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use kcp_apis::system;
 use kcp_controllers::Controllers;
@@ -12,22 +11,14 @@ use kcp_registry::{ListOptions, Registry, RegistryError, Target};
 use kcp_storage::MemoryStorage;
 use serde_json::{Value, json};
 
+use kcp_testing::wait::until_async;
+
 fn workspaces(cluster: &str) -> Target<'_> {
     Target {
         cluster,
         resource: system::workspaces(),
         namespace: None,
     }
-}
-
-async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
-    for _ in 0..500 {
-        if let Some(done) = check().await {
-            return done;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 /// Creates `name` in the workspace at `parent` and waits until it is Ready; returns it.
@@ -40,7 +31,7 @@ async fn ready(registry: &Registry, parent: &str, name: &str) -> Value {
         )
         .await
         .unwrap();
-    eventually(&format!("{parent}:{name} Ready"), async || {
+    until_async(&format!("{parent}:{name} Ready"), async || {
         let ws = registry.get(workspaces(&cluster), name).await.ok()?;
         (ws["status"]["phase"] == "Ready").then_some(ws)
     })
@@ -106,7 +97,7 @@ async fn a_tree_becomes_ready_and_goes_away_with_its_top() {
     assert_eq!(names, [json!("default"), json!("kube-system")]);
 
     registry.delete(workspaces("root"), "org").await.unwrap();
-    eventually("the org to go", async || {
+    until_async("the org to go", async || {
         matches!(
             registry.get(workspaces("root"), "org").await,
             Err(RegistryError::NotFound { .. })

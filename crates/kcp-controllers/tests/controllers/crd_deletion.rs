@@ -4,7 +4,6 @@
 //! None of it needs the CRD's conversion webhook: custom resources are deleted as stored.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::future::BoxFuture;
 use kcp_apis::builtin::{Resource, ResourceRef};
@@ -15,25 +14,14 @@ use kcp_registry::{DeleteOutcome, ListOptions, Registry, RegistryError, Target};
 use kcp_storage::MemoryStorage;
 use serde_json::{Value, json};
 
-fn builtin(group: &str, name: &str) -> &'static Resource {
-    kcp_apis::builtin::RESOURCES
-        .iter()
-        .find(|r| r.name == name && r.group == group)
-        .unwrap()
-}
+use kcp_testing::wait::until_async;
+
+use crate::support::{builtin, namespaced, namespaces};
 
 fn crds(cluster: &str) -> Target<'_> {
     Target {
         cluster,
         resource: builtin("apiextensions.k8s.io", "customresourcedefinitions"),
-        namespace: None,
-    }
-}
-
-fn namespaces(cluster: &str) -> Target<'_> {
-    Target {
-        cluster,
-        resource: builtin("", "namespaces"),
         namespace: None,
     }
 }
@@ -63,36 +51,14 @@ fn widget(name: &str, finalizers: &[&str]) -> Value {
     })
 }
 
-/// Polls `check` until it holds, for up to ten seconds.
-async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    for _ in 0..200 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting until {what}");
-}
-
 /// The widgets resource of `cluster`, once its CRD is Established.
 async fn widgets(registry: &Registry, cluster: &str) -> ResourceRef {
-    let mut found = None;
-    eventually("widgets are served", async || {
-        found = registry
+    until_async("widgets are served", async || {
+        registry
             .resolve(cluster, "example.com", "v1", "widgets")
-            .await;
-        found.is_some()
+            .await
     })
-    .await;
-    found.unwrap()
-}
-
-fn inside<'a>(cluster: &'a str, resource: &'a Resource, namespace: &'a str) -> Target<'a> {
-    Target {
-        cluster,
-        resource,
-        namespace: Some(namespace),
-    }
+    .await
 }
 
 async fn widget_names(registry: &Registry, cluster: &str, resource: &Resource) -> Vec<String> {
@@ -154,12 +120,15 @@ async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
         ("b", "held", &["example.com/hold"][..]),
     ] {
         registry
-            .create(inside(doomed, &resource, space), widget(name, finalizers))
+            .create(
+                namespaced(doomed, &resource, space),
+                widget(name, finalizers),
+            )
             .await
             .unwrap();
     }
     registry
-        .create(inside(kept, &kept_resource, "a"), widget("one", &[]))
+        .create(namespaced(kept, &kept_resource, "a"), widget("one", &[]))
         .await
         .unwrap();
 
@@ -177,14 +146,14 @@ async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
         ("True".into(), "InstanceDeletionPending".into())
     );
     let refused = registry
-        .create(inside(doomed, &resource, "a"), widget("late", &[]))
+        .create(namespaced(doomed, &resource, "a"), widget("late", &[]))
         .await;
     assert!(
         matches!(&refused, Err(RegistryError::MethodNotAllowed(message)) if message == "create not allowed while custom resource definition is terminating"),
         "{refused:?}"
     );
 
-    eventually("only the held widget is left", async || {
+    until_async("only the held widget is left", async || {
         widget_names(&registry, doomed, &resource).await == ["b/held"]
     })
     .await;
@@ -197,14 +166,14 @@ async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
         ("True".into(), "InstanceDeletionInProgress".into())
     );
     let held = registry
-        .get(inside(doomed, &resource, "b"), "held")
+        .get(namespaced(doomed, &resource, "b"), "held")
         .await
         .unwrap();
     assert!(held["metadata"]["deletionTimestamp"].is_string());
 
     registry
         .patch(
-            inside(doomed, &resource, "b"),
+            namespaced(doomed, &resource, "b"),
             "held",
             &|current: &Value| {
                 let mut next = current.clone();
@@ -214,7 +183,7 @@ async fn deleting_a_crd_deletes_its_resources_in_its_cluster_only() {
         )
         .await
         .unwrap();
-    eventually("the CRD is gone", async || {
+    until_async("the CRD is gone", async || {
         matches!(
             registry.get(crds(doomed), "widgets.example.com").await,
             Err(RegistryError::NotFound { .. })
@@ -254,7 +223,7 @@ async fn terminating_namespaces_lose_their_custom_resources() {
     let resource = setup(&registry, cluster, &["doomed", "kept"]).await;
     for space in ["doomed", "kept"] {
         registry
-            .create(inside(cluster, &resource, space), widget("w", &[]))
+            .create(namespaced(cluster, &resource, space), widget("w", &[]))
             .await
             .unwrap();
     }
@@ -262,7 +231,7 @@ async fn terminating_namespaces_lose_their_custom_resources() {
         .delete(namespaces(cluster), "doomed")
         .await
         .unwrap();
-    eventually("the namespace is gone", async || {
+    until_async("the namespace is gone", async || {
         matches!(
             registry.get(namespaces(cluster), "doomed").await,
             Err(RegistryError::NotFound { .. })
@@ -324,12 +293,12 @@ async fn a_crd_whose_conversion_webhook_is_unreachable_goes_with_its_resources()
     let stored = widgets(&registry, cluster).await;
     for (space, name) in [("a", "one"), ("b", "two")] {
         registry
-            .create(inside(cluster, &stored, space), widget(name, &[]))
+            .create(namespaced(cluster, &stored, space), widget(name, &[]))
             .await
             .unwrap();
     }
     let mut served = None;
-    eventually("v2 is served", async || {
+    until_async("v2 is served", async || {
         served = registry
             .resolve(cluster, "example.com", "v2", "widgets")
             .await;
@@ -337,14 +306,14 @@ async fn a_crd_whose_conversion_webhook_is_unreachable_goes_with_its_resources()
     })
     .await;
     let served = served.unwrap();
-    let unreadable = registry.get(inside(cluster, &served, "a"), "one").await;
+    let unreadable = registry.get(namespaced(cluster, &served, "a"), "one").await;
     assert!(
         matches!(&unreadable, Err(RegistryError::Internal(m)) if m.contains("connection refused")),
         "{unreadable:?}"
     );
 
     registry.delete(namespaces(cluster), "b").await.unwrap();
-    eventually("namespace b is gone", async || {
+    until_async("namespace b is gone", async || {
         matches!(
             registry.get(namespaces(cluster), "b").await,
             Err(RegistryError::NotFound { .. })
@@ -357,7 +326,7 @@ async fn a_crd_whose_conversion_webhook_is_unreachable_goes_with_its_resources()
         .delete(crds(cluster), "widgets.example.com")
         .await
         .unwrap();
-    eventually("the CRD is gone", async || {
+    until_async("the CRD is gone", async || {
         matches!(
             registry.get(crds(cluster), "widgets.example.com").await,
             Err(RegistryError::NotFound { .. })

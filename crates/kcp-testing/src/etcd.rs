@@ -12,7 +12,7 @@
 //!
 //! A missing `etcd` binary is a loud failure ([`EtcdProcess::start`] panics), never a silently
 //! skipped test. This module owns the process only; it must not know storage semantics beyond
-//! connecting to check readiness.
+//! connecting to check readiness. It needs the crate's `etcd` feature.
 
 use std::fs;
 use std::net::TcpListener;
@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::{EtcdConfig, EtcdStorage, EtcdTls};
+use kcp_storage_etcd::{EtcdConfig, EtcdStorage, EtcdTls};
 
 /// How long etcd may take to start serving.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,0 +1,52 @@
+//! Sending SIGTERM or SIGKILL to a child process by its id.
+//!
+//! `std::process::Child::kill` only sends SIGKILL and needs the `Child`; tests also stop a server
+//! the polite way (SIGTERM, then require a clean exit) and kill one from another thread that only
+//! knows its process id. These wrap `kill(2)`, so the tests themselves need no `unsafe`.
+
+use std::io;
+
+/// Asks process `pid` to stop (SIGTERM).
+pub fn terminate(pid: u32) -> io::Result<()> {
+    send(pid, libc::SIGTERM)
+}
+
+/// Kills process `pid` at once (SIGKILL), as a crash would.
+pub fn kill(pid: u32) -> io::Result<()> {
+    send(pid, libc::SIGKILL)
+}
+
+fn send(pid: u32, signal: libc::c_int) -> io::Result<()> {
+    let pid = libc::pid_t::try_from(pid)
+        .ok()
+        .filter(|pid| *pid > 0)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("bad pid {pid}")))?;
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours; a positive pid names
+    // one process (never a process group), so a stale pid can at worst signal that one process.
+    if unsafe { libc::kill(pid, signal) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Command;
+
+    use super::*;
+
+    #[test]
+    fn signals_reach_the_child() {
+        for (send, expected) in [
+            (terminate as fn(u32) -> io::Result<()>, libc::SIGTERM),
+            (kill, libc::SIGKILL),
+        ] {
+            let mut child = Command::new("sleep").arg("60").spawn().unwrap();
+            send(child.id()).unwrap();
+            assert_eq!(child.wait().unwrap().signal(), Some(expected));
+        }
+        assert!(terminate(0).is_err(), "0 would be the whole process group");
+    }
+}
