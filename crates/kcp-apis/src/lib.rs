@@ -1,5 +1,6 @@
 //! What kcp serves, as data: the catalogue of built-in resources every logical cluster has
-//! ([`builtin`]). Later also kcp's own kinds (Workspace, LogicalCluster, APIExport, ...).
+//! ([`builtin`]), their OpenAPI schemas ([`schema`]), the resources a CRD serves ([`custom`])
+//! and kcp's own kinds (Workspace, WorkspaceType, LogicalCluster: [`system`]).
 //!
 //! Pure: no IO, no HTTP, no storage. Consumers (discovery, the registry) read the tables.
 

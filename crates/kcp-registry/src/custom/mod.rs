@@ -1,7 +1,7 @@
 //! Custom resources: which ones each logical cluster serves ([`index`]) and how their objects
 //! move between the version stored and the version served ([`convert`]); deleting a CRD
-//! starts its termination (`deletion`). Their validation,
-//! defaulting and pruning by schema are in `crate::validation::custom`.
+//! starts its termination (`deletion`). Their rule set (validation and defaulting by schema,
+//! CEL rules) is `crate::kinds::custom`; pruning happens while decoding (`crate::validation`).
 
 pub(crate) mod convert;
 mod deletion;

@@ -2,8 +2,9 @@
 //! messages, every problem at once) after the metadata rules every object follows, and
 //! defaulted by it before that; the fields the `scale` subresource reads must be readable;
 //! then the version's CEL rules ([`check_rules`], async: they run on tokio's blocking pool,
-//! so a slow rule never holds up other requests). Unknown fields are pruned earlier, where
-//! `fieldValidation` is read (the API server).
+//! so a slow rule never holds up other requests). Unknown fields are pruned earlier, while
+//! decoding (`crate::validation::prepare`; the API server has reported them as
+//! `fieldValidation` asks).
 
 use kcp_apimachinery::schema::{CelValidator, FieldError};
 use kcp_apimachinery::unstructured::{nested_int64, nested_string};
