@@ -3,16 +3,20 @@
 //! Owns the nesting limit of stored objects and the decoders that enforce or tolerate it
 //! ([`json`]), label selectors ([`labels`]) and field selectors ([`fields`]) (their string grammar,
 //! validation, canonical printing and matching), patches ([`patch`]: JSON, merge, strategic)
-//! the JSONPath subset CRD printer columns use ([`jsonpath`]) and nested-field accessors
-//! ([`unstructured`]), with error texts kept close to `k8s.io/apimachinery` so clients see the messages they expect.
+//! the JSONPath subset CRD printer columns use ([`jsonpath`]), field reads by path and writes that
+//! never panic ([`object`]), nested-field accessors with Go's errors ([`unstructured`]) and the
+//! DNS name rules ([`dns`]), with error texts kept close to `k8s.io/apimachinery` so clients see
+//! the messages they expect.
 //!
 //! Must not know: IO of any kind, clocks, HTTP, storage, or which fields a given kind supports in
 //! a field selector (callers check [`fields::Selector::requirements`] against their own list).
 
+pub mod dns;
 pub mod fields;
 pub mod json;
 pub mod jsonpath;
 pub mod labels;
+pub mod object;
 pub mod patch;
 pub mod schema;
 pub mod unstructured;

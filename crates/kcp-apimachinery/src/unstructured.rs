@@ -3,6 +3,7 @@
 //! `SetNestedField`), which custom resources' scale subresource reports as they are.
 //!
 //! Paths are given as CRDs write them, `.spec.replicas`; the leading dot is optional.
+//! Reads and writes that need no Go error texts use [`crate::object`] (paths as field lists).
 
 use serde_json::{Map, Value};
 

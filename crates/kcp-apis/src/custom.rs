@@ -13,6 +13,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use kcp_apimachinery::object::{strings, text};
 use kcp_apimachinery::schema::cel::CelValidator;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
@@ -103,23 +104,6 @@ pub struct Webhook {
     /// `clientConfig.caBundle`, decoded (PEM).
     pub ca_bundle: Option<Vec<u8>>,
     pub review_versions: Vec<String>,
-}
-
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn text<'a>(value: &'a Value, field: &str) -> &'a str {
-    value.get(field).and_then(Value::as_str).unwrap_or_default()
 }
 
 /// Whether a schema sets a `default` anywhere.

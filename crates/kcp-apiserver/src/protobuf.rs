@@ -85,7 +85,7 @@ pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
                 .secrets
                 .into_iter()
                 .map(|r| {
-                    strings([
+                    string_fields([
                         ("kind", r.kind),
                         ("namespace", r.namespace),
                         ("name", r.name),
@@ -100,7 +100,7 @@ pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
             let pull: Vec<Value> = sa
                 .image_pull_secrets
                 .into_iter()
-                .map(|r| strings([("name", r.name)]))
+                .map(|r| string_fields([("name", r.name)]))
                 .collect();
             put_list(&mut object, "imagePullSecrets", pull);
             put(
@@ -177,7 +177,7 @@ fn put_list(object: &mut Map<String, Value>, key: &str, list: Vec<Value>) {
 }
 
 /// A JSON object of the string fields that are set.
-fn strings<const N: usize>(fields: [(&str, Option<String>); N]) -> Value {
+fn string_fields<const N: usize>(fields: [(&str, Option<String>); N]) -> Value {
     let mut object = Map::new();
     for (key, value) in fields {
         put(&mut object, key, value.map(Value::String));
@@ -228,7 +228,7 @@ fn binding_object(
     let subjects = subjects
         .into_iter()
         .map(|s| {
-            strings([
+            string_fields([
                 ("kind", s.kind),
                 ("apiGroup", s.api_group),
                 ("name", s.name),
@@ -240,7 +240,7 @@ fn binding_object(
     if let Some(r) = role_ref {
         object.insert(
             "roleRef".into(),
-            strings([
+            string_fields([
                 ("apiGroup", r.api_group),
                 ("kind", r.kind),
                 ("name", r.name),
@@ -289,7 +289,7 @@ fn with_metadata(metadata: Option<meta::ObjectMeta>) -> Map<String, Value> {
         .owner_references
         .into_iter()
         .map(|o| {
-            let mut owner = strings([
+            let mut owner = string_fields([
                 ("apiVersion", o.api_version),
                 ("kind", o.kind),
                 ("name", o.name),

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
 use http::Method;
+use kcp_apimachinery::object::str_at;
 use serde_json::{Value, json};
 
 use crate::kubeconfig::KubeconfigFile;
@@ -30,10 +31,9 @@ fn print_current(server: &str, short: bool, ty: Option<(&str, &str)>) {
 
 /// `(path, name)` of a Workspace's type.
 fn workspace_type(workspace: &Value) -> (String, String) {
-    let ty = &workspace["spec"]["type"];
     (
-        ty["path"].as_str().unwrap_or_default().to_string(),
-        ty["name"].as_str().unwrap_or_default().to_string(),
+        str_at(workspace, &["spec", "type", "path"]).to_string(),
+        str_at(workspace, &["spec", "type", "name"]).to_string(),
     )
 }
 
@@ -44,7 +44,7 @@ async fn home_path(file: &KubeconfigFile, url: &ClusterUrl) -> anyhow::Result<St
         Answer::Ok(home) => home,
         failed => return Err(server::failure(failed)),
     };
-    let home_url = home["spec"]["URL"].as_str().unwrap_or_default();
+    let home_url = str_at(&home, &["spec", "URL"]);
     paths::parse_cluster_url(home_url)
         .map(|u| u.path)
         .ok_or_else(|| anyhow!("invalid home workspace URL {home_url:?}"))

@@ -3,6 +3,7 @@
 //! as `:`; server URLs carry the path after `/clusters/`.
 
 use anyhow::{Context, bail};
+use kcp_apimachinery::dns::is_dns1123_label;
 
 /// A server URL split at `/clusters/`: the base URL and the workspace path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,22 +30,10 @@ pub fn parse_cluster_url(server: &str) -> Option<ClusterUrl> {
     })
 }
 
-/// Whether `segment` is a DNS label.
-fn valid_segment(segment: &str) -> bool {
-    let bytes = segment.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes[0] != b'-'
-        && bytes[bytes.len() - 1] != b'-'
-}
-
 /// Whether `path` is a workspace path (`system:` names included).
 pub fn valid_path(path: &str) -> bool {
     let path = path.strip_prefix("system:").unwrap_or(path);
-    !path.is_empty() && path.split(':').all(valid_segment)
+    !path.is_empty() && path.split(':').all(is_dns1123_label)
 }
 
 /// The parent of `path`, if it has one.

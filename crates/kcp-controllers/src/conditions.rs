@@ -3,6 +3,7 @@
 //! holds (same status, reason and message) changes nothing at all, so the write that would
 //! carry it is skipped by the registry and wakes no watcher.
 
+use kcp_apimachinery::object;
 use serde_json::{Map, Value, json};
 
 /// A condition to set.
@@ -35,8 +36,8 @@ pub(crate) fn holds(status: &Value, condition: &Condition<'_>) -> bool {
 
 fn same(old: &Value, condition: &Condition<'_>) -> bool {
     old["status"] == condition.status_text()
-        && old["reason"].as_str().unwrap_or_default() == condition.reason
-        && old["message"].as_str().unwrap_or_default() == condition.message
+        && object::text(old, "reason") == condition.reason
+        && object::text(old, "message") == condition.message
 }
 
 /// Sets a condition in the `status` object's `conditions`, keeping its transition time if the

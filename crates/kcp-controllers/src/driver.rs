@@ -236,7 +236,7 @@ mod tests {
             registry
                 .patch(target, &key.name, &move |current: &Value| {
                     let mut next = current.clone();
-                    kcp_registry::fields::set(
+                    kcp_apimachinery::object::set(
                         &mut next,
                         &["metadata", "labels", "attempt"],
                         json!(attempt.to_string()),

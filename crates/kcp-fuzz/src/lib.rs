@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use kcp_apimachinery::json::{MAX_DEPTH, MAX_READ_DEPTH, decode_stored, depth, exceeds_depth};
 use kcp_apimachinery::patch::{self, PatchError};
-use kcp_apimachinery::{fields, labels};
+use kcp_apimachinery::{fields, labels, object};
 use kcp_apis::builtin;
 use kcp_apiserver::body;
 use kcp_registry::kinds;
@@ -329,12 +329,7 @@ pub fn field_selector(data: &[u8]) {
         json!({"metadata": {"name": "a", "namespace": "b"}, "spec": {"x": "1"}}),
     ];
     for object in &objects {
-        let _ = selector.matches(|field| {
-            field
-                .split('.')
-                .try_fold(object, |value, part| value.get(part))
-                .and_then(Value::as_str)
-        });
+        let _ = selector.matches(|field| object::at_dotted(object, field).and_then(Value::as_str));
     }
     let printed = selector.to_string();
     let reparsed = fields::Selector::parse(&printed)

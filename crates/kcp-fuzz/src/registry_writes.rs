@@ -19,6 +19,7 @@ use bytes::Bytes;
 use http::{Method, Request, header};
 use http_body_util::{BodyExt, Full};
 use kcp_apimachinery::json::{MAX_DEPTH, decode_stored, exceeds_depth};
+use kcp_apimachinery::object;
 use kcp_apiserver::authn::{TokenAuthenticator, User, token_digest};
 use kcp_apiserver::router::Router;
 use kcp_registry::Registry;
@@ -338,7 +339,7 @@ async fn script(data: &[u8]) {
             && !step.path.ends_with("/scale")
             && answer.body.get("metadata").is_some();
         if wrote_object {
-            let name = escape(answer.body["metadata"]["name"].as_str().unwrap_or_default());
+            let name = escape(object::str_at(&answer.body, &["metadata", "name"]));
             let read = server.get(&format!("{}/{name}", step.collection)).await;
             let deleted = answer.body["metadata"].get("deletionTimestamp").is_some();
             match read.code {
@@ -361,7 +362,7 @@ async fn script(data: &[u8]) {
         }
         assert_eq!(list.code, 200, "LIST {collection}: {}", list.text);
         for item in list.body["items"].as_array().into_iter().flatten() {
-            let name = escape(item["metadata"]["name"].as_str().unwrap_or_default());
+            let name = escape(object::str_at(item, &["metadata", "name"]));
             let read = server
                 .get(&format!("/clusters/root{collection}/{name}"))
                 .await;

@@ -3,6 +3,7 @@
 //! only set a deletionTimestamp), and answer the list as it was before the deletes.
 
 use futures::StreamExt;
+use kcp_apimachinery::object;
 use serde_json::Value;
 
 use crate::error::RegistryError;
@@ -45,7 +46,7 @@ impl Registry {
             .items
             .iter()
             .map(|item| {
-                let name = item["metadata"]["name"].as_str().unwrap_or_default();
+                let name = object::str_at(item, &["metadata", "name"]);
                 self.delete(target, name)
             })
             .collect();

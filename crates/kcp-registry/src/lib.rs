@@ -14,7 +14,6 @@ pub mod admission;
 mod collection;
 pub mod custom;
 mod error;
-pub mod fields;
 pub mod kinds;
 mod list;
 mod meta;

@@ -1,40 +1,9 @@
 //! Object name rules and `generateName`, with Kubernetes' messages.
 //!
-//! Which rule a kind's names follow is [`NameRule`]; kinds pick theirs in `validation`.
+//! Which rule a kind's names follow is [`NameRule`]; kinds pick theirs in `validation`. The DNS
+//! rules themselves (label, subdomain) are [`kcp_apimachinery::dns`]'s.
 
-const LABEL_MESSAGE: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-
-fn is_label(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    !bytes.is_empty()
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes[0] != b'-'
-        && bytes[bytes.len() - 1] != b'-'
-}
-
-/// Problems with `name` as an RFC 1123 subdomain (most kinds' object names).
-pub fn subdomain_errors(name: &str) -> Vec<String> {
-    kcp_apimachinery::labels::validation::dns1123_subdomain_errors(name)
-}
-
-/// Problems with `name` as an RFC 1123 label (namespace names).
-pub fn label_errors(name: &str) -> Vec<String> {
-    let mut errors = Vec::new();
-    if name.len() > 63 {
-        errors.push("must be no more than 63 characters".to_string());
-    }
-    if !is_label(name) {
-        // A valid subdomain that is not a label can only be wrong by its dots.
-        if name.len() <= 63 && subdomain_errors(name).is_empty() {
-            errors.push("must not contain dots".to_string());
-        } else {
-            errors.push(LABEL_MESSAGE.to_string());
-        }
-    }
-    errors
-}
+use kcp_apimachinery::dns::{dns1123_label_errors, dns1123_subdomain_errors};
 
 /// Problems with `name` as one URL path segment (RBAC names): not `.` or `..`, no `/` or `%`.
 pub fn path_segment_errors(name: &str, prefix: bool) -> Vec<String> {
@@ -76,8 +45,8 @@ impl NameRule {
             name
         };
         match self {
-            NameRule::Subdomain => subdomain_errors(name),
-            NameRule::Label => label_errors(name),
+            NameRule::Subdomain => dns1123_subdomain_errors(name),
+            NameRule::Label => dns1123_label_errors(name),
             NameRule::PathSegment => path_segment_errors(name, prefix),
         }
     }
@@ -103,21 +72,22 @@ pub fn generate(prefix: &str) -> String {
 mod tests {
     use super::*;
 
+    const LABEL_MESSAGE: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
     #[test]
     fn subdomains_and_labels() {
-        assert!(subdomain_errors("a.b-c.d1").is_empty());
-        assert!(!subdomain_errors("Bad_Name").is_empty());
-        assert!(!subdomain_errors("-a").is_empty());
-        assert!(!subdomain_errors("a..b").is_empty());
-        assert!(!subdomain_errors(&"a".repeat(254)).is_empty());
-        assert!(label_errors("team-1").is_empty());
-        assert!(!label_errors("a.b").is_empty());
-        assert!(!label_errors(&"a".repeat(64)).is_empty());
-        assert_eq!(
-            label_errors("a.b"),
-            vec!["must not contain dots".to_string()]
-        );
-        assert_eq!(label_errors("A"), vec![LABEL_MESSAGE.to_string()]);
+        let subdomain = |name: &str| NameRule::Subdomain.errors(name, false);
+        let label = |name: &str| NameRule::Label.errors(name, false);
+        assert!(subdomain("a.b-c.d1").is_empty());
+        assert!(!subdomain("Bad_Name").is_empty());
+        assert!(!subdomain("-a").is_empty());
+        assert!(!subdomain("a..b").is_empty());
+        assert!(!subdomain(&"a".repeat(254)).is_empty());
+        assert!(label("team-1").is_empty());
+        assert!(!label("a.b").is_empty());
+        assert!(!label(&"a".repeat(64)).is_empty());
+        assert_eq!(label("a.b"), vec!["must not contain dots".to_string()]);
+        assert_eq!(label("A"), vec![LABEL_MESSAGE.to_string()]);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! are empty it is the generic delete. (That `default`, `kube-system` and `kube-public` cannot
 //! be deleted is admission's, [`crate::admission`].)
 
+use kcp_apimachinery::object;
 use serde_json::json;
 
 use crate::error::RegistryError;
@@ -40,7 +41,7 @@ impl Registry {
             {
                 fields.insert("status".into(), json!({}));
             }
-            crate::fields::set(&mut namespace, &["status", "phase"], json!("Terminating"))
+            object::set(&mut namespace, &["status", "phase"], json!("Terminating"))
                 .map_err(|e| RegistryError::Internal(format!("stored namespace {name}: {e}")))?;
             meta::take_resource_version(&mut namespace);
             match self

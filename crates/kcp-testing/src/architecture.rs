@@ -32,7 +32,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["kcp-registry", "kcp-apimachinery", "kcp-apis"],
     ),
     // In-process controllers call the registry (until a cluster-aware client exists).
-    ("kcp-controllers", &["kcp-registry", "kcp-apis"]),
+    (
+        "kcp-controllers",
+        &["kcp-registry", "kcp-apis", "kcp-apimachinery"],
+    ),
     // The composition root: the only server crate that names a backend.
     (
         "kcp-server",
@@ -45,8 +48,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "kcp-storage-etcd",
         ],
     ),
-    // The kubectl plugins speak HTTP through kube-rs only.
-    ("kcp-cli", &[]),
+    // The kubectl plugins speak HTTP through kube-rs only (and check names with the pure
+    // machinery).
+    ("kcp-cli", &["kcp-apimachinery"]),
     ("kcp", &["kcp-server", "kcp-cli"]),
     // Tooling.
     (

@@ -2,24 +2,22 @@
 //!
 //! Owns: "qualified name" keys (an optional DNS-1123 subdomain prefix of at most 253 bytes, a `/`,
 //! and a name of at most 63 bytes), label values (at most 63 bytes, alphanumeric at both ends,
-//! `-`, `_`, `.` inside), the DNS-1123 subdomain rule the prefix uses, and Go-style quoting of bad
-//! values in messages. The messages follow `k8s.io/apimachinery/pkg/api/validate/content`
+//! `-`, `_`, `.` inside), Kubernetes' message builders (`RegexError`, `MaxLenError`) and Go-style
+//! quoting of bad values in messages. The prefix's DNS-1123 subdomain rule, like every DNS name
+//! rule, is [`crate::dns`]'s. The messages follow `k8s.io/apimachinery/pkg/api/validate/content`
 //! (Kubernetes 1.35 and later: lengths are counted in "bytes").
 //!
 //! Must not know: selectors, objects, where a key or value came from (callers add the field path).
 
+use crate::dns::dns1123_subdomain_errors;
+
 /// Longest name part of a label key, and longest label value.
 pub const LABEL_MAX_LENGTH: usize = 63;
-/// Longest DNS-1123 subdomain, and so the longest label-key prefix.
-pub const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
 
 const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const LABEL_KEY_ERR_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const LABEL_VALUE_ERR_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str =
-    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-const DNS1123_SUBDOMAIN_ERR_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 
 /// Why `value` is not a valid label key (a Kubernetes "qualified name"); empty when it is valid.
 pub fn label_key_errors(value: &str) -> Vec<String> {
@@ -82,22 +80,6 @@ pub fn label_value_errors(value: &str) -> Vec<String> {
     errs
 }
 
-/// Why `value` is not a lowercase RFC 1123 subdomain; empty when it is one.
-pub fn dns1123_subdomain_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
-        errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
-    }
-    if !is_dns1123_subdomain_shape(value) {
-        errs.push(regex_error(
-            DNS1123_SUBDOMAIN_ERR_MSG,
-            DNS1123_SUBDOMAIN_FMT,
-            &["example.com"],
-        ));
-    }
-    errs
-}
-
 /// `^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`, without a regex engine.
 fn is_label_name_shape(s: &str) -> bool {
     let b = s.as_bytes();
@@ -112,28 +94,14 @@ fn is_label_name_shape(s: &str) -> bool {
     }
 }
 
-/// `^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`, without a regex engine.
-fn is_dns1123_subdomain_shape(s: &str) -> bool {
-    let lower_alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    s.split('.').all(|label| {
-        let b = label.as_bytes();
-        match (b.first(), b.last()) {
-            (Some(first), Some(last)) => {
-                lower_alnum(first)
-                    && lower_alnum(last)
-                    && b.iter().all(|c| lower_alnum(c) || *c == b'-')
-            }
-            _ => false,
-        }
-    })
-}
-
-fn max_len_error(length: usize) -> String {
+/// Kubernetes' `MaxLenError` (in bytes, as Kubernetes 1.35 words it).
+pub fn max_len_error(length: usize) -> String {
     format!("must be no more than {length} bytes")
 }
 
-/// Kubernetes' `RegexError`, including its doubled space before each " or ".
-fn regex_error(msg: &str, re: &str, examples: &[&str]) -> String {
+/// Kubernetes' `RegexError`: the message, then the examples and the regular expression in
+/// parentheses, including its doubled space before each " or ".
+pub fn regex_error(msg: &str, re: &str, examples: &[&str]) -> String {
     let mut out = format!("{msg} (e.g. ");
     for (i, example) in examples.iter().enumerate() {
         if i > 0 {
@@ -276,27 +244,6 @@ mod tests {
             );
         }
         assert_eq!(label_value_errors(&format!("{}-", "v".repeat(63))).len(), 2);
-    }
-
-    #[test]
-    fn dns1123_subdomains() {
-        for ok in ["a", "a.b", "0-0.a1", &"a".repeat(253)] {
-            assert!(dns1123_subdomain_errors(ok).is_empty(), "{ok}");
-        }
-        for bad in [
-            "",
-            ".",
-            "a.",
-            ".a",
-            "a..b",
-            "A",
-            "a_b",
-            "-a",
-            "a-.b",
-            &"a".repeat(254),
-        ] {
-            assert!(!dns1123_subdomain_errors(bad).is_empty(), "{bad}");
-        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::{child, index};
+use crate::object::flag;
 
 /// Fields every object keeps at its root (and embedded resources at theirs).
 const OBJECT_FIELDS: &[&str] = &["apiVersion", "kind", "metadata"];
@@ -14,10 +15,6 @@ pub fn prune(schema: &Value, value: &mut Value) -> Vec<String> {
     let mut pruned = Vec::new();
     prune_at(schema, value, "", true, &mut pruned);
     pruned
-}
-
-fn flag(schema: &Value, key: &str) -> bool {
-    schema.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
 fn prune_at(schema: &Value, value: &mut Value, path: &str, root: bool, pruned: &mut Vec<String>) {

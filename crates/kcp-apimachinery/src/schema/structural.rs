@@ -9,6 +9,7 @@
 use serde_json::{Map, Value};
 
 use super::FieldError;
+use crate::object::{flag, text};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Level {
@@ -32,14 +33,6 @@ fn key(path: &str, name: &str, key: &str) -> String {
 
 fn child(path: &str, name: &str) -> String {
     format!("{path}.{name}")
-}
-
-fn flag(schema: &Value, name: &str) -> bool {
-    schema.get(name).and_then(Value::as_bool).unwrap_or(false)
-}
-
-fn text<'a>(schema: &'a Value, name: &str) -> &'a str {
-    schema.get(name).and_then(Value::as_str).unwrap_or_default()
 }
 
 fn required(field: String, detail: &str) -> FieldError {

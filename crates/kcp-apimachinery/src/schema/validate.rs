@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::{FieldError, child, index, json_type};
+use crate::object::flag;
 
 /// Every way `value` breaks `schema`, at `path` (`""` for the object root).
 pub fn validate(schema: &Value, value: &Value, path: &str) -> Vec<FieldError> {
@@ -36,10 +37,6 @@ fn number(schema: &Value, key: &str) -> Option<f64> {
 
 fn count(schema: &Value, key: &str) -> Option<usize> {
     schema.get(key).and_then(Value::as_u64).map(|n| n as usize)
-}
-
-fn flag(schema: &Value, key: &str) -> bool {
-    schema.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
 /// Whether `value` has the schema's `type` (with `x-kubernetes-int-or-string` and `nullable`).

@@ -11,6 +11,7 @@
 
 use std::time::Duration;
 
+use kcp_apimachinery::object;
 use kcp_registry::custom::{CLEANUP_FINALIZER, condition_true};
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::Value;
@@ -80,8 +81,8 @@ pub async fn reconcile(
         return Ok(Outcome::Finished);
     };
 
-    let group = crd["spec"]["group"].as_str().unwrap_or_default();
-    let plural = crd["spec"]["names"]["plural"].as_str().unwrap_or_default();
+    let group = object::str_at(&crd, &["spec", "group"]);
+    let plural = object::str_at(&crd, &["spec", "names", "plural"]);
     let done = if overlaps_builtin(group, plural) {
         terminating(
             false,
@@ -139,14 +140,14 @@ async fn set_condition(
     if conditions::holds(&crd["status"], &condition) {
         return Ok(Some(crd));
     }
-    let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+    let name = object::str_at(&crd, &["metadata", "name"]);
     let status = registry
         .subresource("status")
         .expect("the registry serves status subresources");
     let patched = status
         .patch(crd_target(cluster), name, &|current: &Value| {
             let mut next = current.clone();
-            let status = kcp_registry::fields::object_mut(&mut next, &["status"])
+            let status = object::object_mut(&mut next, &["status"])
                 .map_err(|e| RegistryError::Internal(format!("CRD {name}: {e}")))?;
             conditions::set(status, condition.clone());
             Ok(next)

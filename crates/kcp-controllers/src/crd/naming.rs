@@ -3,29 +3,13 @@
 //! same group in the same logical cluster has already accepted it. A CRD whose names are all
 //! accepted is Established (and stays so).
 
+use kcp_apimachinery::object::{strings, text};
 use kcp_registry::{ListOptions, Registry, RegistryError, Target};
 use serde_json::{Value, json};
 
 use super::crds;
 use crate::conditions::{self, Condition};
 use crate::driver::Outcome;
-
-fn text<'a>(value: &'a Value, field: &str) -> &'a str {
-    value[field].as_str().unwrap_or_default()
-}
-
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 /// The names the others already hold: resource names (plurals, singulars and short names share
 /// one namespace) and kinds (kinds and list kinds share another).

@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
+use kcp_apimachinery::object;
 use kcp_apis::builtin::{RESOURCES, Resource, ResourceRef};
 use kcp_apis::system;
-use kcp_registry::fields;
 use kcp_registry::tenancy::{LOGICAL_CLUSTER, LOGICAL_CLUSTER_FINALIZER};
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::{Value, json};
@@ -107,7 +107,7 @@ pub(super) async fn reconcile(
             privileged
                 .patch(target, LOGICAL_CLUSTER, &move |current: &Value| {
                     let mut next = current.clone();
-                    let status = fields::object_mut(&mut next, &["status"]).map_err(|e| {
+                    let status = object::object_mut(&mut next, &["status"]).map_err(|e| {
                         RegistryError::Internal(format!("LogicalCluster of {cluster}: {e}"))
                     })?;
                     status.insert("phase".into(), json!("Deleting"));

@@ -1,6 +1,7 @@
 //! Initialization: the `root:universal` initializer's work (namespaces `default` and
 //! `kube-system`), and phase Ready once no initializer is left.
 
+use kcp_apimachinery::object;
 use kcp_apis::system;
 use kcp_registry::tenancy::{LOGICAL_CLUSTER, UNIVERSAL_INITIALIZER};
 use kcp_registry::{Registry, RegistryError, Target};
@@ -49,7 +50,7 @@ pub(super) async fn reconcile(
                 .into_iter()
                 .filter(|i| i != UNIVERSAL_INITIALIZER)
                 .collect();
-            let status = kcp_registry::fields::object_mut(&mut next, &["status"]).map_err(|e| {
+            let status = object::object_mut(&mut next, &["status"]).map_err(|e| {
                 RegistryError::Internal(format!("LogicalCluster of {cluster}: {e}"))
             })?;
             if left.is_empty() && status.get("phase") == Some(&json!("Initializing")) {

@@ -4,6 +4,7 @@
 //! namespace up), and once nothing is left, remove the `kubernetes` finalizer through the
 //! `finalize` subresource.
 
+use kcp_apimachinery::object;
 use kcp_apis::builtin::{RESOURCES, Resource, ResourceRef};
 use kcp_registry::kinds::core::{NAMESPACE_FINALIZER, spec_finalizers};
 use kcp_registry::{Registry, RegistryError, Target};
@@ -102,7 +103,7 @@ pub async fn reconcile(
         .into_iter()
         .filter(|f| f != NAMESPACE_FINALIZER)
         .collect();
-    kcp_registry::fields::set(&mut finalized, &["spec", "finalizers"], json!(kept))
+    object::set(&mut finalized, &["spec", "finalizers"], json!(kept))
         .map_err(|e| RegistryError::Internal(format!("namespace {name} of {cluster}: {e}")))?;
     let finalize = registry
         .subresource("finalize")

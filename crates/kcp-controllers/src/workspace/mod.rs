@@ -15,8 +15,8 @@ mod deletion;
 mod phase;
 mod scheduling;
 
+use kcp_apimachinery::object::{self, WrongType};
 use kcp_apis::system;
-use kcp_registry::fields::{self, WrongType};
 use kcp_registry::tenancy::WORKSPACE_FINALIZER;
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::{Map, Value};
@@ -76,7 +76,7 @@ pub(crate) async fn change(
 
 /// The `status` object of a workspace being changed.
 pub(crate) fn status_of(workspace: &mut Value) -> Result<&mut Map<String, Value>, WrongType> {
-    fields::object_mut(workspace, &["status"])
+    object::object_mut(workspace, &["status"])
 }
 
 /// Sets `WorkspaceInitialized=True` in a workspace's status.
@@ -108,7 +108,7 @@ pub async fn reconcile(registry: &Registry, key: &Key) -> Result<Outcome, Regist
     if !has_finalizer {
         // Admission adds it; a client may have removed it since.
         change(registry, key, |next| {
-            let metadata = fields::object_mut(next, &["metadata"])?;
+            let metadata = object::object_mut(next, &["metadata"])?;
             let finalizers = metadata
                 .entry("finalizers")
                 .or_insert_with(|| serde_json::json!([]));

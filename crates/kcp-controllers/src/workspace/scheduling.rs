@@ -4,8 +4,8 @@
 //! is nothing to initialize); then writes `spec.cluster`, `spec.URL` and the phase to the
 //! workspace in one write. A name another owner already holds is replaced by a new random one.
 
+use kcp_apimachinery::object;
 use kcp_apis::system;
-use kcp_registry::fields;
 use kcp_registry::tenancy::paths::valid_cluster_name;
 use kcp_registry::tenancy::{
     CLUSTER_ANNOTATION, LOGICAL_CLUSTER, LOGICAL_CLUSTER_FINALIZER, PATH_ANNOTATION,
@@ -36,7 +36,7 @@ pub(super) async fn reconcile(
     let path = format!("{parent_path}:{}", key.name);
     let url = format!(
         "{}:{}",
-        parent["status"]["URL"].as_str().unwrap_or_default(),
+        object::str_at(&parent, &["status", "URL"]),
         key.name
     );
     let (type_path, type_name) = types::workspace_type_reference(workspace);
@@ -89,7 +89,7 @@ pub(super) async fn reconcile(
     }
     let cluster = cluster.to_string();
     change(registry, key, move |next| {
-        let spec = fields::object_mut(next, &["spec"])?;
+        let spec = object::object_mut(next, &["spec"])?;
         spec.insert("cluster".into(), json!(cluster));
         spec.insert("URL".into(), json!(url));
         let status = status_of(next)?;
@@ -117,7 +117,7 @@ pub(super) async fn reconcile(
 async fn rename(registry: &Registry, key: &Key) -> Result<Outcome, RegistryError> {
     let name = names::random_cluster_name();
     change(registry, key, move |next| {
-        fields::set(
+        object::set(
             next,
             &["metadata", "annotations", CLUSTER_ANNOTATION],
             json!(name),

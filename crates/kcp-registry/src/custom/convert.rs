@@ -5,6 +5,7 @@
 //! added to a CRD shows on objects stored before it.
 
 use futures::future::BoxFuture;
+use kcp_apimachinery::object;
 use kcp_apis::builtin::Resource;
 use kcp_apis::custom::{Conversion, Webhook};
 use serde_json::{Value, json};
@@ -79,7 +80,7 @@ impl Registry {
         };
         let gvk = format!(
             "{}, Kind={}",
-            first["apiVersion"].as_str().unwrap_or_default(),
+            object::text(first, "apiVersion"),
             resource.kind
         );
         let failed = |reason: &str| {
@@ -187,7 +188,7 @@ pub(crate) fn default_as_read(resource: &Resource, object: &mut Value) {
 /// apiVersion, the same kind, name, namespace and uid; the original metadata with the answer's
 /// labels and annotations (string maps).
 fn check_converted(original: &Value, mut converted: Value, desired: &str) -> Result<Value, String> {
-    let received = converted["apiVersion"].as_str().unwrap_or_default();
+    let received = object::text(&converted, "apiVersion");
     if received != desired {
         return Err(format!(
             "invalid groupVersion (expected {desired}, received {received})"
@@ -199,7 +200,7 @@ fn check_converted(original: &Value, mut converted: Value, desired: &str) -> Res
             .unwrap_or_default()
             .to_string()
     };
-    let kind = |object: &Value| object["kind"].as_str().unwrap_or_default().to_string();
+    let kind = |object: &Value| object::text(object, "kind").to_string();
     if kind(original) != kind(&converted) {
         return Err(format!(
             "invalid kind (expected {}, received {})",

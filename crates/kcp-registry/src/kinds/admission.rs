@@ -5,6 +5,8 @@
 //! in `admissionregistration/v1`.
 
 use jiff::Timestamp;
+use kcp_apimachinery::dns::dns1035_label_errors;
+use kcp_apimachinery::object::{self, strings, text};
 use kcp_apimachinery::patch::strategic::ListStrategy;
 use kcp_apis::builtin::Resource;
 use serde_json::{Value, json};
@@ -15,7 +17,7 @@ use crate::kinds::{Generation, Kind, metadata_list_strategy};
 use crate::validation::field::{
     Bad, Errors, duplicate, go_strings, index, invalid, not_supported, required,
 };
-use crate::validation::formats::{dns1035_label_errors, fully_qualified_name_error};
+use crate::validation::formats::fully_qualified_name_error;
 
 const GROUP: &str = "admissionregistration.k8s.io";
 
@@ -131,11 +133,11 @@ impl Kind for ValidatingAdmissionPolicy {
     }
 
     fn cells(&self, object: &Value, now: Timestamp) -> Vec<Value> {
-        let param_kind = match printing::value_at(object, &["spec", "paramKind"]) {
+        let param_kind = match object::at(object, &["spec", "paramKind"]) {
             Some(kind) if kind.is_object() => format!(
                 "{}/{}",
-                printing::str_at(kind, &["apiVersion"]),
-                printing::str_at(kind, &["kind"])
+                object::str_at(kind, &["apiVersion"]),
+                object::str_at(kind, &["kind"])
             ),
             _ => "<unset>".to_string(),
         };
@@ -164,7 +166,7 @@ impl Kind for ValidatingAdmissionPolicyBinding {
     fn cells(&self, object: &Value, now: Timestamp) -> Vec<Value> {
         vec![
             printing::name(object),
-            json!(printing::str_at(object, &["spec", "policyName"])),
+            json!(object::str_at(object, &["spec", "policyName"])),
             json!(param_ref(object)),
             printing::age(object, now),
         ]
@@ -180,22 +182,6 @@ const OPERATIONS: &[&str] = &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
 const SCOPES: &[&str] = &["*", "Cluster", "Namespaced"];
 const REINVOCATION_POLICIES: &[&str] = &["IfNeeded", "Never"];
 const URL_FORM: &str = "; desired format: https://host[/path]";
-
-fn text<'a>(value: &'a Value, field: &str) -> &'a str {
-    value[field].as_str().unwrap_or_default()
-}
-
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .map(|v| v.as_str().unwrap_or_default().to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 /// Fills in the `v1` defaults: failure and match policy, timeout, selectors, rule scope,
 /// service port and (mutating) reinvocation policy.
@@ -527,13 +513,12 @@ fn validate_url(url: &str, path: &str, errs: &mut Errors) {
 
 /// A ValidatingAdmissionPolicyBinding's ParamRef cell.
 fn param_ref(binding: &Value) -> String {
-    let Some(reference) =
-        printing::value_at(binding, &["spec", "paramRef"]).filter(|r| r.is_object())
+    let Some(reference) = object::at(binding, &["spec", "paramRef"]).filter(|r| r.is_object())
     else {
         return "<unset>".to_string();
     };
-    let name = printing::str_at(reference, &["name"]);
-    let namespace = printing::str_at(reference, &["namespace"]);
+    let name = object::str_at(reference, &["name"]);
+    let namespace = object::str_at(reference, &["namespace"]);
     if !name.is_empty() {
         return match namespace {
             "" => format!("*/{name}"),

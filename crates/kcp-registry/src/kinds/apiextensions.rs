@@ -10,7 +10,9 @@
 //! `conversion.strategy`.
 
 use jiff::Timestamp;
+use kcp_apimachinery::dns::{dns1035_label_errors, dns1123_subdomain_errors};
 use kcp_apimachinery::labels::validation::go_quote;
+use kcp_apimachinery::object::text;
 use kcp_apimachinery::patch::strategic::ListStrategy;
 use kcp_apimachinery::schema::{CelValidator, FieldError, structural_errors};
 use kcp_apis::builtin::Resource;
@@ -20,10 +22,8 @@ use super::admission::validate_client_config;
 use crate::error::RegistryError;
 use crate::kinds::printing::{self, Column};
 use crate::kinds::{Deletion, Generation, Kind, conditions_list_strategy};
-use crate::names;
 use crate::strategy::{self, Part};
 use crate::validation::field::{Bad, Errors, forbidden, index, invalid, not_supported, required};
-use crate::validation::formats::dns1035_label_errors;
 use crate::validation::metadata;
 
 pub(crate) struct CustomResourceDefinition;
@@ -112,10 +112,6 @@ fn record_stored_version(crd: &mut Value) {
     {
         versions.push(json!(storage));
     }
-}
-
-fn text<'a>(value: &'a Value, field: &str) -> &'a str {
-    value[field].as_str().unwrap_or_default()
 }
 
 /// Fills in `names.singular` (the lower-cased kind), `names.listKind` (`<Kind>List`) and
@@ -232,7 +228,7 @@ fn validate(object: &Value, errs: &mut Errors) {
     if group.is_empty() {
         errs.push(required("spec.group", ""));
     } else {
-        let problems = names::subdomain_errors(group);
+        let problems = dns1123_subdomain_errors(group);
         if !problems.is_empty() {
             errs.push(invalid("spec.group", Bad::Str(group), &problems.join(",")));
         } else if !group.contains('.') {

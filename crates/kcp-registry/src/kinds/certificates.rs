@@ -3,6 +3,8 @@
 //! least ten minutes. (The request's signature is not checked.)
 
 use jiff::Timestamp;
+use kcp_apimachinery::dns::{dns1123_label_errors, dns1123_subdomain_errors};
+use kcp_apimachinery::object;
 use kcp_apimachinery::patch::strategic::ListStrategy;
 use kcp_apis::builtin::Resource;
 use serde_json::{Value, json};
@@ -10,7 +12,7 @@ use serde_json::{Value, json};
 use crate::error::RegistryError;
 use crate::kinds::printing::{self, Column, col};
 use crate::kinds::{Kind, conditions_list_strategy};
-use crate::names::{self, NameRule};
+use crate::names::NameRule;
 use crate::validation::field::{
     Bad, Errors, duplicate, go_bytes, index, invalid, not_supported, required, too_long,
 };
@@ -72,7 +74,7 @@ impl Kind for CertificateSigningRequest {
     }
 
     fn cells(&self, object: &Value, now: Timestamp) -> Vec<Value> {
-        let signer = printing::or_none(printing::str_at(object, &["spec", "signerName"]));
+        let signer = printing::or_none(object::str_at(object, &["spec", "signerName"]));
         let duration = object["spec"]["expirationSeconds"]
             .as_i64()
             .map_or("<none>".to_string(), printing::human_duration);
@@ -80,7 +82,7 @@ impl Kind for CertificateSigningRequest {
             printing::name(object),
             printing::age(object, now),
             json!(signer),
-            json!(printing::str_at(object, &["spec", "username"])),
+            json!(object::str_at(object, &["spec", "username"])),
             json!(duration),
             json!(csr_condition(object)),
         ]
@@ -172,7 +174,7 @@ fn validate(object: &Value, errs: &mut Errors) {
             errs.push(duplicate(index("spec.usages", i), Bad::Str(usage)));
         }
     }
-    let signer = spec["signerName"].as_str().unwrap_or_default();
+    let signer = object::text(spec, "signerName");
     if signer == "kubernetes.io/legacy-unknown" {
         errs.push(invalid(
             "spec.signerName",
@@ -210,7 +212,7 @@ fn validate_signer_name(signer: &str, errs: &mut Errors) {
     }
     let labels: Vec<&str> = domain.split('.').collect();
     for label in &labels {
-        let problems = names::label_errors(label);
+        let problems = dns1123_label_errors(label);
         if !problems.is_empty() {
             for problem in problems {
                 errs.push(invalid(
@@ -230,7 +232,7 @@ fn validate_signer_name(signer: &str, errs: &mut Errors) {
         ));
     }
     for label in path.split('.') {
-        let problems = names::subdomain_errors(label);
+        let problems = dns1123_subdomain_errors(label);
         if !problems.is_empty() {
             for problem in problems {
                 errs.push(invalid(

@@ -2,6 +2,7 @@
 //! strategy, and a preferred holder only with a strategy.
 
 use jiff::Timestamp;
+use kcp_apimachinery::object;
 use serde_json::{Value, json};
 
 use crate::kinds::Kind;
@@ -38,7 +39,7 @@ impl Kind for Lease {
     fn cells(&self, object: &Value, now: Timestamp) -> Vec<Value> {
         vec![
             printing::name(object),
-            json!(printing::str_at(object, &["spec", "holderIdentity"])),
+            json!(object::str_at(object, &["spec", "holderIdentity"])),
             printing::age(object, now),
         ]
     }
@@ -78,7 +79,7 @@ fn validate(object: &Value, errs: &mut Errors) {
             }
         }
     }
-    let holder = spec["preferredHolder"].as_str().unwrap_or_default();
+    let holder = object::text(spec, "preferredHolder");
     if !holder.is_empty() && strategy.is_none_or(str::is_empty) {
         errs.push(forbidden(
             "spec.preferredHolder",

@@ -6,12 +6,14 @@
 use std::borrow::Cow;
 
 use jiff::Timestamp;
+use kcp_apimachinery::dns::dns1123_subdomain_errors;
+use kcp_apimachinery::object;
 use kcp_apis::builtin::Resource;
 use serde_json::{Value, json};
 
 use crate::kinds::printing::{self, Column, col, wide};
 use crate::kinds::{Kind, field_at_path};
-use crate::names::{self, NameRule};
+use crate::names::NameRule;
 use crate::validation::field::{self, Bad, Errors, invalid, required};
 use crate::validation::formats::qualified_name_errors;
 use crate::validation::metadata;
@@ -149,7 +151,7 @@ impl Kind for Event {
 
 /// Only what storage needs of a name: present and one path segment.
 fn only_name(object: &Value, rule: NameRule, errs: &mut Errors) {
-    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let name = object::str_at(object, &["metadata", "name"]);
     if name.is_empty() {
         errs.push(field::required(
             "metadata.name",
@@ -178,7 +180,7 @@ struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     fn text(&self, field: &str) -> &'a str {
-        self.object[field].as_str().unwrap_or_default()
+        object::text(self.object, field)
     }
     fn involved_object(&self) -> &'a Value {
         &self.object[if self.strict {
@@ -203,12 +205,8 @@ impl<'a> Fields<'a> {
 
 /// The checks every event passes, whatever API wrote it.
 fn legacy(fields: &Fields<'_>, errs: &mut Errors) {
-    let namespace = fields.object["metadata"]["namespace"]
-        .as_str()
-        .unwrap_or_default();
-    let involved_namespace = fields.involved_object()["namespace"]
-        .as_str()
-        .unwrap_or_default();
+    let namespace = object::str_at(fields.object, &["metadata", "namespace"]);
+    let involved_namespace = object::text(fields.involved_object(), "namespace");
     let mismatch = || {
         invalid(
             "involvedObject.namespace",
@@ -269,7 +267,7 @@ fn legacy(fields: &Fields<'_>, errs: &mut Errors) {
             ));
         }
     }
-    for message in names::subdomain_errors(namespace) {
+    for message in dns1123_subdomain_errors(namespace) {
         errs.push(invalid("namespace", Bad::Str(namespace), &message));
     }
 }
@@ -358,7 +356,7 @@ fn validate_strict_update(new: &Value, old: &Value, errs: &mut Errors) {
         ("eventTime", "eventTime"),
     ] {
         if new[field] != old[field] {
-            let value = new[field].as_str().unwrap_or_default();
+            let value = object::text(new, field);
             errs.push(invalid(name, Bad::Str(value), "field is immutable"));
         }
     }
@@ -401,18 +399,18 @@ fn event_cells(event: &Value, now: Timestamp) -> Vec<Value> {
     } else if count == 0 {
         count = 1;
     }
-    let kind = printing::str_at(event, &["involvedObject", "kind"]).to_lowercase();
-    let object = match printing::str_at(event, &["involvedObject", "name"]) {
+    let kind = object::str_at(event, &["involvedObject", "kind"]).to_lowercase();
+    let object = match object::str_at(event, &["involvedObject", "name"]) {
         "" => kind,
         name => format!("{kind}/{name}"),
     };
     let component = first_non_empty(
-        printing::str_at(event, &["source", "component"]),
-        printing::str_at(event, &["reportingComponent"]),
+        object::str_at(event, &["source", "component"]),
+        object::str_at(event, &["reportingComponent"]),
     );
     let instance = first_non_empty(
-        printing::str_at(event, &["source", "host"]),
-        printing::str_at(event, &["reportingInstance"]),
+        object::str_at(event, &["source", "host"]),
+        object::str_at(event, &["reportingInstance"]),
     );
     let source = if instance.is_empty() {
         component.to_string()
@@ -421,15 +419,15 @@ fn event_cells(event: &Value, now: Timestamp) -> Vec<Value> {
     };
     vec![
         json!(last_seen),
-        json!(printing::str_at(event, &["type"])),
-        json!(printing::str_at(event, &["reason"])),
+        json!(object::str_at(event, &["type"])),
+        json!(object::str_at(event, &["reason"])),
         json!(object),
-        json!(printing::str_at(event, &["involvedObject", "fieldPath"])),
+        json!(object::str_at(event, &["involvedObject", "fieldPath"])),
         json!(source),
-        json!(printing::str_at(event, &["message"]).trim()),
+        json!(object::str_at(event, &["message"]).trim()),
         json!(first_seen),
         json!(count),
-        json!(printing::str_at(event, &["metadata", "name"])),
+        json!(object::str_at(event, &["metadata", "name"])),
     ]
 }
 

@@ -12,7 +12,9 @@
 //! queues, hands of 8, 50 requests per queue). Both keep a generation over `spec`.
 
 use jiff::Timestamp;
+use kcp_apimachinery::dns::{dns1123_label_errors, dns1123_subdomain_errors};
 use kcp_apimachinery::labels::validation::go_quote;
+use kcp_apimachinery::object::{self, strings, text};
 use kcp_apimachinery::patch::strategic::ListStrategy;
 use kcp_apis::builtin::Resource;
 use serde_json::{Value, json};
@@ -20,7 +22,6 @@ use serde_json::{Value, json};
 use crate::error::RegistryError;
 use crate::kinds::printing::{self, Column, col};
 use crate::kinds::{Generation, Kind, conditions_list_strategy};
-use crate::names;
 use crate::validation::field::{
     Bad, Errors, duplicate, forbidden, go_strings, index, invalid, not_supported, required,
 };
@@ -121,7 +122,7 @@ impl Kind for FlowSchema {
     }
 
     fn validate(&self, object: &Value, _old: Option<&Value>, errs: &mut Errors) {
-        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        let name = object::str_at(object, &["metadata", "name"]);
         validate_flow_schema_spec(name, &object["spec"], errs);
         validate_conditions(&object["status"], errs);
     }
@@ -141,15 +142,15 @@ impl Kind for FlowSchema {
     fn cells(&self, object: &Value, now: Timestamp) -> Vec<Value> {
         let spec = &object["spec"];
         let method = match spec["distinguisherMethod"].is_object() {
-            true => printing::str_at(spec, &["distinguisherMethod", "type"]),
+            true => object::str_at(spec, &["distinguisherMethod", "type"]),
             false => "<none>",
         };
         let missing = conditions(&object["status"])
             .find(|c| c["type"] == "Dangling")
-            .map_or("?", |c| c["status"].as_str().unwrap_or_default());
+            .map_or("?", |c| object::text(c, "status"));
         vec![
             printing::name(object),
-            json!(printing::str_at(
+            json!(object::str_at(
                 spec,
                 &["priorityLevelConfiguration", "name"]
             )),
@@ -172,7 +173,7 @@ impl Kind for PriorityLevelConfiguration {
     }
 
     fn validate(&self, object: &Value, _old: Option<&Value>, errs: &mut Errors) {
-        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        let name = object::str_at(object, &["metadata", "name"]);
         validate_priority_level_spec(name, &object["spec"], errs);
         validate_conditions(&object["status"], errs);
     }
@@ -204,7 +205,7 @@ impl Kind for PriorityLevelConfiguration {
         }
         vec![
             printing::name(object),
-            json!(printing::str_at(spec, &["type"])),
+            json!(object::str_at(spec, &["type"])),
             shares,
             queues,
             hand,
@@ -258,19 +259,6 @@ fn default_priority_level(object: &mut Value) {
     }
 }
 
-fn text<'a>(value: &'a Value, field: &str) -> &'a str {
-    value[field].as_str().unwrap_or_default()
-}
-
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|v| v.as_str().unwrap_or_default().to_string())
-        .collect()
-}
-
 fn conditions(status: &Value) -> impl Iterator<Item = &Value> {
     status["conditions"].as_array().into_iter().flatten()
 }
@@ -320,7 +308,7 @@ fn validate_flow_schema_spec(name: &str, spec: &Value, errs: &mut Errors) {
             "must reference a priority level",
         ));
     }
-    for message in names::subdomain_errors(level)
+    for message in dns1123_subdomain_errors(level)
         .into_iter()
         .filter(|_| !level.is_empty())
     {
@@ -397,7 +385,7 @@ fn validate_subject(subject: &Value, path: &str, errs: &mut Errors) {
         if name.is_empty() {
             errs.push(required(format!("{path}.{own}.name"), ""));
         } else if kind == "ServiceAccount" && name != "*" {
-            for message in names::subdomain_errors(name) {
+            for message in dns1123_subdomain_errors(name) {
                 errs.push(invalid(
                     format!("{path}.{own}.name"),
                     Bad::Str(name),
@@ -413,7 +401,7 @@ fn validate_subject(subject: &Value, path: &str, errs: &mut Errors) {
                     "must specify namespace for service account",
                 ));
             }
-            for message in names::label_errors(namespace)
+            for message in dns1123_label_errors(namespace)
                 .into_iter()
                 .filter(|_| !namespace.is_empty())
             {
@@ -505,7 +493,7 @@ fn validate_resource_rule(rule: &Value, path: &str, errs: &mut Errors) {
         }
     } else {
         for (i, namespace) in namespaces.iter().enumerate() {
-            for message in names::label_errors(namespace) {
+            for message in dns1123_label_errors(namespace) {
                 errs.push(invalid(
                     index(&field, i),
                     Bad::Str(namespace),

@@ -217,10 +217,7 @@ pub fn selectable(resource: &Resource, field: &str) -> bool {
 /// The value at a dotted field path as text: strings as they are, other scalars as Go prints
 /// them; absent or null: `None`.
 pub(crate) fn field_at_path<'a>(object: &'a Value, field: &str) -> Option<Cow<'a, str>> {
-    match field
-        .split('.')
-        .try_fold(object, |value, part| value.get(part))?
-    {
+    match kcp_apimachinery::object::at_dotted(object, field)? {
         Value::String(text) => Some(Cow::Borrowed(text)),
         Value::Null => None,
         other => Some(Cow::Owned(kcp_apimachinery::jsonpath::text(other))),

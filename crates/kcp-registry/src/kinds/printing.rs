@@ -1,13 +1,15 @@
 //! What every kind's Table shares: the [`Column`] type, the `Name`, `Age` and `Created At`
 //! columns, and the cell helpers the printers of kube-apiserver use (ages as kubectl prints
-//! them, strings at a path, `<none>` for empty). Each kind declares its own columns and cells
-//! in its rule set ([`super::Kind::columns`], [`super::Kind::cells`]).
+//! them, entry counts, `<none>` for empty; strings at a path are read with
+//! [`kcp_apimachinery::object`]). Each kind declares its own columns and cells in its rule set
+//! ([`super::Kind::columns`], [`super::Kind::cells`]).
 //!
 //! Kinds without a printer upstream get the default convertor's `Name`, `Created At` (roles,
 //! cluster roles, CRDs) or, with no rule set at all, `Name`, `Age`. The server always fills
 //! every column; kubectl hides the wide ones.
 
 use jiff::Timestamp;
+use kcp_apimachinery::object;
 use serde_json::{Value, json};
 
 /// One column of a Table.
@@ -74,7 +76,7 @@ pub const NAME_CREATED_AT: &[Column] = &[NAME, CREATED_AT];
 
 /// The Name cell.
 pub fn name(object: &Value) -> Value {
-    json!(str_at(object, &["metadata", "name"]))
+    json!(object::str_at(object, &["metadata", "name"]))
 }
 
 /// The Age cell.
@@ -84,22 +86,11 @@ pub fn age(object: &Value, now: Timestamp) -> Value {
 
 /// How many entries the map or list at `path` has (0 when absent).
 pub fn count(object: &Value, path: &[&str]) -> usize {
-    match value_at(object, path) {
+    match object::at(object, path) {
         Some(Value::Object(map)) => map.len(),
         Some(Value::Array(items)) => items.len(),
         _ => 0,
     }
-}
-
-pub fn value_at<'a>(object: &'a Value, path: &[&str]) -> Option<&'a Value> {
-    path.iter().try_fold(object, |value, key| value.get(key))
-}
-
-/// The string at `path`, or "" if absent.
-pub fn str_at<'a>(object: &'a Value, path: &[&str]) -> &'a str {
-    value_at(object, path)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
 }
 
 pub fn or_none(text: &str) -> &str {

@@ -3,14 +3,16 @@
 //! Defaults as in `rbac/v1`: the role reference's and User/Group subjects' `apiGroup`.
 
 use jiff::Timestamp;
+use kcp_apimachinery::dns::dns1123_subdomain_errors;
 use kcp_apimachinery::labels::validation::go_quote;
+use kcp_apimachinery::object::{self, strings, text};
 use kcp_apis::builtin::Resource;
 use serde_json::{Value, json};
 
 use crate::error::RegistryError;
 use crate::kinds::Kind;
 use crate::kinds::printing::{self, Column, col, wide};
-use crate::names::{self, NameRule};
+use crate::names::NameRule;
 use crate::validation::field::{Bad, Errors, go_strings, index, invalid, not_supported, required};
 use crate::validation::metadata;
 
@@ -134,8 +136,8 @@ impl Kind for BindingKind {
     fn cells(&self, object: &Value, now: Timestamp) -> Vec<Value> {
         let role = format!(
             "{}/{}",
-            printing::str_at(object, &["roleRef", "kind"]),
-            printing::str_at(object, &["roleRef", "name"])
+            object::str_at(object, &["roleRef", "kind"]),
+            object::str_at(object, &["roleRef", "name"])
         );
         let (users, groups, service_accounts) = subjects(object);
         vec![
@@ -147,22 +149,6 @@ impl Kind for BindingKind {
             json!(service_accounts),
         ]
     }
-}
-
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .map(|v| v.as_str().unwrap_or_default().to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn text<'a>(value: &'a Value, field: &str) -> &'a str {
-    value[field].as_str().unwrap_or_default()
 }
 
 /// Fills in `roleRef.apiGroup` and the `apiGroup` of User and Group subjects.
@@ -284,7 +270,7 @@ fn validate_subject(subject: &Value, namespaced: bool, path: &str, errs: &mut Er
     match text(subject, "kind") {
         "ServiceAccount" => {
             if !name.is_empty() {
-                for message in names::subdomain_errors(name) {
+                for message in dns1123_subdomain_errors(name) {
                     errs.push(invalid(format!("{path}.name"), Bad::Str(name), &message));
                 }
             }
@@ -349,13 +335,13 @@ fn validate_binding_update(new: &Value, old: &Value, errs: &mut Errors) {
 fn subjects(binding: &Value) -> (String, String, String) {
     let (mut users, mut groups, mut service_accounts) = (Vec::new(), Vec::new(), Vec::new());
     for subject in binding["subjects"].as_array().into_iter().flatten() {
-        let name = printing::str_at(subject, &["name"]);
-        match printing::str_at(subject, &["kind"]) {
+        let name = object::str_at(subject, &["name"]);
+        match object::str_at(subject, &["kind"]) {
             "User" => users.push(name.to_string()),
             "Group" => groups.push(name.to_string()),
             "ServiceAccount" => service_accounts.push(format!(
                 "{}/{name}",
-                printing::str_at(subject, &["namespace"])
+                object::str_at(subject, &["namespace"])
             )),
             _ => {}
         }

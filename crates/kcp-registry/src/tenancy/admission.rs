@@ -24,7 +24,9 @@
 
 use std::collections::BTreeSet;
 
+use kcp_apimachinery::dns::is_dns1123_label;
 use kcp_apimachinery::labels::validation::go_quote;
+use kcp_apimachinery::object::{self, WrongType, str_at};
 use kcp_apis::builtin::Resource;
 use kcp_apis::system;
 use serde_json::{Value, json};
@@ -33,10 +35,9 @@ use super::paths::{CLUSTER_NAME_MESSAGE, valid_cluster_name};
 use super::types::{check_parent_and_child, split_type_annotation, workspace_type_reference};
 use super::{
     CLUSTER_ANNOTATION, LOGICAL_CLUSTER, LOGICAL_CLUSTER_FINALIZER, PATH_ANNOTATION,
-    TYPE_ANNOTATION, WORKSPACE_FINALIZER, names, text,
+    TYPE_ANNOTATION, WORKSPACE_FINALIZER, names,
 };
 use crate::error::{Cause, RegistryError};
-use crate::fields::{self, WrongType};
 use crate::meta;
 use crate::store::{Registry, Target};
 
@@ -133,7 +134,7 @@ impl Registry {
         name: &str,
         workspace: &mut Value,
     ) -> Result<(), RegistryError> {
-        if !super::paths::valid_segment(name) {
+        if !is_dns1123_label(name) {
             return Err(target.invalid(
                 name,
                 vec![Cause {
@@ -152,12 +153,12 @@ impl Registry {
         let refuse = |message: String| forbidden(target, name, message);
         if !self.is_privileged() {
             // kcp's messages spell the first one `spec.Cluster`.
-            if text(workspace, &["spec", "cluster"]).is_some() {
+            if !str_at(workspace, &["spec", "cluster"]).is_empty() {
                 return Err(refuse(
                     "spec.Cluster can only be set by system privileged users".into(),
                 ));
             }
-            if text(workspace, &["spec", "URL"]).is_some() {
+            if !str_at(workspace, &["spec", "URL"]).is_empty() {
                 return Err(refuse(
                     "spec.URL can only be set by system privileged users".into(),
                 ));
@@ -171,16 +172,20 @@ impl Registry {
             .logical_cluster(target.cluster)
             .await
             .map_err(|e| refuse(format!("workspace type cannot be resolved: {e}")))?;
-        let parent_path = text(&parent, &["metadata", "annotations", PATH_ANNOTATION])
-            .unwrap_or(target.cluster)
-            .to_string();
-        let parent_type = text(&parent, &["metadata", "annotations", TYPE_ANNOTATION])
-            .and_then(split_type_annotation)
-            .ok_or_else(|| {
-                refuse(format!(
-                    "annotation {TYPE_ANNOTATION} on LogicalCluster must be in the form of cluster:name"
-                ))
-            })?;
+        let parent_path = match str_at(&parent, &["metadata", "annotations", PATH_ANNOTATION]) {
+            "" => target.cluster,
+            path => path,
+        }
+        .to_string();
+        let parent_type = split_type_annotation(str_at(
+            &parent,
+            &["metadata", "annotations", TYPE_ANNOTATION],
+        ))
+        .ok_or_else(|| {
+            refuse(format!(
+                "annotation {TYPE_ANNOTATION} on LogicalCluster must be in the form of cluster:name"
+            ))
+        })?;
         let parent_type = self
             .workspace_type_at(parent_type.0, parent_type.1)
             .await?
@@ -204,7 +209,7 @@ impl Registry {
             .await
             .map_err(|e| refuse(forbidden_message(e)))?;
         let wrong_type = |error: WrongType| target.invalid(name, vec![wrong_type_cause(&error)]);
-        fields::set(
+        object::set(
             workspace,
             &["spec", "type"],
             json!({"name": child_type.name, "path": child_type.path}),
@@ -230,13 +235,13 @@ impl Registry {
             .pointer("/spec/additionalWorkspaceLabels")
             .cloned()
         {
-            fields::object_mut(workspace, &["metadata", "labels"])
+            object::object_mut(workspace, &["metadata", "labels"])
                 .map_err(wrong_type)?
                 .extend(extra);
         }
         add_finalizer(workspace, WORKSPACE_FINALIZER);
         let annotations =
-            fields::object_mut(workspace, &["metadata", "annotations"]).map_err(wrong_type)?;
+            object::object_mut(workspace, &["metadata", "annotations"]).map_err(wrong_type)?;
         if !annotations
             .get(CLUSTER_ANNOTATION)
             .is_some_and(Value::is_string)
@@ -291,7 +296,7 @@ fn check_cluster_names(
     let named = [
         (
             "spec.cluster".to_string(),
-            text(workspace, &["spec", "cluster"]),
+            Some(str_at(workspace, &["spec", "cluster"])).filter(|c| !c.is_empty()),
         ),
         (
             format!("metadata.annotations[{CLUSTER_ANNOTATION}]"),
@@ -318,11 +323,7 @@ fn check_cluster_names(
 
 /// An annotation's value, if it is a string.
 fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
-    object
-        .get("metadata")?
-        .get("annotations")?
-        .get(key)?
-        .as_str()
+    object::at(object, &["metadata", "annotations", key]).and_then(Value::as_str)
 }
 
 /// kcp's reserved-metadata refusal.
@@ -333,15 +334,15 @@ fn reserved_annotation(key: &str) -> String {
 /// A Workspace's system fields a user's update must leave as they are (kcp's workspace
 /// admission, and its reserved metadata for the cluster annotation).
 fn check_workspace_update(stored: &Value, next: &Value) -> Result<(), String> {
-    let old_cluster = text(stored, &["spec", "cluster"]);
-    let new_cluster = text(next, &["spec", "cluster"]);
-    if old_cluster.is_some() && new_cluster.is_none() {
+    let old_cluster = str_at(stored, &["spec", "cluster"]);
+    let new_cluster = str_at(next, &["spec", "cluster"]);
+    if !old_cluster.is_empty() && new_cluster.is_empty() {
         return Err("spec.cluster cannot be unset".into());
     }
     if old_cluster != new_cluster {
         return Err("spec.cluster can only be changed by system privileged users".into());
     }
-    if text(stored, &["spec", "URL"]) != text(next, &["spec", "URL"]) {
+    if str_at(stored, &["spec", "URL"]) != str_at(next, &["spec", "URL"]) {
         return Err("spec.URL can only be changed by system privileged users".into());
     }
     if workspace_type_reference(stored) != workspace_type_reference(next) {
@@ -350,12 +351,12 @@ fn check_workspace_update(stored: &Value, next: &Value) -> Result<(), String> {
     if annotation(stored, CLUSTER_ANNOTATION) != annotation(next, CLUSTER_ANNOTATION) {
         return Err(reserved_annotation(CLUSTER_ANNOTATION));
     }
-    let phase = |object| text(object, &["status", "phase"]);
-    if phase(stored) != Some("Ready") && phase(next) == Some("Ready") {
-        if new_cluster.is_none() {
+    let phase = |object| str_at(object, &["status", "phase"]);
+    if phase(stored) != "Ready" && phase(next) == "Ready" {
+        if new_cluster.is_empty() {
             return Err("spec.cluster must be set for phase Ready".into());
         }
-        if text(next, &["spec", "URL"]).is_none() {
+        if str_at(next, &["spec", "URL"]).is_empty() {
             return Err("spec.URL must be set for phase Ready".into());
         }
     }
@@ -363,13 +364,11 @@ fn check_workspace_update(stored: &Value, next: &Value) -> Result<(), String> {
 }
 
 /// The strings of a list field, as a set.
-fn string_set(object: &Value, pointer: &str) -> BTreeSet<String> {
-    object
-        .pointer(pointer)
-        .and_then(Value::as_array)
+fn string_set(object: &Value, path: &[&str]) -> BTreeSet<String> {
+    object::at(object, path)
+        .map(object::strings)
+        .unwrap_or_default()
         .into_iter()
-        .flatten()
-        .filter_map(|v| v.as_str().map(str::to_string))
         .collect()
 }
 
@@ -398,24 +397,22 @@ fn check_logical_cluster_update(stored: &Value, next: &mut Value) -> Result<(), 
     if stored.pointer("/spec/createdBy") != next.pointer("/spec/createdBy") {
         return Err("spec.createdBy: field is immutable".into());
     }
-    let new_spec = string_set(next, "/spec/initializers");
-    if string_set(stored, "/spec/initializers") != new_spec {
+    let new_spec = string_set(next, &["spec", "initializers"]);
+    if string_set(stored, &["spec", "initializers"]) != new_spec {
         return Err("spec.initializers is immutable".into());
     }
-    let old_phase = text(stored, &["status", "phase"]).unwrap_or_default();
-    let new_phase = text(next, &["status", "phase"])
-        .unwrap_or_default()
-        .to_string();
+    let old_phase = str_at(stored, &["status", "phase"]);
+    let new_phase = str_at(next, &["status", "phase"]).to_string();
     let initializing = new_phase == "Initializing";
     let to_initializing = old_phase != "Initializing" && initializing;
     if to_initializing {
         // kcp's mutating half: the initializers to run are the spec's.
         let initializers: Vec<&String> = new_spec.iter().collect();
-        fields::set(next, &["status", "initializers"], json!(initializers))
+        object::set(next, &["status", "initializers"], json!(initializers))
             .map_err(|e| e.to_string())?;
     }
-    let old_status = string_set(stored, "/status/initializers");
-    let new_status = string_set(next, "/status/initializers");
+    let old_status = string_set(stored, &["status", "initializers"]);
+    let new_status = string_set(next, &["status", "initializers"]);
     if !to_initializing && initializing && !old_status.is_superset(&new_status) {
         return Err("status.initializers must not grow".into());
     }
@@ -451,7 +448,7 @@ fn has_finalizer(object: &Value, finalizer: &str) -> bool {
 /// Adds `finalizer` to `metadata.finalizers` unless it is there (or the list is not a list,
 /// which validation answers).
 fn add_finalizer(object: &mut Value, finalizer: &str) {
-    let Ok(metadata) = fields::object_mut(object, &["metadata"]) else {
+    let Ok(metadata) = object::object_mut(object, &["metadata"]) else {
         return;
     };
     let list = metadata.entry("finalizers").or_insert_with(|| json!([]));

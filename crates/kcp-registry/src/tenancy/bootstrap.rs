@@ -3,6 +3,7 @@
 //! WorkspaceTypes `root`, `universal`, `organization`, `team` and `home`. Objects that exist are
 //! kept (create only), but the root's URL follows the address of this start.
 
+use kcp_apimachinery::object;
 use kcp_apis::system;
 use serde_json::{Value, json};
 
@@ -97,7 +98,7 @@ impl Registry {
                         LOGICAL_CLUSTER,
                         &move |current: &Value| {
                             let mut next = current.clone();
-                            crate::fields::set(&mut next, &["status", "URL"], json!(url)).map_err(
+                            object::set(&mut next, &["status", "URL"], json!(url)).map_err(
                                 |e| RegistryError::Internal(format!("root LogicalCluster: {e}")),
                             )?;
                             Ok(next)

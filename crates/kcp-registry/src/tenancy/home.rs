@@ -3,10 +3,11 @@
 //! of type `root:home`, with path `user:<name>`; once it is Ready, `~` answers a Workspace named
 //! `~` that points at it.
 
+use kcp_apimachinery::object::str_at;
 use kcp_apis::system;
 use serde_json::{Value, json};
 
-use super::{LOGICAL_CLUSTER, PATH_ANNOTATION, ROOT, TYPE_ANNOTATION, names, text, types};
+use super::{LOGICAL_CLUSTER, PATH_ANNOTATION, ROOT, TYPE_ANNOTATION, names, types};
 use crate::error::RegistryError;
 use crate::store::{Registry, Target};
 
@@ -25,8 +26,8 @@ impl Registry {
         let cluster = names::home_cluster_name(user);
         let path = format!("user:{user}");
         let root = self.logical_cluster(ROOT).await?;
-        let base = text(&root, &["status", "URL"])
-            .and_then(|url| url.strip_suffix("/clusters/root"))
+        let base = str_at(&root, &["status", "URL"])
+            .strip_suffix("/clusters/root")
             .unwrap_or_default()
             .to_string();
         let url = format!("{base}/clusters/{path}");
@@ -38,7 +39,7 @@ impl Registry {
             }
             Err(other) => return Err(other),
         };
-        if text(&logical_cluster, &["status", "phase"]) != Some("Ready") {
+        if str_at(&logical_cluster, &["status", "phase"]) != "Ready" {
             return Ok(HomeWorkspace::Initializing);
         }
         Ok(HomeWorkspace::Ready(json!({

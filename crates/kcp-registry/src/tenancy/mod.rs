@@ -19,8 +19,6 @@ pub mod names;
 pub mod paths;
 pub mod types;
 
-use serde_json::Value;
-
 pub use home::HomeWorkspace;
 
 /// The root logical cluster.
@@ -39,14 +37,6 @@ pub const WORKSPACE_FINALIZER: &str = "core.kcp.io/logicalcluster";
 pub const LOGICAL_CLUSTER_FINALIZER: &str = "core.kcp.io/logicalcluster-deletion";
 /// The initializer of the `universal` type, which the bootstrap controller serves.
 pub const UNIVERSAL_INITIALIZER: &str = "root:universal";
-
-/// A string field of an object by its dotted path, if present.
-pub(crate) fn text<'a>(object: &'a Value, path: &[&str]) -> Option<&'a str> {
-    path.iter()
-        .try_fold(object, |value, field| value.get(field))?
-        .as_str()
-        .filter(|s| !s.is_empty())
-}
 
 /// The parent path of `path` (`root:a` for `root:a:b`), if it has one.
 pub fn parent_path(path: &str) -> Option<&str> {

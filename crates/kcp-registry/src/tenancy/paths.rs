@@ -1,7 +1,7 @@
 //! Workspace paths and logical cluster names, as kcp (`kcp-dev/logicalcluster`) defines them.
 //!
 //! A path is one or more segments joined by `:`, each a DNS label (`[a-z0-9]`, then up to 61 of
-//! `[a-z0-9-]`, then `[a-z0-9]`): the regular expression
+//! `[a-z0-9-]`, then `[a-z0-9]`; [`kcp_apimachinery::dns::is_dns1123_label`]): the regular expression
 //! `^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(:[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`. Anything else
 //! (empty, `.`, `..`, NUL, upper case, a segment over 63 characters) is not a path; the API
 //! server answers it with kcp's 400. `/clusters/<path>` names a logical cluster either by its
@@ -17,9 +17,11 @@
 //! Resolution reads storage (one read per segment), so there is no per-workspace index to keep
 //! in memory or in step, and a Workspace scheduled by another server resolves at once.
 
+use kcp_apimachinery::dns::is_dns1123_label;
+use kcp_apimachinery::object::str_at;
 use kcp_apis::system;
 
-use super::{LOGICAL_CLUSTER, ROOT, names, text};
+use super::{LOGICAL_CLUSTER, ROOT, names};
 use crate::error::RegistryError;
 use crate::store::{Registry, Target};
 
@@ -28,30 +30,15 @@ use crate::store::{Registry, Target};
 /// server does not have (shards, system CRDs, bound CRDs).
 pub const SYSTEM_CLUSTERS: &[&str] = &["system:admin"];
 
-/// The longest path segment (a DNS label).
-const MAX_SEGMENT: usize = 63;
-
-/// Whether `segment` is a valid path segment (a DNS label).
-pub fn valid_segment(segment: &str) -> bool {
-    let bytes = segment.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= MAX_SEGMENT
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes[0] != b'-'
-        && bytes[bytes.len() - 1] != b'-'
-}
-
 /// Whether `path` is a workspace path (kcp's `Path.IsValid`, without the wildcard `*`).
 pub fn valid_path(path: &str) -> bool {
-    path.split(':').all(valid_segment)
+    path.split(':').all(is_dns1123_label)
 }
 
 /// Whether `name` is a logical cluster name a Workspace may point at: one DNS label (kcp's
 /// `Name.IsValid` also takes `system:` names, which no workspace has).
 pub fn valid_cluster_name(name: &str) -> bool {
-    valid_segment(name)
+    is_dns1123_label(name)
 }
 
 /// Why `name` is not a logical cluster name, as a field error's detail.
@@ -99,10 +86,11 @@ impl Registry {
                 Err(RegistryError::NotFound { .. }) => return Err(not_found(path)),
                 Err(other) => return Err(other),
             };
-            match text(&workspace, &["spec", "cluster"]).filter(|c| valid_cluster_name(c)) {
-                Some(next) => cluster = next.to_string(),
-                None => return Err(not_found(path)),
+            let next = str_at(&workspace, &["spec", "cluster"]);
+            if !valid_cluster_name(next) {
+                return Err(not_found(path));
             }
+            cluster = next.to_string();
         }
         Ok(cluster)
     }
@@ -133,11 +121,11 @@ mod tests {
 
     #[test]
     fn segments_are_dns_labels() {
-        assert!(valid_segment("team-1"));
-        assert!(!valid_segment("Team"));
-        assert!(!valid_segment("-a"));
-        assert!(!valid_segment(""));
-        assert!(!valid_segment(&"a".repeat(64)));
+        assert!(valid_path("team-1"));
+        assert!(!valid_path("Team"));
+        assert!(!valid_path("-a"));
+        assert!(!valid_path(""));
+        assert!(!valid_path(&"a".repeat(64)));
     }
 
     #[test]

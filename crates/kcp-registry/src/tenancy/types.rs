@@ -5,10 +5,11 @@
 //! must both hold between a parent and a child; the initializers of a workspace are
 //! `<path>:<name>` of every type in its set that has `initializer: true`.
 
+use kcp_apimachinery::object::{self, str_at};
 use kcp_apis::system;
 use serde_json::Value;
 
-use super::{ROOT, parent_path, text};
+use super::{ROOT, parent_path};
 use crate::error::RegistryError;
 use crate::store::{Registry, Target};
 
@@ -37,7 +38,7 @@ impl WorkspaceType {
             .flatten()
             .filter_map(|r| {
                 Some((
-                    r["path"].as_str().unwrap_or_default().to_string(),
+                    object::text(r, "path").to_string(),
                     r["name"].as_str()?.to_string(),
                 ))
             })
@@ -48,7 +49,7 @@ impl WorkspaceType {
     pub fn default_child(&self) -> Option<(String, String)> {
         let child = &self.spec()["defaultChildWorkspaceType"];
         Some((
-            child["path"].as_str().unwrap_or_default().to_string(),
+            object::text(child, "path").to_string(),
             child["name"].as_str()?.to_string(),
         ))
     }
@@ -270,12 +271,8 @@ pub fn split_type_annotation(annotation: &str) -> Option<(&str, &str)> {
 /// The `(path, name)` of a Workspace's `spec.type`.
 pub fn workspace_type_reference(workspace: &Value) -> (String, String) {
     (
-        text(workspace, &["spec", "type", "path"])
-            .unwrap_or_default()
-            .to_string(),
-        text(workspace, &["spec", "type", "name"])
-            .unwrap_or_default()
-            .to_string(),
+        str_at(workspace, &["spec", "type", "path"]).to_string(),
+        str_at(workspace, &["spec", "type", "name"]).to_string(),
     )
 }
 

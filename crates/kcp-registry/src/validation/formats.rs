@@ -1,24 +1,11 @@
 //! String formats Kubernetes checks field values against, with its messages: config keys,
-//! DNS-1035 labels, qualified names, fully qualified domain names, base64 as Go decodes it.
+//! qualified names, fully qualified domain names, base64 as Go decodes it. DNS labels and
+//! subdomains are [`kcp_apimachinery::dns`]'s.
 //!
 //! Must not know: objects or field paths (callers attach those).
 
-use kcp_apimachinery::labels::validation::label_key_errors;
-
-use crate::names;
-
-/// Kubernetes' `RegexError`, including its doubled space before each " or ".
-fn regex_error(message: &str, regex: &str, examples: &[&str]) -> String {
-    let mut out = format!("{message} (e.g. ");
-    for (i, example) in examples.iter().enumerate() {
-        if i > 0 {
-            out.push_str(" or ");
-        }
-        out.push_str(&format!("'{example}', "));
-    }
-    out.push_str(&format!("regex used for validation is '{regex}')"));
-    out
-}
+use kcp_apimachinery::dns::dns1123_subdomain_errors;
+use kcp_apimachinery::labels::validation::{label_key_errors, regex_error};
 
 /// Problems with a ConfigMap or Secret data key.
 pub fn config_key_errors(key: &str) -> Vec<String> {
@@ -47,28 +34,6 @@ pub fn config_key_errors(key: &str) -> Vec<String> {
     errors
 }
 
-/// Problems with `value` as a DNS-1035 label (CRD version names, admission review versions).
-pub fn dns1035_label_errors(value: &str) -> Vec<String> {
-    let mut errors = Vec::new();
-    if value.len() > 63 {
-        errors.push("must be no more than 63 characters".to_string());
-    }
-    let b = value.as_bytes();
-    let shape_ok = b.first().is_some_and(u8::is_ascii_lowercase)
-        && b.last()
-            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-');
-    if !shape_ok {
-        errors.push(regex_error(
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
-            "[a-z]([-a-z0-9]*[a-z0-9])?",
-            &["my-name", "abc-123"],
-        ));
-    }
-    errors
-}
-
 /// Problems with `value` as a "qualified name" (label keys, finalizers, controller names).
 pub fn qualified_name_errors(value: &str) -> Vec<String> {
     label_key_errors(value)
@@ -77,7 +42,7 @@ pub fn qualified_name_errors(value: &str) -> Vec<String> {
 /// Why `name` is not a domain with at least three dot-separated segments (webhook names), as
 /// `IsFullyQualifiedName` words it: `None` for an empty name (the caller reports it as required).
 pub fn fully_qualified_name_error(name: &str) -> Option<String> {
-    let errors = names::subdomain_errors(name);
+    let errors = dns1123_subdomain_errors(name);
     if !errors.is_empty() {
         return Some(errors.join(","));
     }
@@ -194,14 +159,6 @@ mod tests {
             config_key_errors(&"k".repeat(254)),
             vec!["must be no more than 253 characters"]
         );
-    }
-
-    #[test]
-    fn dns1035_labels() {
-        assert!(dns1035_label_errors("v1beta1").is_empty());
-        for bad in ["1v", "V1", "v-", ""] {
-            assert_eq!(dns1035_label_errors(bad).len(), 1, "{bad}");
-        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ use super::field::{Bad, Errors, forbidden, go_strings, invalid, required, too_lo
 use super::formats::qualified_name_errors;
 use crate::names::NameRule;
 use kcp_apimachinery::labels::validation::{go_quote, label_value_errors};
+use kcp_apimachinery::object::{self, strings};
 
 /// The most bytes all annotation keys and values together may have.
 pub const ANNOTATIONS_MAX_BYTES: usize = 256 * 1024;
@@ -23,18 +24,6 @@ fn string_map(metadata: &Value, field: &str) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The checks of a new object's metadata; the name must already be generated.
 pub fn validate(object: &Value, rule: NameRule, errs: &mut Errors) {
     validate_named(object, rule, None, errs);
@@ -43,7 +32,7 @@ pub fn validate(object: &Value, rule: NameRule, errs: &mut Errors) {
 /// [`validate`] with one more problem of the name a kind found itself.
 pub fn validate_named(object: &Value, rule: NameRule, name_error: Option<&str>, errs: &mut Errors) {
     let metadata = &object["metadata"];
-    let generate_name = metadata["generateName"].as_str().unwrap_or_default();
+    let generate_name = object::text(metadata, "generateName");
     if !generate_name.is_empty() {
         for message in rule.errors(generate_name, true) {
             errs.push(invalid(
@@ -53,7 +42,7 @@ pub fn validate_named(object: &Value, rule: NameRule, name_error: Option<&str>, 
             ));
         }
     }
-    let name = metadata["name"].as_str().unwrap_or_default();
+    let name = object::text(metadata, "name");
     if name.is_empty() {
         errs.push(required(
             "metadata.name",
@@ -126,7 +115,7 @@ pub fn validate_update(new: &Value, old: &Value, errs: &mut Errors) {
 
 /// One owner reference as Go's `%#v` prints a `v1.OwnerReference`.
 fn go_owner_reference(reference: &Value) -> String {
-    let text = |field: &str| go_quote(reference[field].as_str().unwrap_or_default());
+    let text = |field: &str| go_quote(object::text(reference, field));
     let flag = |field: &str| match reference[field].as_bool() {
         None => "(*bool)(nil)".to_string(),
         Some(value) => format!("&{value}"),
@@ -149,7 +138,7 @@ fn validate_owner_references(references: &Value, errs: &mut Errors) {
     const PATH: &str = "metadata.ownerReferences";
     let mut first_controller: Option<String> = None;
     for reference in references {
-        let text = |field: &str| reference[field].as_str().unwrap_or_default();
+        let text = |field: &str| object::text(reference, field);
         let api_version = text("apiVersion");
         // `group/version` or `version`; anything else parses to no version at all.
         let (group, version) = match api_version.split('/').collect::<Vec<_>>().as_slice() {

@@ -338,7 +338,7 @@ fn client_answer(result: &Result<Value, RegistryError>) -> bool {
 
 /// `object` with the field at `path` set to `value` (parents are objects in these bodies).
 fn with(mut object: Value, path: &[&str], value: &Value) -> Value {
-    kcp_registry::fields::set(&mut object, path, value.clone()).unwrap();
+    kcp_apimachinery::object::set(&mut object, path, value.clone()).unwrap();
     object
 }
 

@@ -48,6 +48,8 @@ use rules::Rule;
 use types::{Child, Ty, child_cardinality, max_cardinality};
 use values::Shape;
 
+use crate::object::flag;
+
 /// The stack CEL compilation runs on: Kubernetes' parser limits (250 levels of nesting) need
 /// more than a default thread's in unoptimized builds.
 const COMPILE_STACK_BYTES: usize = 16 * 1024 * 1024;
@@ -89,10 +91,6 @@ struct Node {
     /// `x-kubernetes-list-map-keys` of a `map` list: how old items are found.
     list_map_keys: Vec<String>,
     all_of: Vec<Node>,
-}
-
-fn flag(schema: &Value, key: &str) -> bool {
-    schema.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
 /// What compiling a schema's rules found: mistakes every server refuses, and costs over

@@ -15,6 +15,7 @@ use super::syntax::parse;
 use super::types::Ty;
 use super::{Findings, cost_message};
 use crate::labels::validation::go_quote;
+use crate::object::text;
 
 /// The `reason` of a rule; `None` means `FieldValueInvalid`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,10 +56,6 @@ pub(super) struct MessageExpression {
     pub(super) source: String,
     pub(super) expression: IdedExpr,
     pub(super) runnable: Instrumented,
-}
-
-fn text<'a>(rule: &'a Value, key: &str) -> &'a str {
-    rule.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
 fn has_newlines(s: &str) -> bool {

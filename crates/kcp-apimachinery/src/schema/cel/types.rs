@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::values::escape;
+use crate::object::flag;
 
 /// The largest request body Kubernetes accepts, which bounds every unbounded size.
 pub(super) const MAX_REQUEST_BYTES: u64 = 3 * 1024 * 1024;
@@ -47,10 +48,6 @@ pub(super) struct Ty {
     pub(super) max: u64,
     /// The fewest bytes the value takes in JSON.
     pub(super) min_json: u64,
-}
-
-fn flag(schema: &Value, key: &str) -> bool {
-    schema.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
 fn bound(schema: &Value, key: &str) -> Option<u64> {

@@ -14,6 +14,7 @@ use kube_cel::cel::common::value::Val;
 use serde_json::Value;
 
 use super::needs::Need;
+use crate::object::{flag, text};
 use std::collections::HashMap;
 
 /// What a schema node makes of a value, built once per rule-carrying node.
@@ -48,14 +49,6 @@ pub(super) enum Format {
     Date,
     DateTime,
     Byte,
-}
-
-fn text<'a>(schema: &'a Value, key: &str) -> &'a str {
-    schema.get(key).and_then(Value::as_str).unwrap_or_default()
-}
-
-fn flag(schema: &Value, key: &str) -> bool {
-    schema.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
 impl Shape {

@@ -6,6 +6,7 @@
 //! selector: `status.phase`.
 
 use jiff::Timestamp;
+use kcp_apimachinery::object;
 use kcp_apimachinery::patch::strategic::ListStrategy;
 use kcp_apis::builtin::Resource;
 use serde_json::{Value, json};
@@ -99,7 +100,7 @@ impl Kind for Namespace {
     fn cells(&self, object: &Value, now: Timestamp) -> Vec<Value> {
         // Stored namespaces may lack the phase the API sets (Active, Terminating once
         // deleting); print what it would be.
-        let phase = match printing::str_at(object, &["status", "phase"]) {
+        let phase = match object::str_at(object, &["status", "phase"]) {
             "" if object["metadata"]["deletionTimestamp"].is_string() => "Terminating",
             "" => "Active",
             phase => phase,
@@ -131,7 +132,7 @@ pub fn spec_finalizers(object: &Value) -> Vec<String> {
 
 fn set_spec_finalizers(object: &mut Value, finalizers: &[String]) {
     // A `spec` of the wrong type is left for validation to answer.
-    let Ok(spec) = crate::fields::object_mut(object, &["spec"]) else {
+    let Ok(spec) = object::object_mut(object, &["spec"]) else {
         return;
     };
     if finalizers.is_empty() {

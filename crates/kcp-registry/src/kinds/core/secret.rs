@@ -4,6 +4,7 @@
 
 use base64::Engine;
 use jiff::Timestamp;
+use kcp_apimachinery::object;
 use kcp_apis::builtin::Resource;
 use serde_json::{Map, Value, json};
 
@@ -67,7 +68,7 @@ impl Kind for Secret {
 
     fn cells(&self, object: &Value, now: Timestamp) -> Vec<Value> {
         // The API defaults an empty type to Opaque.
-        let kind = match printing::str_at(object, &["type"]) {
+        let kind = match object::str_at(object, &["type"]) {
             "" => "Opaque",
             kind => kind,
         };
@@ -90,7 +91,7 @@ fn decode(object: &mut Value) -> Result<(), RegistryError> {
         .and_then(|fields| fields.remove("stringData"));
     if let Some(Value::Object(string_data)) = string_data {
         // `data` was checked above: absent, null or an object of base64 strings.
-        let data = crate::fields::object_mut(object, &["data"]).map_err(|e| {
+        let data = object::object_mut(object, &["data"]).map_err(|e| {
             decode_error(
                 "Secret",
                 "v1",
@@ -142,7 +143,7 @@ fn validate(object: &Value, errs: &mut Errors) {
             }
         }
     };
-    match object["type"].as_str().unwrap_or_default() {
+    match object::text(object, "type") {
         "kubernetes.io/service-account-token" => {
             let account = object["metadata"]["annotations"]["kubernetes.io/service-account.name"]
                 .as_str()
@@ -176,7 +177,7 @@ fn validate(object: &Value, errs: &mut Errors) {
 
 fn validate_type_and_immutable(new: &Value, old: &Value, errs: &mut Errors) {
     // Secrets stored before `type` was defaulted count as `Opaque`.
-    let type_of = |secret: &Value| match secret["type"].as_str().unwrap_or_default() {
+    let type_of = |secret: &Value| match object::text(secret, "type") {
         "" => "Opaque".to_string(),
         other => other.to_string(),
     };
