@@ -11,7 +11,7 @@ use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::field_validation::{FieldValidation, with_warnings};
+use crate::field_validation::{FieldValidation, duplicate_fields, with_warnings};
 use crate::negotiation::{self, Negotiated};
 use crate::status::{Body, encoded};
 
@@ -50,6 +50,20 @@ impl RequestScope<'_> {
         self.headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
+    }
+
+    /// The object in the request body (create, update), its undeclared and repeated fields
+    /// handled as `fieldValidation` says: dropped with a warning, dropped, or refused.
+    pub fn object_from_body(&mut self) -> Result<Value, ApiError> {
+        let decoded =
+            crate::body::decode_object(self.content_type(), &self.body, Some(self.resource))?;
+        let mut object = decoded.value;
+        let duplicates = duplicate_fields("", &decoded.duplicates);
+        let warnings = self
+            .field_validation
+            .apply(self.resource, &mut object, &duplicates)?;
+        self.warnings.extend(warnings);
+        Ok(object)
     }
 
     /// One object, as the client asked for it (the object, a Table, PartialObjectMetadata).

@@ -4,7 +4,6 @@
 use http::StatusCode;
 
 use crate::error::ApiError;
-use crate::field_validation::duplicate_fields;
 use crate::scope::RequestScope;
 use crate::status::Body;
 
@@ -12,14 +11,7 @@ pub(super) async fn serve(scope: &mut RequestScope<'_>) -> Result<http::Response
     if scope.resource.namespaced && scope.namespace.is_none() {
         return Err(ApiError::NoSuchResource);
     }
-    let decoded =
-        crate::body::decode_object(scope.content_type(), &scope.body, Some(scope.resource))?;
-    let mut object = decoded.value;
-    let duplicates = duplicate_fields("", &decoded.duplicates);
-    let warnings = scope
-        .field_validation
-        .apply(scope.resource, &mut object, &duplicates)?;
-    scope.warnings.extend(warnings);
+    let object = scope.object_from_body()?;
     let object = scope.registry.create(scope.target(), object).await?;
     scope.object(StatusCode::CREATED, object)
 }
