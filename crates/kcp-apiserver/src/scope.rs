@@ -4,6 +4,8 @@
 //! subresource's registry — and the warnings the answer will carry. Verbs read it; answers go
 //! out through it, encoded once in the negotiated format.
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode, header};
 use kcp_apis::builtin::Resource;
@@ -17,8 +19,9 @@ use crate::status::{Body, encoded};
 
 /// One resource request, resolved.
 pub(crate) struct RequestScope<'a> {
-    /// The registry the verb runs against: dry-run and subresource variants already chosen.
-    pub registry: Registry,
+    /// The registry the verb runs against: dry-run and subresource variants already chosen
+    /// (borrowed when neither applies, as for most requests).
+    pub registry: Cow<'a, Registry>,
     pub cluster: &'a str,
     pub resource: &'a Resource,
     /// The namespace of a namespaced resource (`None` for cluster-scoped ones).

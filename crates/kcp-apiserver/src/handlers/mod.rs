@@ -12,6 +12,8 @@ mod patch;
 mod scale;
 mod update;
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 use http::HeaderMap;
 use kcp_registry::{ALL_CLUSTERS, Registry};
@@ -79,13 +81,15 @@ async fn serve_in_scope(
         .ok_or(ApiError::NoSuchResource)?;
     let params = Params::parse(query);
     let registry = match dry_run(&info.verb, &params, &body)? {
-        true => registry.dry_run(),
-        false => registry.clone(),
+        true => Cow::Owned(registry.dry_run()),
+        false => Cow::Borrowed(registry),
     };
     let field_validation = FieldValidation::parse(params.get("fieldValidation"))?;
     let registry = match info.subresource.as_deref() {
         None => registry,
-        Some(sub) => crate::subresource::registry_for(&registry, &resource, sub, &info.verb)?,
+        Some(sub) => Cow::Owned(crate::subresource::registry_for(
+            &registry, &resource, sub, &info.verb,
+        )?),
     };
     let answer = answer_of(info);
     let negotiated =
