@@ -334,7 +334,8 @@ fn too_old(from: u64) -> Value {
 mod tests {
     use crate::test_support::{call, router};
 
-    #[tokio::test]
+    // Paused time: the watch timeouts and waits pass as soon as nothing else can run.
+    #[tokio::test(start_paused = true)]
     async fn bookmarks_come_before_the_timeout_with_the_last_revision() {
         let router = router();
         let namespaces = "/clusters/root/api/v1/namespaces";
@@ -496,7 +497,8 @@ mod tests {
         );
     }
 
-    #[tokio::test]
+    // Paused time: the watch timeouts and waits pass as soon as nothing else can run.
+    #[tokio::test(start_paused = true)]
     async fn initial_events_come_in_pages_of_one_snapshot() {
         let router = router();
         let namespaces = "/clusters/root/api/v1/namespaces";

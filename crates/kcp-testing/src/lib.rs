@@ -4,6 +4,7 @@
 //! - `etcd` (feature `etcd`): a real, throwaway etcd process on free loopback ports.
 //! - [`wait`]: waiting for a condition by polling it, with a generous deadline, instead of
 //!   sleeping for a fixed time and hoping it was long enough.
+//! - [`process`]: spawning a child that is killed when the test process exits.
 //! - [`signal`]: SIGTERM and SIGKILL for child processes, so test code itself needs no `unsafe`.
 //! - [`crd`]: CustomResourceDefinition manifests built from their parts, so each test writes only
 //!   what is particular to its CRD.
@@ -24,5 +25,6 @@ pub mod crd;
 pub mod etcd;
 pub mod output;
 pub mod patches;
+pub mod process;
 pub mod signal;
 pub mod wait;

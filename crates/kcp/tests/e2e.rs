@@ -1,5 +1,12 @@
 //! End-to-end tests: the real `kcp` binary on a free port with a temporary root directory, driven
-//! by real clients (kubectl from PATH, and kube-rs). One test binary; every test starts its own server.
+//! by real clients (kubectl from PATH, and kube-rs). One test binary.
+//!
+//! Most tests share one server, each in a workspace of its own (`Kcp::shared`), which also
+//! exercises the isolation between workspaces on every run. A test starts a server of its own
+//! (`Kcp::start`) only when what it checks belongs to the process: start-up, restarts and
+//! crashes; server flags (timeouts, limits, compaction, token files); the process's memory,
+//! responsiveness or log; the root workspace's own tree and types; and wildcard requests, which
+//! see every workspace of the server.
 
 mod e2e {
     pub mod adversarial;

@@ -52,8 +52,8 @@ fn pool(min: i64, max: i64, replicas: i64, mode: &str) -> String {
 #[test]
 fn cel_rules_validate_custom_resources() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let cluster = &kcp.workspace("crd-cel");
+    let kcp = Kcp::shared("crd-cel");
+    let cluster = &kcp.home().to_string();
     let crd = write_file(dir.path(), "crd.yaml", &pools_crd());
     kcp.kubectl_in_ok(cluster, &["apply", "-f", &crd]);
     kcp.wait_established(cluster, "pools.example.com");
@@ -127,8 +127,8 @@ pub(crate) fn costly_crd() -> String {
 #[test]
 fn rules_over_the_estimated_cost_limits_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let cluster = &kcp.workspace("crd-cel-cost");
+    let kcp = Kcp::shared("crd-cel-cost");
+    let cluster = &kcp.home().to_string();
     let crd = write_file(dir.path(), "crd.yaml", &costly_crd());
     let stderr = kcp.kubectl_in_err(cluster, &["apply", "-f", &crd]);
     let rule =
@@ -173,6 +173,7 @@ pub(crate) fn expensive_crd() -> String {
 fn expensive_rules_do_not_hold_up_other_requests() {
     let crd = expensive_crd();
     let dir = tempfile::tempdir().unwrap();
+    // A server of its own: what is measured is the process's responsiveness.
     let kcp = Kcp::start(&dir.path().join("root"), &[]);
     let cluster = "root";
     let crd = write_file(dir.path(), "crd.yaml", &crd);

@@ -53,8 +53,8 @@ fn widgets(kcp: &Kcp, cluster: &str) -> String {
 #[test]
 fn deleting_a_crd_deletes_its_resources_then_itself() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let (cluster, other) = (&kcp.workspace("crd-del"), &kcp.workspace("crd-del-other"));
+    let kcp = Kcp::shared("crd-del");
+    let (cluster, other) = (&kcp.home().to_string(), &kcp.workspace("other"));
     let crd = write_file(dir.path(), "crd.yaml", &widgets_crd());
     let mut objects = String::new();
     for (name, namespace, finalizers) in [
@@ -194,8 +194,8 @@ fn deleting_a_crd_deletes_its_resources_then_itself() {
 #[test]
 fn deleting_a_namespace_deletes_its_custom_resources() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let cluster = &kcp.workspace("crd-del-ns");
+    let kcp = Kcp::shared("crd-del-ns");
+    let cluster = &kcp.home().to_string();
     let crd = write_file(dir.path(), "crd.yaml", &widgets_crd());
     kcp.kubectl_in_ok(cluster, &["create", "namespace", "doomed"]);
     kcp.kubectl_in_ok(cluster, &["create", "namespace", "kept"]);

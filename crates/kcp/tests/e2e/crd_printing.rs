@@ -75,10 +75,10 @@ fn gadgets_crd() -> String {
         .yaml()
 }
 
-/// A server with both CRDs Established in `cluster`, namespace `ns` created.
+/// The workspace `cluster` (`root:<name>`) on the shared server with both CRDs Established,
+/// namespace `ns` created.
 fn start(dir: &std::path::Path, cluster: &str) -> Kcp {
-    let kcp = Kcp::start(&dir.join("root"), &[]);
-    kcp.workspace(cluster.trim_start_matches("root:"));
+    let kcp = Kcp::shared(cluster.trim_start_matches("root:"));
     kcp.kubectl_in_ok(cluster, &["create", "namespace", "ns"]);
     for (name, text) in [("widgets", widgets_crd()), ("gadgets", gadgets_crd())] {
         let file = write_file(dir, &format!("{name}.yaml"), &text);

@@ -73,8 +73,8 @@ spec:
 #[test]
 fn schemas_validate_prune_and_preserve_as_kubernetes_does() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let cluster = &kcp.workspace("crd-schemas");
+    let kcp = Kcp::shared("crd-schemas");
+    let cluster = &kcp.home().to_string();
     let crd = write_file(dir.path(), "shapes.yaml", &shapes_crd());
     kcp.kubectl_in_ok(cluster, &["apply", "-f", &crd]);
     kcp.wait_established(cluster, "shapes.example.com");

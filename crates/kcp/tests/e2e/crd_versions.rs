@@ -19,10 +19,8 @@ use kcp_testing::wait;
 
 use super::support::{Kcp, write_file};
 
-const CLUSTER: &str = "root:crd-versions";
-
 fn stderr_of(kcp: &Kcp, args: &[&str]) -> (bool, String) {
-    let output = kcp.kubectl_in(CLUSTER, args);
+    let output = kcp.kubectl(args);
     (
         output.status.success(),
         String::from_utf8_lossy(&output.stderr).trim().to_string(),
@@ -30,7 +28,7 @@ fn stderr_of(kcp: &Kcp, args: &[&str]) -> (bool, String) {
 }
 
 fn wait_established(kcp: &Kcp, crd: &str) {
-    kcp.wait_established(CLUSTER, crd.trim_start_matches("crd/"));
+    kcp.wait_established(kcp.home(), crd.trim_start_matches("crd/"));
 }
 
 /// `widgets.example.com` with a deprecated `v1beta1` (sizes up to 5, no defaults) and `v1`
@@ -95,11 +93,11 @@ fn widget(version: &str, name: &str, size: i64) -> String {
 #[test]
 fn conversion_none_serves_every_version_of_the_stored_objects() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("crd-versions-none");
+    let cluster = kcp.home();
     let crd = write_file(dir.path(), "crd.yaml", &none_crd("v1"));
-    kcp.workspace(CLUSTER.trim_start_matches("root:"));
-    kcp.kubectl_in_ok(CLUSTER, &["create", "namespace", "versions"]);
-    kcp.kubectl_in_ok(CLUSTER, &["apply", "-f", &crd]);
+    kcp.kubectl_in_ok(cluster, &["create", "namespace", "versions"]);
+    kcp.kubectl_in_ok(cluster, &["apply", "-f", &crd]);
     wait_established(&kcp, "crd/widgets.example.com");
     let deprecated = "Warning: example.com/v1beta1 Widget is deprecated; use example.com/v1 Widget";
 
@@ -110,7 +108,7 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
     assert!(stderr.contains(deprecated), "{stderr}");
 
     let at_v1 = json(&kcp.kubectl_in_ok(
-        CLUSTER,
+        cluster,
         &[
             "get",
             "widgets.v1.example.com",
@@ -124,7 +122,7 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
     assert_eq!(at_v1["apiVersion"], "example.com/v1");
     assert_eq!(at_v1["spec"], json!({"size": 3, "color": "blue"}));
     let output = kcp.kubectl_in(
-        CLUSTER,
+        cluster,
         &[
             "get",
             "widgets.v1beta1.example.com",
@@ -153,7 +151,7 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
         "{stderr}"
     );
     let big = write_file(dir.path(), "big.json", &widget("v1", "big", 7));
-    kcp.kubectl_in_ok(CLUSTER, &["create", "-f", &big]);
+    kcp.kubectl_in_ok(cluster, &["create", "-f", &big]);
 
     // Unserved versions are not there (`--raw` paths name the cluster themselves).
     let raw = |version: &str| {
@@ -163,7 +161,7 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
                 "get",
                 "--raw",
                 &format!(
-                    "/clusters/{CLUSTER}/apis/example.com/{version}/namespaces/versions/widgets"
+                    "/clusters/{cluster}/apis/example.com/{version}/namespaces/versions/widgets"
                 ),
             ],
         )
@@ -181,7 +179,7 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
 
     let stored_versions = |kcp: &Kcp| {
         kcp.kubectl_in_ok(
-            CLUSTER,
+            cluster,
             &[
                 "get",
                 "crd",
@@ -201,7 +199,7 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
             "get",
             "--raw",
             &format!(
-                "/clusters/{CLUSTER}/apis/example.com/v1beta1/namespaces/versions/widgets?watch=true&timeoutSeconds=4"
+                "/clusters/{cluster}/apis/example.com/v1beta1/namespaces/versions/widgets?watch=true&timeoutSeconds=4"
             ),
         ])
         .stdout(Stdio::piped())
@@ -212,7 +210,7 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
     // The watch runs once it has shown what exists already; `later` comes after that.
     let first = printed.next("the watch's first event");
     let later = write_file(dir.path(), "later.json", &widget("v1", "later", 4));
-    kcp.kubectl_in_ok(CLUSTER, &["create", "-f", &later]);
+    kcp.kubectl_in_ok(cluster, &["create", "-f", &later]);
     watch.wait().unwrap();
     let watched = std::iter::once(first)
         .chain(printed.rest())
@@ -236,7 +234,7 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
 
     // The storage version moves to v1beta1: old objects stay readable at both versions.
     let crd_beta = write_file(dir.path(), "crd-beta.yaml", &none_crd("v1beta1"));
-    kcp.kubectl_in_ok(CLUSTER, &["apply", "-f", &crd_beta]);
+    kcp.kubectl_in_ok(cluster, &["apply", "-f", &crd_beta]);
     assert_eq!(stored_versions(&kcp), r#"["v1","v1beta1"]"#);
     let newer = write_file(dir.path(), "newer.json", &widget("v1", "newer", 2));
     // The new spec reaches the resource index at once, but allow for a moment's delay.
@@ -246,7 +244,7 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
     });
     for version in ["v1", "v1beta1"] {
         let list = json(&kcp.kubectl_in_ok(
-            CLUSTER,
+            cluster,
             &[
                 "get",
                 &format!("widgets.{version}.example.com"),
@@ -299,7 +297,6 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
         ),
         "{stderr}"
     );
-    kcp.stop();
 }
 
 /// A conversion webhook between `v1` (`spec.size`) and `v2` (`spec.dimensions.size`), served
@@ -482,7 +479,8 @@ fn webhook_crd(port: u16, ca_pem: &str) -> String {
 #[test]
 fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("crd-versions-webhook");
+    let cluster = kcp.home();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let certificate = webhook::certificate();
     let calls = Arc::new(AtomicUsize::new(0));
@@ -496,13 +494,12 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
         "crd.yaml",
         &webhook_crd(address.port(), &certificate.ca_pem),
     );
-    kcp.workspace(CLUSTER.trim_start_matches("root:"));
-    kcp.kubectl_in_ok(CLUSTER, &["create", "namespace", "versions"]);
-    kcp.kubectl_in_ok(CLUSTER, &["apply", "-f", &crd]);
+    kcp.kubectl_in_ok(cluster, &["create", "namespace", "versions"]);
+    kcp.kubectl_in_ok(cluster, &["apply", "-f", &crd]);
     wait_established(&kcp, "crd/widgets.example.com");
 
     let w = write_file(dir.path(), "w.json", &widget("v1", "w", 3));
-    kcp.kubectl_in_ok(CLUSTER, &["create", "-f", &w]);
+    kcp.kubectl_in_ok(cluster, &["create", "-f", &w]);
     assert_eq!(
         calls.load(Ordering::SeqCst),
         0,
@@ -511,7 +508,7 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
 
     let get = |version: &str| {
         json(&kcp.kubectl_in_ok(
-            CLUSTER,
+            cluster,
             &[
                 "get",
                 &format!("widgets.{version}.example.com"),
@@ -530,7 +527,7 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
 
     // Updated at v2: converted back to v1 for storage.
     kcp.kubectl_in_ok(
-        CLUSTER,
+        cluster,
         &[
             "patch",
             "widgets.v2.example.com",
@@ -544,7 +541,7 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
     );
     assert_eq!(get("v1")["spec"], json!({"size": 5}));
     let list = json(&kcp.kubectl_in_ok(
-        CLUSTER,
+        cluster,
         &[
             "get",
             "widgets.v2.example.com",
@@ -625,7 +622,7 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
 
     // Service references cannot be called from kcp: a clear error.
     kcp.kubectl_in_ok(
-        CLUSTER,
+        cluster,
         &["patch", "crd", "widgets.example.com", "--type=merge", "-p",
           r#"{"spec": {"conversion": {"webhook": {"clientConfig": {"url": null, "service": {"name": "conv", "namespace": "default"}}}}}}"#],
     );
@@ -641,5 +638,4 @@ fn conversion_webhooks_convert_between_versions_and_failures_lose_nothing() {
         }
     });
     server.abort();
-    kcp.stop();
 }

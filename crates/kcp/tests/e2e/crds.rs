@@ -35,8 +35,8 @@ fn widget_crd(spec_schema: &str, short_name: &str) -> String {
 #[test]
 fn the_same_crd_validates_and_defaults_by_each_clusters_schema() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let (a, b) = (&kcp.workspace("crds-a"), &kcp.workspace("crds-b"));
+    let kcp = Kcp::shared("crds");
+    let (a, b) = (&kcp.workspace("a"), &kcp.workspace("b"));
     let crd_a = write_file(
         dir.path(),
         "a.yaml",
@@ -80,7 +80,7 @@ fn the_same_crd_validates_and_defaults_by_each_clusters_schema() {
         "{resources}"
     );
     assert!(!resources.contains("wb"), "{resources}");
-    let stderr = kcp.kubectl_in_err("root", &["get", "widgets"]);
+    let stderr = kcp.kubectl_in_err(kcp.home(), &["get", "widgets"]);
     assert!(
         stderr.contains("the server doesn't have a resource type \"widgets\""),
         "{stderr}"
@@ -150,8 +150,8 @@ fn the_same_crd_validates_and_defaults_by_each_clusters_schema() {
 #[test]
 fn status_is_its_own_subresource_and_generation_follows_the_spec() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let cluster = &kcp.workspace("crds-status");
+    let kcp = Kcp::shared("crds-status");
+    let cluster = &kcp.home().to_string();
     let crd = write_file(
         dir.path(),
         "crd.yaml",
@@ -246,8 +246,8 @@ fn status_is_its_own_subresource_and_generation_follows_the_spec() {
 #[test]
 fn conflicting_names_are_not_accepted_until_freed() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let cluster = &kcp.workspace("crds-names");
+    let kcp = Kcp::shared("crds-names");
+    let cluster = &kcp.home().to_string();
     let widgets = write_file(
         dir.path(),
         "widgets.yaml",

@@ -59,8 +59,8 @@ fn cells(table: &str, row: usize) -> Vec<String> {
 #[test]
 fn flow_schemas_and_priority_levels_are_served_like_kube() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
-    let ws = kcp.workspace("apf");
+    let kcp = Kcp::shared("apf");
+    let ws = kcp.workspace("inner");
     let file = write_file(dir.path(), "apf.yaml", OBJECTS);
     let created = kcp.kubectl_in_ok(&ws, &["create", "-f", &file]);
     assert!(
@@ -135,7 +135,7 @@ fn flow_schemas_and_priority_levels_are_served_like_kube() {
         ),
         "{error}"
     );
-    // The objects live in the workspace that made them.
-    let root = kcp.kubectl_in_ok("root", &["get", "flowschemas", "-o", "name"]);
-    assert_eq!(root.trim(), "");
+    // The objects live in the workspace that made them, not in its parent.
+    let parent = kcp.kubectl_ok(&["get", "flowschemas", "-o", "name"]);
+    assert_eq!(parent.trim(), "");
 }

@@ -14,8 +14,8 @@ use super::support::{Kcp, write_file};
 #[tokio::test(flavor = "multi_thread")]
 async fn same_names_in_two_workspaces_never_mix() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join(".kcp"), &[]);
-    let (a, b) = (kcp.workspace("iso-a"), kcp.workspace("iso-b"));
+    let kcp = Kcp::shared("iso");
+    let (a, b) = (kcp.workspace("a"), kcp.workspace("b"));
     for (path, owner, verb, size_type) in [(&a, "a", "get", "integer"), (&b, "b", "list", "string")]
     {
         kcp.kubectl_in_ok(path, &["create", "namespace", "same"]);

@@ -16,9 +16,7 @@ fn configmap(name: &str) -> ConfigMap {
 
 #[tokio::test]
 async fn kube_rs_lists_watches_and_reflects() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    let kcp = tokio::task::spawn_blocking(move || Kcp::start(&root, &[]))
+    let kcp = tokio::task::spawn_blocking(|| Kcp::shared("kube-rs"))
         .await
         .unwrap();
     let client = kcp.kube_client().await;
@@ -65,7 +63,4 @@ async fn kube_rs_lists_watches_and_reflects() {
         ["second", "third"],
         "the reflector follows creates and deletes"
     );
-    tokio::task::spawn_blocking(move || kcp.stop())
-        .await
-        .unwrap();
 }

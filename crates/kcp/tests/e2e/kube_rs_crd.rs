@@ -35,9 +35,7 @@ pub struct GizmoStatus {
 
 #[tokio::test]
 async fn kube_rs_serves_a_derived_custom_resource() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    let kcp = tokio::task::spawn_blocking(move || Kcp::start(&root, &[]))
+    let kcp = tokio::task::spawn_blocking(|| Kcp::shared("kube-rs-crd"))
         .await
         .unwrap();
     let client = kcp.kube_client().await;

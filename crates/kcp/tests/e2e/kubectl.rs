@@ -4,19 +4,16 @@ use super::support::Kcp;
 
 #[test]
 fn kubectl_version_reports_kubernetes_1_32() {
-    let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(dir.path(), &[]);
+    let kcp = Kcp::shared("kubectl-version");
     let version: serde_json::Value =
         serde_json::from_str(&kcp.kubectl_ok(&["version", "-o", "json"])).unwrap();
     assert_eq!(version["serverVersion"]["major"], "1");
     assert_eq!(version["serverVersion"]["minor"], "32");
-    kcp.stop();
 }
 
 #[test]
 fn admin_kubeconfig_contexts_reach_the_server_over_verified_tls() {
-    let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(dir.path(), &[]);
+    let kcp = Kcp::shared("kubectl-contexts");
     let contexts = kcp.kubectl_ok(&["config", "get-contexts", "-o", "name"]);
     let mut contexts: Vec<&str> = contexts.lines().collect();
     contexts.sort();
@@ -35,13 +32,11 @@ fn admin_kubeconfig_contexts_reach_the_server_over_verified_tls() {
         kcp.kubectl_ok(&["--context", "system:admin", "get", "--raw", "/healthz"]),
         "ok"
     );
-    kcp.stop();
 }
 
 #[test]
 fn a_wrong_token_is_unauthorized() {
-    let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(dir.path(), &[]);
+    let kcp = Kcp::shared("kubectl-wrong-token");
     let output = kcp.kubectl(&["--token", "not-the-admin-token", "get", "--raw", "/api"]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -51,13 +46,11 @@ fn a_wrong_token_is_unauthorized() {
         kcp.kubectl_ok(&["get", "--raw", "/api"])
             .contains("APIVersions")
     );
-    kcp.stop();
 }
 
 #[test]
 fn kubectl_discovers_the_built_in_apis() {
-    let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(dir.path(), &[]);
+    let kcp = Kcp::shared("kubectl-discovery");
     let versions = kcp.kubectl_ok(&["api-versions"]);
     for expected in [
         "v1",
@@ -102,7 +95,6 @@ fn kubectl_discovers_the_built_in_apis() {
             .any(|l| l == "customresourcedefinitions.apiextensions.k8s.io")
     );
     assert!(!namespaced.lines().any(|l| l == "configmaps"));
-    kcp.stop();
 }
 
 #[test]

@@ -6,7 +6,13 @@ use kcp_testing::patches::{exponential_copy_patch, self_nesting_patch};
 
 use super::support::{Kcp, write_file};
 
-const CONFIGMAPS: &str = "/clusters/root/api/v1/namespaces/default/configmaps";
+/// The configmaps of namespace `default` in the test's workspace, as a raw path.
+fn configmaps(kcp: &Kcp) -> String {
+    format!(
+        "/clusters/{}/api/v1/namespaces/default/configmaps",
+        kcp.home()
+    )
+}
 
 /// Sends a JSON patch from a file (some are larger than one command-line argument may be).
 fn json_patch(kcp: &Kcp, dir: &std::path::Path, patch: &str) -> String {
@@ -26,7 +32,7 @@ fn json_patch(kcp: &Kcp, dir: &std::path::Path, patch: &str) -> String {
 #[test]
 fn patch_bombs_and_deep_objects_are_refused_and_the_server_stays_up() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("limits-patch-bombs");
     kcp.kubectl_ok(&["create", "configmap", "target", "--from-literal=a=1"]);
 
     let stderr = json_patch(&kcp, dir.path(), &self_nesting_patch());
@@ -98,11 +104,11 @@ fn patch_bombs_and_deep_objects_are_refused_and_the_server_stays_up() {
 #[test]
 fn duplicate_keys_are_warned_about_or_refused_as_kubectl_shows() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("limits-duplicate-keys");
     let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup","name":"dup"},"data":{"a":"1","a":"2"}}"#;
     let file = write_file(dir.path(), "dup.json", body);
 
-    let output = kcp.kubectl(&["create", "--raw", CONFIGMAPS, "-f", &file]);
+    let output = kcp.kubectl(&["create", "--raw", &configmaps(&kcp), "-f", &file]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(
@@ -118,7 +124,7 @@ fn duplicate_keys_are_warned_about_or_refused_as_kubectl_shows() {
         "2"
     );
 
-    let strict = format!("{CONFIGMAPS}?fieldValidation=Strict");
+    let strict = format!("{}?fieldValidation=Strict", configmaps(&kcp));
     let body = body.replace(
         r#""name":"dup","name":"dup""#,
         r#""name":"dup2","name":"dup2""#,

@@ -9,8 +9,8 @@ use super::support::{Kcp, write_file};
 
 #[test]
 fn deleting_a_namespace_removes_it_and_its_content() {
-    let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("ns-delete");
+    let ws = kcp.home().to_string();
     kcp.kubectl_ok(&["create", "namespace", "doomed"]);
     assert_eq!(
         kcp.kubectl_ok(&["get", "ns", "doomed", "-o", "jsonpath={.status.phase}"]),
@@ -52,7 +52,7 @@ fn deleting_a_namespace_removes_it_and_its_content() {
         let list = json(&kcp.kubectl_ok(&[
             "get",
             "--raw",
-            &format!("/clusters/root/api/v1/namespaces/doomed/{resource}"),
+            &format!("/clusters/{ws}/api/v1/namespaces/doomed/{resource}"),
         ]));
         assert_eq!(list["items"], serde_json::json!([]), "{resource}");
     }
@@ -72,7 +72,7 @@ fn deleting_a_namespace_removes_it_and_its_content() {
 #[test]
 fn a_terminating_namespace_refuses_new_content_until_finalizers_let_it_go() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("ns-terminating");
     kcp.kubectl_ok(&["create", "namespace", "held"]);
     let hold = write_file(
         dir.path(),
@@ -135,12 +135,13 @@ fn a_terminating_namespace_refuses_new_content_until_finalizers_let_it_go() {
 #[test]
 fn status_and_finalize_subresources_change_only_their_part() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("ns-subresources");
+    let ws = kcp.home().to_string();
     kcp.kubectl_ok(&["create", "namespace", "parts"]);
     let namespace = json(&kcp.kubectl_ok(&[
         "get",
         "--raw",
-        "/clusters/root/api/v1/namespaces/parts/status",
+        &format!("/clusters/{ws}/api/v1/namespaces/parts/status"),
     ]));
     assert_eq!(namespace["kind"], "Namespace");
 
@@ -151,7 +152,7 @@ fn status_and_finalize_subresources_change_only_their_part() {
     let updated = json(&kcp.kubectl_ok(&[
         "replace",
         "--raw",
-        "/clusters/root/api/v1/namespaces/parts/status",
+        &format!("/clusters/{ws}/api/v1/namespaces/parts/status"),
         "-f",
         &file,
     ]));
@@ -183,7 +184,7 @@ fn status_and_finalize_subresources_change_only_their_part() {
     let answer = json(&kcp.kubectl_ok(&[
         "replace",
         "--raw",
-        "/clusters/root/api/v1/namespaces/parts/finalize",
+        &format!("/clusters/{ws}/api/v1/namespaces/parts/finalize"),
         "-f",
         &file,
     ]));
@@ -194,13 +195,13 @@ fn status_and_finalize_subresources_change_only_their_part() {
     let missing = stderr(&kcp.kubectl(&[
         "get",
         "--raw",
-        "/clusters/root/api/v1/namespaces/parts/nope",
+        &format!("/clusters/{ws}/api/v1/namespaces/parts/nope"),
     ]));
     assert!(missing.contains("NotFound"), "{missing}");
     let not_allowed = stderr(&kcp.kubectl(&[
         "get",
         "--raw",
-        "/clusters/root/api/v1/namespaces/parts/finalize",
+        &format!("/clusters/{ws}/api/v1/namespaces/parts/finalize"),
     ]));
     assert!(not_allowed.contains("MethodNotAllowed"), "{not_allowed}");
 
@@ -211,8 +212,8 @@ fn status_and_finalize_subresources_change_only_their_part() {
 
 #[test]
 fn collections_are_deleted_by_selector_all_and_the_raw_verb() {
-    let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("ns-collections");
+    let ws = kcp.home().to_string();
     kcp.kubectl_ok(&["create", "namespace", "coll"]);
     let names = |kcp: &Kcp| {
         kcp.kubectl_ok(&["get", "cm", "-n", "coll", "-o", "name"])
@@ -243,7 +244,7 @@ fn collections_are_deleted_by_selector_all_and_the_raw_verb() {
     let dry = json(&kcp.kubectl_ok(&[
         "delete",
         "--raw",
-        "/clusters/root/api/v1/namespaces/coll/configmaps?labelSelector=x%3Dy&dryRun=All",
+        &format!("/clusters/{ws}/api/v1/namespaces/coll/configmaps?labelSelector=x%3Dy&dryRun=All"),
     ]));
     assert_eq!(dry["kind"], "ConfigMapList");
     assert_eq!(dry["items"].as_array().unwrap().len(), 2);
@@ -251,7 +252,7 @@ fn collections_are_deleted_by_selector_all_and_the_raw_verb() {
     let list = json(&kcp.kubectl_ok(&[
         "delete",
         "--raw",
-        "/clusters/root/api/v1/namespaces/coll/configmaps?labelSelector=x%3Dy",
+        &format!("/clusters/{ws}/api/v1/namespaces/coll/configmaps?labelSelector=x%3Dy"),
     ]));
     let listed: Vec<_> = list["items"]
         .as_array()
@@ -264,11 +265,14 @@ fn collections_are_deleted_by_selector_all_and_the_raw_verb() {
     let bad = stderr(&kcp.kubectl(&[
         "delete",
         "--raw",
-        "/clusters/root/api/v1/namespaces/coll/configmaps?fieldSelector=data.x%3Dy",
+        &format!("/clusters/{ws}/api/v1/namespaces/coll/configmaps?fieldSelector=data.x%3Dy"),
     ]));
     assert!(bad.contains("field label not supported"), "{bad}");
-    let not_allowed =
-        stderr(&kcp.kubectl(&["delete", "--raw", "/clusters/root/api/v1/namespaces"]));
+    let not_allowed = stderr(&kcp.kubectl(&[
+        "delete",
+        "--raw",
+        &format!("/clusters/{ws}/api/v1/namespaces"),
+    ]));
     assert!(not_allowed.contains("MethodNotAllowed"), "{not_allowed}");
 
     kcp.kubectl_ok(&["create", "configmap", "f", "-n", "coll"]);

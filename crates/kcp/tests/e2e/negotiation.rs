@@ -5,7 +5,7 @@ use std::process::{Command, Output};
 
 use super::support::{Kcp, write_file};
 
-/// The `root` logical cluster's URL from the admin kubeconfig.
+/// The URL of the test's home logical cluster (context `root` of its kubeconfig).
 fn root_url(kcp: &Kcp) -> String {
     kcp.kubectl_ok(&[
         "config",
@@ -15,7 +15,7 @@ fn root_url(kcp: &Kcp) -> String {
     ])
 }
 
-/// curl against `root` + `path` over verified TLS with the admin token; `-i` includes headers.
+/// curl against the home logical cluster + `path` over verified TLS with the admin token; `-i` includes headers.
 fn curl(kcp: &Kcp, path: &str, args: &[&str]) -> Output {
     let token = std::fs::read_to_string(kcp.root.join("admin-token")).unwrap();
     Command::new("curl")
@@ -43,7 +43,7 @@ fn split_response(output: &Output) -> (String, Vec<u8>) {
 #[test]
 fn kubectl_get_prints_each_kinds_columns() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(dir.path(), &[]);
+    let kcp = Kcp::shared("neg-columns");
     kcp.kubectl_ok(&["create", "namespace", "cols"]);
     kcp.kubectl_ok(&[
         "create",
@@ -178,13 +178,12 @@ fn kubectl_get_prints_each_kinds_columns() {
             .starts_with(&["cols", "cm1", "2"])),
         "{out}"
     );
-    kcp.stop();
 }
 
 #[test]
 fn kubectl_uses_aggregated_discovery() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(dir.path(), &[]);
+    let kcp = Kcp::shared("neg-discovery");
     let cache = dir.path().join("kube-cache");
     let cache = cache.to_str().unwrap();
     let output = kcp.kubectl(&["api-resources", "--cache-dir", cache, "-v=6"]);
@@ -227,13 +226,12 @@ fn kubectl_uses_aggregated_discovery() {
     // Without the aggregated Accept, the legacy document.
     let legacy = kcp.kubectl_ok(&["get", "--raw", "/api"]);
     assert!(legacy.contains("APIVersions"), "{legacy}");
-    kcp.stop();
 }
 
 #[test]
 fn yaml_round_trip_and_metadata_and_406_over_raw_http() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(dir.path(), &[]);
+    let kcp = Kcp::shared("neg-yaml");
     kcp.kubectl_ok(&["create", "namespace", "yml"]);
     let body = write_file(
         dir.path(),
@@ -365,13 +363,12 @@ fn yaml_round_trip_and_metadata_and_406_over_raw_http() {
         status["message"],
         "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
     );
-    kcp.stop();
 }
 
 #[test]
 fn large_lists_are_gzipped_for_clients_that_ask() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(dir.path(), &[]);
+    let kcp = Kcp::shared("neg-gzip");
     kcp.kubectl_ok(&["create", "namespace", "big"]);
     let filler = "x".repeat(2048);
     let items: Vec<serde_json::Value> = (0..100)
@@ -403,16 +400,13 @@ fn large_lists_are_gzipped_for_clients_that_ask() {
     // kubectl (Go's transport asks for gzip) still reads it.
     let names = kcp.kubectl_ok(&["get", "cm", "-n", "big", "-o", "name"]);
     assert_eq!(names.lines().count(), 100);
-    kcp.stop();
 }
 
 #[tokio::test]
 async fn kube_rs_aggregated_discovery_resolves_built_in_kinds() {
     use kube::discovery::{Discovery, Scope};
 
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    let kcp = tokio::task::spawn_blocking(move || Kcp::start(&root, &[]))
+    let kcp = tokio::task::spawn_blocking(|| Kcp::shared("neg-kube-rs"))
         .await
         .unwrap();
     let client = kcp.kube_client().await;
@@ -435,7 +429,4 @@ async fn kube_rs_aggregated_discovery_resolves_built_in_kinds() {
     let (_, capabilities) = discovery.resolve_gvk(&binding).unwrap();
     assert_eq!(capabilities.scope, Scope::Namespaced);
     assert!(capabilities.supports_operation("watch"));
-    tokio::task::spawn_blocking(move || kcp.stop())
-        .await
-        .unwrap();
 }

@@ -5,8 +5,7 @@ use super::support::{Kcp, write_file};
 
 #[test]
 fn kubectl_explain_reads_the_served_schemas() {
-    let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("openapi-explain");
 
     let data = kcp.kubectl_ok(&["explain", "configmap.data"]);
     assert!(data.contains("FIELD: data <map[string]string>"), "{data}");
@@ -39,7 +38,7 @@ bogus: 1
 #[test]
 fn unknown_fields_are_refused_warned_or_dropped_as_kubectl_asks() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("openapi-unknown-fields");
     kcp.kubectl_ok(&["create", "namespace", "fields"]);
     let file = |name: &str| {
         write_file(

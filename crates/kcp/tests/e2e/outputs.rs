@@ -7,8 +7,7 @@ use super::support::{Kcp, write_file};
 
 #[test]
 fn get_prints_yaml_custom_columns_and_reads_in_chunks() {
-    let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("out-get");
     kcp.kubectl_ok(&["create", "namespace", "outputs"]);
     for i in 0..7 {
         kcp.kubectl_ok(&[
@@ -71,8 +70,7 @@ fn get_prints_yaml_custom_columns_and_reads_in_chunks() {
 
 #[test]
 fn wait_for_jsonpath_sees_a_later_change() {
-    let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("out-wait");
     kcp.kubectl_ok(&["create", "namespace", "waiting"]);
     kcp.kubectl_ok(&[
         "create",
@@ -136,7 +134,7 @@ fn wait_for_jsonpath_sees_a_later_change() {
 #[test]
 fn kubectl_events_lists_events_for_an_object() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("out-events");
     kcp.kubectl_ok(&["create", "namespace", "happenings"]);
     kcp.kubectl_ok(&["create", "configmap", "subject", "-n", "happenings"]);
     let event = write_file(

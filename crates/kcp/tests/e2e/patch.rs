@@ -11,7 +11,7 @@ fn get(kcp: &Kcp, jsonpath: &str) -> String {
 #[test]
 fn kubectl_patch_label_annotate_edit_and_apply() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("patch-kubectl");
     let file = dir.path().join("cm.yaml");
     std::fs::write(&file, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\n  labels: {app: web}\ndata:\n  a: \"1\"\n  b: \"2\"\n").unwrap();
     let file = file.to_string_lossy().into_owned();
@@ -132,13 +132,12 @@ fn kubectl_patch_label_annotate_edit_and_apply() {
         data.contains(r#""a":"10""#) && !data.contains(r#""b""#),
         "{data}"
     );
-    kcp.stop();
 }
 
 #[test]
 fn server_dry_run_and_diff_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("patch-dry-run");
     let file = dir.path().join("cm.yaml");
     std::fs::write(
         &file,
@@ -185,5 +184,4 @@ fn server_dry_run_and_diff_change_nothing() {
         "1",
         "a dry-run delete keeps the object"
     );
-    kcp.stop();
 }

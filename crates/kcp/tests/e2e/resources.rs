@@ -15,7 +15,7 @@ data:
 #[test]
 fn configmaps_round_trip_through_kubectl() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("res-configmaps");
     let file = write_file(dir.path(), "cm.yaml", CONFIGMAP);
     assert_eq!(
         kcp.kubectl_ok(&["create", "-f", &file]).trim(),
@@ -109,13 +109,12 @@ fn configmaps_round_trip_through_kubectl() {
         String::from_utf8_lossy(&missing.stderr).trim(),
         "Error from server (NotFound): configmaps \"demo\" not found"
     );
-    kcp.stop();
 }
 
 #[test]
 fn invalid_names_and_missing_namespaces_are_refused_with_kubernetes_messages() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("res-invalid");
     let bad = write_file(
         dir.path(),
         "bad.yaml",
@@ -145,7 +144,6 @@ fn invalid_names_and_missing_namespaces_are_refused_with_kubernetes_messages() {
         stderr.contains("namespaces \"nowhere\" not found"),
         "{stderr}"
     );
-    kcp.stop();
 }
 
 #[test]
@@ -165,7 +163,7 @@ fn objects_survive_a_restart() {
 #[test]
 fn typed_create_commands_send_protobuf_and_work() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("res-protobuf");
     assert_eq!(
         kcp.kubectl_ok(&["create", "namespace", "team"]).trim(),
         "namespace/team created"
@@ -303,5 +301,4 @@ fn typed_create_commands_send_protobuf_and_work() {
         described.contains("Name:") && described.contains("literal"),
         "{described}"
     );
-    kcp.stop();
 }

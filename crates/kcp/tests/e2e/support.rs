@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use kcp_testing::output::Lines;
@@ -14,19 +14,21 @@ pub fn write_file(dir: &Path, name: &str, text: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
-/// A running `kcp start`, killed on drop unless stopped.
-pub struct Kcp {
-    child: Option<Child>,
-    pub root: PathBuf,
+/// A running `kcp start` process.
+struct Server {
+    child: Mutex<Option<Child>>,
+    root: PathBuf,
     /// What the server logs after it said it is ready.
     log: Mutex<Lines>,
 }
 
-impl Kcp {
+impl Server {
     /// Starts kcp on a free loopback port with `root` as its root directory and `args` added,
-    /// and waits until it says it is ready to serve.
-    pub fn start(root: &Path, args: &[&str]) -> Kcp {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kcp"))
+    /// and waits until it says it is ready to serve. A server `tied` to this process is killed
+    /// when the test binary exits, even if nothing drops it.
+    fn spawn(root: &Path, args: &[&str], tied: bool) -> Server {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kcp"));
+        command
             .arg("start")
             .arg("--root-directory")
             .arg(root)
@@ -35,9 +37,13 @@ impl Kcp {
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("run kcp");
+            .stderr(Stdio::null());
+        let mut child = if tied {
+            kcp_testing::process::spawn_tied_to_process(command)
+        } else {
+            command.spawn()
+        }
+        .expect("run kcp");
         let log = Lines::of(child.stdout.take().unwrap());
         let Some(line) = log.find_within(Duration::from_secs(60), "ready to serve") else {
             let _ = child.kill();
@@ -48,26 +54,139 @@ impl Kcp {
             line.contains("admin.kubeconfig"),
             "the ready line names the kubeconfig: {line}"
         );
-        Kcp {
-            child: Some(child),
+        Server {
+            child: Mutex::new(Some(child)),
             root: root.to_path_buf(),
             log: Mutex::new(log),
         }
     }
 
+    /// The server shared by every test that does not need a server of its own; started by the
+    /// first test that asks, killed when the test binary exits.
+    fn shared() -> &'static Arc<Server> {
+        static SHARED: OnceLock<Arc<Server>> = OnceLock::new();
+        SHARED.get_or_init(|| {
+            let parent = Path::new(env!("CARGO_TARGET_TMPDIR"));
+            remove_stale_shared_roots(parent);
+            let root = parent.join(format!("{SHARED_ROOT_PREFIX}{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&root);
+            Arc::new(Server::spawn(&root, &[], true))
+        })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.get_mut().unwrap().take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The shared server's root directory is `<prefix><pid of the test binary>` in Cargo's
+/// temporary directory for integration tests.
+const SHARED_ROOT_PREFIX: &str = "e2e-shared-kcp-";
+
+/// Removes the root directories of shared servers whose test binary is no longer running.
+fn remove_stale_shared_roots(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SHARED_ROOT_PREFIX))
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// A test's view of a kcp server: its own server (killed on drop unless stopped), or a
+/// workspace of its own on the server the tests share.
+///
+/// `kubectl`, `kubectl_ok` and `kube_client` reach the test's home logical cluster: `root` on a
+/// server of its own, `root:<name>` on the shared one. `kubectl_in*` name a logical cluster.
+pub struct Kcp {
+    server: Arc<Server>,
+    /// Whether this is a workspace on the shared server (which a test must not stop).
+    shared: bool,
+    pub root: PathBuf,
+    home: String,
+    kubeconfig: PathBuf,
+}
+
+impl Kcp {
+    /// Starts a server of this test's own on a free loopback port with `root` as its root
+    /// directory and `args` added, and waits until it says it is ready to serve. For tests that
+    /// need the process itself: flags, restarts, crashes, its memory or its logs.
+    pub fn start(root: &Path, args: &[&str]) -> Kcp {
+        let server = Arc::new(Server::spawn(root, args, false));
+        Kcp {
+            root: root.to_path_buf(),
+            kubeconfig: root.join("admin.kubeconfig"),
+            server,
+            shared: false,
+            home: "root".to_string(),
+        }
+    }
+
+    /// A workspace `root:<name>` of this test's own on the server the tests share, Ready, with
+    /// a kubeconfig whose `root` context points into it. `name` must be unique among the tests.
+    pub fn shared(name: &str) -> Kcp {
+        let server = Arc::clone(Server::shared());
+        let admin = Kcp {
+            root: server.root.clone(),
+            kubeconfig: server.root.join("admin.kubeconfig"),
+            server: Arc::clone(&server),
+            shared: true,
+            home: "root".to_string(),
+        };
+        let home = admin.workspace(name);
+        let tenants = server.root.join("tenants");
+        std::fs::create_dir_all(&tenants).unwrap();
+        let kubeconfig = tenants.join(format!("{name}.kubeconfig"));
+        let text = std::fs::read_to_string(admin.kubeconfig()).unwrap();
+        let pointed = text.replace("/clusters/root\"", &format!("/clusters/{home}\""));
+        assert_ne!(pointed, text, "the admin kubeconfig has a root cluster");
+        std::fs::write(&kubeconfig, pointed).unwrap();
+        Kcp {
+            kubeconfig,
+            home,
+            ..admin
+        }
+    }
+
+    /// The logical cluster `kubectl` and `kube_client` reach: `root`, or this test's workspace
+    /// on the shared server.
+    pub fn home(&self) -> &str {
+        &self.home
+    }
+
     /// Waits until the server logs a line containing `needle` (one logged since the last wait);
     /// the test fails if it does not within `kcp_testing::wait::DEADLINE`.
     pub fn wait_for_log(&self, needle: &str) -> String {
-        self.log.lock().unwrap().find(needle)
+        assert!(
+            !self.shared,
+            "the shared server's log mixes every test's lines"
+        );
+        self.server.log.lock().unwrap().find(needle)
     }
 
     /// The process id of the running server.
     pub fn pid(&self) -> u32 {
-        self.child.as_ref().expect("running").id()
+        let child = self.server.child.lock().unwrap();
+        child.as_ref().expect("running").id()
     }
 
+    /// The kubeconfig whose current context (`root`) points at [`Kcp::home`].
     pub fn kubeconfig(&self) -> PathBuf {
-        self.root.join("admin.kubeconfig")
+        self.kubeconfig.clone()
     }
 
     /// The server's URL without a cluster path (`https://127.0.0.1:<port>`), from the kubeconfig
@@ -133,23 +252,26 @@ impl Kcp {
         String::from_utf8_lossy(&output.stderr).trim().to_string()
     }
 
-    /// Creates the workspace `name` in root, waits until it is Ready and returns its path
-    /// (`root:<name>`), for tests that want a logical cluster of their own.
+    /// Creates the workspace `name` in [`Kcp::home`], waits until it is Ready and returns its
+    /// path (`<home>:<name>`), for tests that want another logical cluster.
     pub fn workspace(&self, name: &str) -> String {
-        let path =
-            std::env::temp_dir().join(format!("kcp-e2e-ws-{}-{name}.yaml", std::process::id()));
+        // A file of its own: tests on servers of their own may use the same names at once.
+        let manifest = tempfile::Builder::new()
+            .prefix("kcp-e2e-workspace-")
+            .suffix(".yaml")
+            .tempfile()
+            .unwrap();
         std::fs::write(
-            &path,
+            manifest.path(),
             format!(
                 "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\n"
             ),
         )
         .unwrap();
-        let file = path.to_string_lossy().into_owned();
-        self.kubectl_in_ok("root", &["create", "-f", &file]);
-        let _ = std::fs::remove_file(&path);
+        let file = manifest.path().to_string_lossy().into_owned();
+        self.kubectl_in_ok(&self.home, &["create", "-f", &file]);
         self.kubectl_in_ok(
-            "root",
+            &self.home,
             &[
                 "wait",
                 "--for=jsonpath={.status.phase}=Ready",
@@ -157,7 +279,7 @@ impl Kcp {
                 "--timeout=10s",
             ],
         );
-        format!("root:{name}")
+        format!("{}:{name}", self.home)
     }
 
     /// Waits until the CRD `name` of `cluster` is Established.
@@ -171,7 +293,7 @@ impl Kcp {
 
     /// A kube-rs client from the kubeconfig this start wrote (the port changes on every start).
     pub async fn kube_client(&self) -> kube::Client {
-        self.kube_client_in("root").await
+        self.kube_client_in(&self.home).await
     }
 
     /// A kube-rs client whose requests go to `/clusters/<cluster>` (a path, a name or `*`).
@@ -206,20 +328,12 @@ impl Kcp {
     }
 
     /// Sends SIGTERM and requires a clean exit.
-    pub fn stop(mut self) {
-        let mut child = self.child.take().unwrap();
+    pub fn stop(self) {
+        assert!(!self.shared, "a test does not stop the shared server");
+        let mut child = self.server.child.lock().unwrap().take().unwrap();
         // Our own child, not reaped yet: its pid is still its own.
         kcp_testing::signal::terminate(child.id()).expect("SIGTERM kcp");
         let status = child.wait().unwrap();
         assert!(status.success(), "kcp exited with {status}");
-    }
-}
-
-impl Drop for Kcp {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
     }
 }

@@ -14,7 +14,7 @@ fn stderr_of(kcp: &Kcp, args: &[&str]) -> String {
 #[test]
 fn kubectl_shows_kubernetes_validation_messages() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("validation-messages");
     kcp.kubectl_ok(&["create", "namespace", "valid"]);
 
     // kubectl checks `--from-literal` keys itself, so send the object as a file.
@@ -180,7 +180,6 @@ fn kubectl_shows_kubernetes_validation_messages() {
         "jsonpath={.data.extra} {.type} {.stringData}",
     ]);
     assert_eq!(data.trim(), "eA== Opaque");
-    kcp.stop();
 }
 
 /// `widgets.example.com` whose `spec` schema is the placeholder `SPEC`, for the test to fill in.
@@ -203,7 +202,7 @@ fn widgets_crd() -> String {
 #[test]
 fn crds_need_structural_schemas() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("validation-structural");
     let bad = write_file(
         dir.path(),
         "bad.yaml",

@@ -12,7 +12,7 @@ use super::support::{Kcp, write_file};
 #[test]
 fn kubectl_get_watch_sees_added_modified_and_deleted() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("watch-kubectl");
     let file = write_file(
         dir.path(),
         "cm.yaml",
@@ -56,13 +56,12 @@ fn kubectl_get_watch_sees_added_modified_and_deleted() {
     assert_eq!(next(), ["DELETED", "watched"]);
     let _ = watcher.kill();
     let _ = watcher.wait();
-    kcp.stop();
 }
 
 #[test]
 fn kubectl_delete_waits_for_finalizers() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let kcp = Kcp::shared("watch-finalizers");
     let file = write_file(
         dir.path(),
         "cm.yaml",
@@ -103,5 +102,4 @@ fn kubectl_delete_waits_for_finalizers() {
     );
     assert!(String::from_utf8_lossy(&output.stdout).contains("configmap \"held\" deleted"));
     assert!(!kcp.kubectl(&["get", "cm", "held"]).status.success());
-    kcp.stop();
 }

@@ -254,23 +254,27 @@ fn types_decide_where_workspaces_may_live_and_initializers_hold_them() {
 #[test]
 fn deleting_a_workspace_deletes_its_tree_and_honours_finalizers() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join(".kcp"), &[]);
-    create_ready(&kcp, dir.path(), "root", "doomed", None);
-    create_ready(&kcp, dir.path(), "root:doomed", "team", None);
-    create_ready(&kcp, dir.path(), "root", "kept", None);
+    let kcp = Kcp::shared("ws-delete");
+    let ws = kcp.home().to_string();
+    create_ready(&kcp, dir.path(), &ws, "doomed", None);
+    create_ready(&kcp, dir.path(), &format!("{ws}:doomed"), "team", None);
+    create_ready(&kcp, dir.path(), &ws, "kept", None);
     let team_cluster = field(
         &kcp,
-        "root:doomed",
+        &format!("{ws}:doomed"),
         &["get", "ws", "team"],
         "{.spec.cluster}",
     );
-    kcp.kubectl_in_ok("root:doomed:team", &["create", "namespace", "apps"]);
     kcp.kubectl_in_ok(
-        "root:doomed:team",
+        &format!("{ws}:doomed:team"),
+        &["create", "namespace", "apps"],
+    );
+    kcp.kubectl_in_ok(
+        &format!("{ws}:doomed:team"),
         &["-n", "apps", "create", "configmap", "held"],
     );
     kcp.kubectl_in_ok(
-        "root:doomed:team",
+        &format!("{ws}:doomed:team"),
         &[
             "-n",
             "apps",
@@ -282,14 +286,14 @@ fn deleting_a_workspace_deletes_its_tree_and_honours_finalizers() {
             r#"{"metadata":{"finalizers":["example.com/hold"]}}"#,
         ],
     );
-    kcp.kubectl_in_ok("root:kept", &["create", "configmap", "safe"]);
+    kcp.kubectl_in_ok(&format!("{ws}:kept"), &["create", "configmap", "safe"]);
 
-    kcp.kubectl_in_ok("root", &["delete", "ws", "doomed", "--wait=false"]);
+    kcp.kubectl_in_ok(&ws, &["delete", "ws", "doomed", "--wait=false"]);
     // The finalizer holds the configmap, and so the team, and so the org, which says so.
     let status = || {
         field(
             &kcp,
-            "root:doomed",
+            &format!("{ws}:doomed"),
             &["get", "ws", "team"],
             "{.status.phase} {.status.conditions[?(@.type==\"WorkspaceContentDeleted\")].reason}",
         )
@@ -303,13 +307,13 @@ fn deleting_a_workspace_deletes_its_tree_and_honours_finalizers() {
         }
     });
     assert_eq!(
-        field(&kcp, "root", &["get", "ws", "doomed"], "{.status.phase}"),
+        field(&kcp, &ws, &["get", "ws", "doomed"], "{.status.phase}"),
         "Deleting"
     );
     assert!(
         field(
             &kcp,
-            "root",
+            &ws,
             &["get", "ws", "doomed"],
             "{.metadata.deletionTimestamp}"
         )
@@ -337,15 +341,16 @@ fn deleting_a_workspace_deletes_its_tree_and_honours_finalizers() {
             r#"{"metadata":{"finalizers":null}}"#,
         ],
     );
-    kcp.kubectl_in_ok(
-        "root",
-        &["wait", "--for=delete", "ws/doomed", "--timeout=20s"],
-    );
+    kcp.kubectl_in_ok(&ws, &["wait", "--for=delete", "ws/doomed", "--timeout=20s"]);
     let gone = kcp.kubectl_in_err(
-        "root",
-        &["get", "--raw", "/clusters/root:doomed/api/v1/namespaces"],
+        &ws,
+        &[
+            "get",
+            "--raw",
+            &format!("/clusters/{ws}:doomed/api/v1/namespaces"),
+        ],
     );
-    assert!(gone.contains("root:doomed"), "{gone}");
+    assert!(gone.contains(&format!("{ws}:doomed")), "{gone}");
     // The team's logical cluster is gone, and nothing is left behind in it.
     let gone = kcp.kubectl_in_err(&team_cluster, &["get", "configmaps", "-A"]);
     assert!(gone.contains(&team_cluster), "{gone}");
@@ -366,7 +371,7 @@ fn deleting_a_workspace_deletes_its_tree_and_honours_finalizers() {
     assert_eq!(
         field(
             &kcp,
-            "root:kept",
+            &format!("{ws}:kept"),
             &["get", "configmap", "safe"],
             "{.metadata.name}"
         ),
@@ -442,9 +447,10 @@ fn homes_are_made_on_first_use_and_everything_survives_a_restart() {
 #[test]
 fn only_the_server_names_and_owns_logical_clusters() {
     let dir = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(&dir.path().join(".kcp"), &[]);
-    create_ready(&kcp, dir.path(), "root", "victim", None);
-    let victim = field(&kcp, "root", &["get", "ws", "victim"], "{.spec.cluster}");
+    let kcp = Kcp::shared("ws-owned");
+    let ws = kcp.home().to_string();
+    create_ready(&kcp, dir.path(), &ws, "victim", None);
+    let victim = field(&kcp, &ws, &["get", "ws", "victim"], "{.spec.cluster}");
     kcp.kubectl_in_ok(
         &victim,
         &["create", "configmap", "secret-plans", "-n", "default"],
@@ -456,7 +462,7 @@ fn only_the_server_names_and_owns_logical_clusters() {
         "by-spec.yaml",
         &format!("{}spec:\n  cluster: {victim}\n", workspace("by-spec", None)),
     );
-    let refused = kcp.kubectl_in_err("root", &["create", "-f", &by_spec]);
+    let refused = kcp.kubectl_in_err(&ws, &["create", "-f", &by_spec]);
     assert!(
         refused.contains(r#"workspaces.tenancy.kcp.io "by-spec" is forbidden: spec.Cluster can only be set by system privileged users"#),
         "{refused}"
@@ -469,7 +475,7 @@ fn only_the_server_names_and_owns_logical_clusters() {
             workspace("by-annotation", None)
         ),
     );
-    let refused = kcp.kubectl_in_err("root", &["create", "-f", &by_annotation]);
+    let refused = kcp.kubectl_in_err(&ws, &["create", "-f", &by_annotation]);
     assert!(
         refused.contains(
             r#"modification of reserved annotation: \"internal.tenancy.kcp.io/cluster\""#
@@ -477,9 +483,9 @@ fn only_the_server_names_and_owns_logical_clusters() {
             .contains(r#"modification of reserved annotation: "internal.tenancy.kcp.io/cluster""#),
         "{refused}"
     );
-    create_ready(&kcp, dir.path(), "root", "mine", None);
+    create_ready(&kcp, dir.path(), &ws, "mine", None);
     let moved = kcp.kubectl_in_err(
-        "root",
+        &ws,
         &[
             "patch",
             "ws",
@@ -493,11 +499,11 @@ fn only_the_server_names_and_owns_logical_clusters() {
         moved.contains("spec.cluster can only be changed by system privileged users"),
         "{moved}"
     );
-    let mine = field(&kcp, "root", &["get", "ws", "mine"], "{.spec.cluster}");
+    let mine = field(&kcp, &ws, &["get", "ws", "mine"], "{.spec.cluster}");
     assert_ne!(mine, victim);
     assert!(
         kcp.kubectl_in_ok(
-            "root:mine",
+            &format!("{ws}:mine"),
             &["get", "configmaps", "-n", "default", "-o", "name"]
         )
         .is_empty()
@@ -505,7 +511,7 @@ fn only_the_server_names_and_owns_logical_clusters() {
 
     // A LogicalCluster cannot be made directly deletable, so its content stays.
     let deletable = kcp.kubectl_in_err(
-        "root:victim",
+        &format!("{ws}:victim"),
         &[
             "patch",
             "logicalcluster",
@@ -519,14 +525,17 @@ fn only_the_server_names_and_owns_logical_clusters() {
         deletable.contains("spec.directlyDeletable can only be changed by system privileged users"),
         "{deletable}"
     );
-    kcp.kubectl_in_err("root:victim", &["delete", "logicalcluster", "cluster"]);
+    kcp.kubectl_in_err(
+        &format!("{ws}:victim"),
+        &["delete", "logicalcluster", "cluster"],
+    );
     assert_eq!(
-        field(&kcp, "root", &["get", "ws", "victim"], "{.status.phase}"),
+        field(&kcp, &ws, &["get", "ws", "victim"], "{.status.phase}"),
         "Ready"
     );
     assert_eq!(
         kcp.kubectl_in_ok(
-            "root:victim",
+            &format!("{ws}:victim"),
             &[
                 "get",
                 "configmap",
@@ -548,11 +557,11 @@ fn only_the_server_names_and_owns_logical_clusters() {
         r#"{"apiVersion":"tenancy.kcp.io/v1alpha1","kind":"Workspace","metadata":{"name":"stringy"},"spec":"x"}"#,
     );
     let invalid = kcp.kubectl_in_err(
-        "root",
+        &ws,
         &[
             "create",
             "--raw",
-            "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces",
+            &format!("/clusters/{ws}/apis/tenancy.kcp.io/v1alpha1/workspaces"),
             "-f",
             &stringy,
         ],
