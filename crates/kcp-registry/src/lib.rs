@@ -1,12 +1,23 @@
 //! Resource semantics for any kind, over the [`Storage`](kcp_storage::Storage) trait.
 //!
-//! The registry turns verbs on objects (`serde_json::Value`) into storage operations: it sets the
-//! server-managed metadata (uid, creationTimestamp, resourceVersion, generateName), enforces
-//! optimistic concurrency and finalizers, checks names and namespaces, validates the built-in
-//! kinds with Kubernetes' messages (`validation`), pages lists over one storage snapshot, deletes
-//! collections, and keeps the namespace lifecycle (see [`strategy`]). Cross-cluster lists and
-//! watches ([`Registry::list_all_clusters`]) serve controllers. Errors are typed ([`RegistryError`]) and turned into HTTP `Status` by the API
-//! server in one place.
+//! The registry turns verbs on objects (`serde_json::Value`) into storage operations. Every
+//! write, whoever makes it (the API server, the server's own controllers), passes the same
+//! stages in this order:
+//!
+//! 1. decoding: the body is normalized to its target, fields its kind does not declare are
+//!    pruned, defaults are set (`validation::prepare`, the kind's `decode`);
+//! 2. admission: the plugins of [`admission::ORDER`] (NamespaceLifecycle, kcp's tenancy);
+//! 3. validation: metadata, then the kind's rules ([`kinds`]) and CRD schemas and CEL rules;
+//! 4. what the server sets: uid, timestamps, generation, the parts a subresource may change
+//!    ([`strategy`]), the nesting limit, the storage version;
+//! 5. the generic store (`generic`): bytes at keys, written only at the revision read, dry runs
+//!    checked and not written.
+//!
+//! Reads page lists over one storage snapshot; watches go through a shared watch cache;
+//! cross-cluster lists and watches ([`Registry::list_all_clusters`]) serve controllers. The
+//! registry also owns the index of each logical cluster's custom resources and the follower that
+//! keeps it true ([`Registry::start_crd_follower`]). Errors are typed ([`RegistryError`]) and
+//! turned into HTTP `Status` by the API server in one place.
 //!
 //! It must not know HTTP, content types or which backend stores the bytes.
 
@@ -14,6 +25,7 @@ pub mod admission;
 mod collection;
 pub mod custom;
 mod error;
+mod generic;
 pub mod kinds;
 mod list;
 mod meta;

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::custom::WebhookConverter;
 use crate::custom::index::CustomResourceIndex;
 use crate::error::{Cause, RegistryError};
+use crate::generic::GenericStore;
 use crate::kinds::{self, Deletion, Generation};
 use crate::meta;
 use crate::names;
@@ -145,10 +146,8 @@ pub enum DeleteOutcome {
 /// Resource semantics over one store, shared by every logical cluster.
 #[derive(Clone)]
 pub struct Registry {
-    storage: Arc<dyn Storage>,
-    watch_cache: Arc<crate::watch_cache::WatchCache>,
-    /// Check and answer every write as usual, but store nothing (`dryRun=All`).
-    dry_run: bool,
+    /// Keys, values and revisions: the last stage of every write (dry runs included).
+    store: GenericStore,
     /// The part of objects that updates and patches change (the object or a subresource).
     part: Part,
     /// The custom resources each logical cluster serves.
@@ -160,9 +159,7 @@ pub struct Registry {
 impl Registry {
     pub fn new(storage: Arc<dyn Storage>) -> Self {
         Registry {
-            storage,
-            watch_cache: Arc::default(),
-            dry_run: false,
+            store: GenericStore::new(storage),
             part: Part::Whole,
             custom: Arc::default(),
             converter: None,
@@ -185,13 +182,13 @@ impl Registry {
     }
 
     pub(crate) fn is_dry_run(&self) -> bool {
-        self.dry_run
+        self.store.is_dry_run()
     }
 
     /// The same registry in dry-run mode: writes are checked and answered but never stored.
     pub fn dry_run(&self) -> Registry {
         Registry {
-            dry_run: true,
+            store: self.store.dry_run(),
             ..self.clone()
         }
     }
@@ -220,67 +217,14 @@ impl Registry {
         self.part == Part::Everything
     }
 
-    /// Creates `key`, or in dry-run mode only checks that it could.
-    async fn put_new(&self, key: &[u8], value: Bytes) -> Result<KeyValue, StorageError> {
-        if !self.dry_run {
-            return self.storage.create(key, value).await;
-        }
-        match self.storage.get(key, 0).await?.kv {
-            Some(_) => Err(StorageError::AlreadyExists { key: key.to_vec() }),
-            None => Ok(KeyValue {
-                key: Bytes::copy_from_slice(key),
-                value,
-                create_revision: 0,
-                mod_revision: 0,
-                version: 0,
-            }),
-        }
+    /// The generic store under this registry (its dry-run mode included).
+    pub(crate) fn store(&self) -> &GenericStore {
+        &self.store
     }
 
-    /// The current value of `key` if its modification revision is `expected` (dry-run checks).
-    async fn check_revision(&self, key: &[u8], expected: u64) -> Result<KeyValue, StorageError> {
-        match self.storage.get(key, 0).await?.kv {
-            None => Err(StorageError::NotFound { key: key.to_vec() }),
-            Some(kv) if kv.mod_revision != expected => Err(StorageError::Conflict {
-                key: key.to_vec(),
-                expected,
-                current: Some(Box::new(kv)),
-            }),
-            Some(kv) => Ok(kv),
-        }
-    }
-
-    /// Replaces `key` at revision `expected`, or in dry-run mode only checks that it could.
-    async fn put_over(
-        &self,
-        key: &[u8],
-        value: Bytes,
-        expected: u64,
-    ) -> Result<KeyValue, StorageError> {
-        if !self.dry_run {
-            return self.storage.update(key, value, expected).await;
-        }
-        self.check_revision(key, expected).await
-    }
-
-    /// Deletes `key` at revision `expected`, or in dry-run mode only checks that it could.
-    async fn remove(&self, key: &[u8], expected: u64) -> Result<KeyValue, StorageError> {
-        if !self.dry_run {
-            return self.storage.delete(key, Some(expected)).await;
-        }
-        self.check_revision(key, expected).await
-    }
-
+    /// The backend, for reads.
     pub(crate) fn storage(&self) -> &dyn Storage {
-        &*self.storage
-    }
-
-    pub(crate) fn shared_storage(&self) -> &Arc<dyn Storage> {
-        &self.storage
-    }
-
-    pub(crate) fn watch_cache(&self) -> &crate::watch_cache::WatchCache {
-        &self.watch_cache
+        self.store.storage()
     }
 
     /// Creates an object from a request body.
@@ -330,7 +274,7 @@ impl Registry {
         meta::remove_cluster_annotation(&mut object);
         check_depth(&target, &object)?;
         let stored_form = self.encode_for_storage(&target, &object).await?;
-        let kv = match self.put_new(&target.key(&name), stored_form).await {
+        let kv = match self.store.create(&target.key(&name), stored_form).await {
             Err(StorageError::AlreadyExists { .. }) => {
                 return Err(RegistryError::AlreadyExists {
                     qualified_resource: target.qualified_resource(),
@@ -374,7 +318,7 @@ impl Registry {
     /// store today can still be deleted and finalized; any other write to it must make it
     /// shallow. Asked only for objects over the limit.
     async fn deletion_step_of_deep_object(&self, key: &[u8], object: &Value) -> bool {
-        let Ok(Some(kv)) = self.storage.get(key, 0).await.map(|got| got.kv) else {
+        let Ok(Some(kv)) = self.storage().get(key, 0).await.map(|got| got.kv) else {
             return false;
         };
         let Ok(stored) = decode(&kv) else {
@@ -419,7 +363,7 @@ impl Registry {
         target: &Target<'_>,
         name: &str,
     ) -> Result<KeyValue, RegistryError> {
-        self.storage
+        self.storage()
             .get(&target.key(name), 0)
             .await?
             .kv
@@ -563,7 +507,7 @@ impl Registry {
         meta::remove_cluster_annotation(&mut object);
         let finished = kinds::rules(target.resource).deletion_finished(&object);
         let result = if finished {
-            self.remove(&key, expected).await
+            self.store.delete(&key, expected).await
         } else {
             if let Err(too_deep) = check_depth(target, &object)
                 && !self.deletion_step_of_deep_object(&key, &object).await
@@ -571,7 +515,7 @@ impl Registry {
                 return Err(too_deep);
             }
             let stored_form = self.encode_for_storage(target, &object).await?;
-            self.put_over(&key, stored_form, expected).await
+            self.store.update(&key, stored_form, expected).await
         };
         match result {
             Ok(kv) => {
@@ -627,7 +571,11 @@ impl Registry {
                     Err(other) => return Err(other),
                 }
             }
-            match self.remove(&target.key(name), current.mod_revision).await {
+            match self
+                .store
+                .delete(&target.key(name), current.mod_revision)
+                .await
+            {
                 Ok(kv) => {
                     meta::set_resource_version(&mut object, kv.mod_revision);
                     self.observe_crd_write(&target, &object, true);

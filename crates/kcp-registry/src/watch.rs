@@ -92,9 +92,10 @@ impl Registry {
         let prefix = target.collection_prefix();
         let resource_prefix = target.resource_prefix();
         let filter = match self
+            .store()
             .watch_cache()
             .watch(
-                self.shared_storage(),
+                self.store().shared_storage(),
                 &resource_prefix,
                 prefix.clone(),
                 resource_version,
