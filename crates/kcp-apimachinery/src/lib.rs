@@ -5,7 +5,7 @@
 //! validation, canonical printing and matching), patches ([`patch`]: JSON, merge, strategic)
 //! the JSONPath subset CRD printer columns use ([`jsonpath`]), field reads by path and writes that
 //! never panic ([`object`]), nested-field accessors with Go's errors ([`unstructured`]) and the
-//! DNS name rules ([`dns`]), with error texts kept close to `k8s.io/apimachinery` so clients see
+//! DNS name rules ([`dns`]), RBAC's evaluation of rules and bindings ([`rbac`]), with error texts kept close to `k8s.io/apimachinery` so clients see
 //! the messages they expect.
 //!
 //! Must not know: IO of any kind, clocks, HTTP, storage, or which fields a given kind supports in
@@ -18,5 +18,6 @@ pub mod jsonpath;
 pub mod labels;
 pub mod object;
 pub mod patch;
+pub mod rbac;
 pub mod schema;
 pub mod unstructured;

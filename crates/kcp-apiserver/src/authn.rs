@@ -21,6 +21,9 @@ pub struct User {
     pub groups: Vec<String>,
 }
 
+/// The group of every authenticated user.
+pub const AUTHENTICATED: &str = "system:authenticated";
+
 /// The tokens the server accepts, by digest.
 #[derive(Debug, Clone, Default)]
 pub struct TokenAuthenticator {
@@ -50,8 +53,12 @@ pub fn bearer_token(authorization: &str) -> Option<&str> {
 }
 
 impl TokenAuthenticator {
-    /// Accepts the token whose digest is `digest` as `user`.
-    pub fn add(&mut self, digest: [u8; 32], user: User) {
+    /// Accepts the token whose digest is `digest` as `user`, who is also in
+    /// `system:authenticated`, as every authenticated user is in Kubernetes.
+    pub fn add(&mut self, digest: [u8; 32], mut user: User) {
+        if !user.groups.iter().any(|group| group == AUTHENTICATED) {
+            user.groups.push(AUTHENTICATED.to_string());
+        }
         self.users.insert(digest, user);
     }
 
@@ -74,6 +81,10 @@ mod tests {
             groups: vec!["system:masters".into()],
         };
         authn.add(token_digest("s3cret"), admin.clone());
+        let admin = User {
+            groups: vec!["system:masters".into(), AUTHENTICATED.into()],
+            ..admin
+        };
         assert_eq!(authn.authenticate(Some("Bearer s3cret")), Some(&admin));
         assert_eq!(authn.authenticate(Some("bearer s3cret")), Some(&admin));
         assert_eq!(authn.authenticate(Some("Bearer wrong")), None);

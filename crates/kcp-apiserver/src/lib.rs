@@ -11,6 +11,7 @@
 
 pub mod aggregated_discovery;
 pub mod authn;
+pub mod authz;
 pub mod body;
 mod compression;
 pub mod conversion_webhook;

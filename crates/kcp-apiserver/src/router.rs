@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::authn::{TokenAuthenticator, User};
+use crate::authz::{Authorizer, Decision};
 use crate::discovery;
 use crate::limits::{self, Class, LimitConfig, Limits};
 use crate::metrics::Metrics;
@@ -34,6 +35,7 @@ pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 #[derive(Clone)]
 pub struct Router {
     authn: TokenAuthenticator,
+    authz: Authorizer,
     registry: Registry,
     metrics: Arc<Metrics>,
     limits: Arc<Limits>,
@@ -44,6 +46,7 @@ impl Router {
     pub fn new(authn: TokenAuthenticator, registry: Registry) -> Self {
         Router {
             authn,
+            authz: Authorizer::new(registry.clone()),
             registry,
             metrics: Arc::new(Metrics::new()),
             limits: Limits::new(LimitConfig::default()),
@@ -245,6 +248,11 @@ impl Router {
         {
             return crate::workspaces::home(&self.registry, &user.name, encoding).await;
         }
+        match self.authz.authorize(user, &info).await {
+            Ok(Decision::Allow) => {}
+            Ok(Decision::Deny(message)) => return forbidden(&info, &message, encoding),
+            Err(error) => return crate::error::ApiError::from(error).into_response(encoding),
+        }
         match info {
             RequestInfo::NonResource { path, .. } if path == "/metrics" && read_only => {
                 let text = self.metrics.render(&self.registry).await;
@@ -362,6 +370,34 @@ pub fn split_cluster(path: &str) -> (Option<&str>, &str) {
     (Some(name), rest)
 }
 
+/// kube-apiserver's 403 for a request the authorizer refused: `<resource> "<name>" is
+/// forbidden: <message>` with the resource in the details, or `forbidden: <message>` for
+/// non-resource paths.
+fn forbidden(info: &RequestInfo, message: &str, encoding: Encoding) -> Response<Body> {
+    match info {
+        RequestInfo::Resource(request) => {
+            let qualified_resource = if request.group.is_empty() {
+                request.resource.clone()
+            } else {
+                format!("{}.{}", request.resource, request.group)
+            };
+            crate::error::ApiError::from(kcp_registry::RegistryError::Forbidden {
+                qualified_resource,
+                name: request.name.clone().unwrap_or_default(),
+                message: message.to_string(),
+                causes: Vec::new(),
+            })
+            .into_response(encoding)
+        }
+        RequestInfo::NonResource { .. } => failure_as(
+            encoding,
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            &format!("forbidden: {message}"),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -377,7 +413,7 @@ mod tests {
             token_digest("t"),
             User {
                 name: "admin".into(),
-                groups: vec![],
+                groups: vec!["system:masters".into()],
             },
         );
         Router::new(
@@ -580,7 +616,9 @@ mod tests {
         );
     }
 
-    fn limited_router(config: LimitConfig) -> Router {
+    /// A router with `config`'s limits; alice and bob may do anything in root (what these tests
+    /// measure is admission), master is in `system:masters`.
+    async fn limited_router(config: LimitConfig) -> Router {
         let mut authn = TokenAuthenticator::default();
         for (token, name, groups) in [
             ("a", "alice", vec![]),
@@ -595,11 +633,25 @@ mod tests {
                 },
             );
         }
-        Router::new(
-            authn,
-            Registry::new(Arc::new(kcp_storage::MemoryStorage::new())),
-        )
-        .with_limits(config)
+        let registry = Registry::new(Arc::new(kcp_storage::MemoryStorage::new()));
+        let bindings = kcp_apis::builtin::in_group_version("rbac.authorization.k8s.io", "v1")
+            .find(|r| r.name == "clusterrolebindings")
+            .unwrap();
+        let target = kcp_registry::Target {
+            cluster: "root",
+            resource: bindings,
+            namespace: None,
+        };
+        let grant = serde_json::json!({
+            "metadata": {"name": "users"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [
+                {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"},
+                {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"},
+            ],
+        });
+        registry.create(target, grant).await.unwrap();
+        Router::new(authn, registry).with_limits(config)
     }
 
     /// A request whose body never ends, as a client that sends it a byte a minute.
@@ -644,7 +696,8 @@ mod tests {
             max_mutating: 8,
             max_watches_per_user: 0,
             request_timeout: std::time::Duration::ZERO,
-        });
+        })
+        .await;
         let path = "/clusters/root/api/v1/namespaces";
         let flood: Vec<_> = (0..2)
             .map(|_| {
@@ -712,7 +765,8 @@ mod tests {
             max_mutating: 4,
             max_watches_per_user: 0,
             request_timeout: std::time::Duration::from_millis(200),
-        });
+        })
+        .await;
         let path = "/clusters/root/api/v1/namespaces";
         let response = router.handle(stuck(Method::POST, path, "a")).await;
         assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
@@ -743,7 +797,8 @@ mod tests {
             max_mutating: 1,
             max_watches_per_user: 3,
             request_timeout: std::time::Duration::from_secs(30),
-        });
+        })
+        .await;
         let watch = "/clusters/root/api/v1/namespaces?watch=1";
         let mut open = Vec::new();
         for _ in 0..3 {

@@ -14,7 +14,7 @@ pub(crate) fn router() -> Router {
         token_digest("t"),
         User {
             name: "admin".into(),
-            groups: vec![],
+            groups: vec!["system:masters".into()],
         },
     );
     let storage = std::sync::Arc::new(kcp_storage::MemoryStorage::new());

@@ -16,7 +16,7 @@ fn router() -> Router {
         token_digest("t"),
         User {
             name: "admin".into(),
-            groups: vec![],
+            groups: vec!["system:masters".into()],
         },
     );
     Router::new(

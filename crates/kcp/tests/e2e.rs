@@ -10,6 +10,7 @@
 
 mod e2e {
     pub mod adversarial;
+    pub mod authorization;
     pub mod boundary;
     pub mod crash;
     pub mod crd_cel;

@@ -1,6 +1,7 @@
 //! The root logical cluster as kcp bootstraps it: its LogicalCluster (`kcp.io/path: root`, type
 //! `root:root`, Ready, with the server's URL), namespaces `default` and `kube-system`, and the
-//! WorkspaceTypes `root`, `universal`, `organization`, `team` and `home`. Objects that exist are
+//! WorkspaceTypes `root`, `universal`, `organization`, `team` and `home`, and the root policy
+//! letting every authenticated user enter root. Objects that exist are
 //! kept (create only), but the root's URL follows the address of this start.
 
 use kcp_apimachinery::object;
@@ -10,6 +11,26 @@ use serde_json::{Value, json};
 use super::{LOGICAL_CLUSTER, PATH_ANNOTATION, ROOT, TYPE_ANNOTATION};
 use crate::error::RegistryError;
 use crate::store::{Registry, Target};
+
+/// kcp's root policy: every authenticated user may enter root (verb `access` on `/`, through
+/// the bootstrap ClusterRole `system:kcp:workspace:access`).
+fn authenticated_access() -> Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "system:kcp:tenancy:authenticated:access"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "system:kcp:workspace:access",
+        },
+        "subjects": [{
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "Group",
+            "name": "system:authenticated",
+        }],
+    })
+}
 
 /// A `{name, path: root}` type reference.
 fn root_type(name: &str) -> Value {
@@ -121,6 +142,17 @@ impl Registry {
                 Ok(_) | Err(RegistryError::AlreadyExists { .. }) => {}
                 Err(other) => return Err(other),
             }
+        }
+        let bindings = Target {
+            cluster: ROOT,
+            resource: kcp_apis::builtin::in_group_version("rbac.authorization.k8s.io", "v1")
+                .find(|r| r.name == "clusterrolebindings")
+                .expect("the catalogue has clusterrolebindings"),
+            namespace: None,
+        };
+        match self.create(bindings, authenticated_access()).await {
+            Ok(_) | Err(RegistryError::AlreadyExists { .. }) => {}
+            Err(other) => return Err(other),
         }
         Ok(())
     }

@@ -266,6 +266,18 @@ async fn one_user_flooding_gets_429_while_another_is_answered() {
             "4s",
         ],
     );
+    // Both users may do anything in root: what is measured is admission, not authorization.
+    kcp.kubectl_in_ok(
+        "root",
+        &[
+            "create",
+            "clusterrolebinding",
+            "users-admin",
+            "--clusterrole=cluster-admin",
+            "--user=flooder",
+            "--user=other",
+        ],
+    );
     let client = Arc::new(Client::of(&kcp));
     let namespaces = "/clusters/root/api/v1/namespaces";
 

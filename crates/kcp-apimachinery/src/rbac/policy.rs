@@ -1,0 +1,260 @@
+//! The RBAC objects of one logical cluster and the rules they grant a user.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use super::{Attributes, Rule, UserInfo};
+use crate::labels::Selector;
+use crate::object::{str_at, text};
+
+/// One subject of a binding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    User(String),
+    Group(String),
+    /// A service account; its namespace, when the subject leaves it empty, is the binding's.
+    ServiceAccount {
+        namespace: String,
+        name: String,
+    },
+}
+
+impl Subject {
+    fn from_json(subject: &Value, binding_namespace: &str) -> Option<Subject> {
+        let name = text(subject, "name").to_string();
+        match text(subject, "kind") {
+            "User" => Some(Subject::User(name)),
+            "Group" => Some(Subject::Group(name)),
+            "ServiceAccount" => {
+                let namespace = match text(subject, "namespace") {
+                    "" => binding_namespace,
+                    namespace => namespace,
+                };
+                Some(Subject::ServiceAccount {
+                    namespace: namespace.to_string(),
+                    name,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `user` is this subject (a service account is the user
+    /// `system:serviceaccount:<namespace>:<name>`).
+    pub fn includes(&self, user: &UserInfo) -> bool {
+        match self {
+            Subject::User(name) => *name == user.name,
+            Subject::Group(name) => user.groups.iter().any(|group| group == name),
+            Subject::ServiceAccount { namespace, name } => user
+                .name
+                .strip_prefix("system:serviceaccount:")
+                .and_then(|rest| rest.split_once(':'))
+                .is_some_and(|(ns, sa)| ns == namespace && sa == name),
+        }
+    }
+}
+
+/// What a binding grants: a Role of its own namespace or a ClusterRole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RoleRef {
+    Role(String),
+    ClusterRole(String),
+}
+
+/// A RoleBinding (with its namespace) or a ClusterRoleBinding (namespace empty).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    pub namespace: String,
+    pub role_ref: RoleRef,
+    pub subjects: Vec<Subject>,
+}
+
+impl Binding {
+    /// The binding an object states; `None` when its `roleRef` names neither kind.
+    pub fn from_json(binding: &Value) -> Option<Binding> {
+        let namespace = str_at(binding, &["metadata", "namespace"]).to_string();
+        let name = str_at(binding, &["roleRef", "name"]).to_string();
+        let role_ref = match str_at(binding, &["roleRef", "kind"]) {
+            "Role" => RoleRef::Role(name),
+            "ClusterRole" => RoleRef::ClusterRole(name),
+            _ => return None,
+        };
+        let subjects = binding["subjects"]
+            .as_array()
+            .map(|subjects| {
+                subjects
+                    .iter()
+                    .filter_map(|s| Subject::from_json(s, &namespace))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(Binding {
+            namespace,
+            role_ref,
+            subjects,
+        })
+    }
+
+    fn applies_to(&self, user: &UserInfo) -> bool {
+        self.subjects.iter().any(|subject| subject.includes(user))
+    }
+}
+
+/// The Roles, ClusterRoles and bindings of one logical cluster, ClusterRoles aggregated.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    cluster_roles: HashMap<String, Vec<Rule>>,
+    roles: HashMap<(String, String), Vec<Rule>>,
+    cluster_role_bindings: Vec<Binding>,
+    role_bindings: HashMap<String, Vec<Binding>>,
+}
+
+impl Policy {
+    /// The policy these objects state. ClusterRoles with an `aggregationRule` hold the rules of
+    /// every other ClusterRole among these whose labels one of its selectors matches (aggregated
+    /// ones included), as Kubernetes' aggregation controller writes them.
+    pub fn new(
+        cluster_roles: &[Value],
+        roles: &[Value],
+        cluster_role_bindings: &[Value],
+        role_bindings: &[Value],
+    ) -> Policy {
+        let mut policy = Policy {
+            cluster_roles: aggregate(cluster_roles),
+            ..Policy::default()
+        };
+        for role in roles {
+            let key = (
+                str_at(role, &["metadata", "namespace"]).to_string(),
+                str_at(role, &["metadata", "name"]).to_string(),
+            );
+            policy.roles.insert(key, Rule::all_of(role));
+        }
+        policy.cluster_role_bindings = cluster_role_bindings
+            .iter()
+            .filter_map(Binding::from_json)
+            .collect();
+        for binding in role_bindings.iter().filter_map(Binding::from_json) {
+            policy
+                .role_bindings
+                .entry(binding.namespace.clone())
+                .or_default()
+                .push(binding);
+        }
+        policy
+    }
+
+    /// The rules of the ClusterRole `name` after aggregation, if there is one.
+    pub fn cluster_role(&self, name: &str) -> Option<&[Rule]> {
+        self.cluster_roles.get(name).map(Vec::as_slice)
+    }
+
+    /// Whether a rule granted to the request's user allows the request: through a
+    /// ClusterRoleBinding, or a RoleBinding of the request's namespace. ClusterRoles this
+    /// policy lacks are looked up in `shared` (roles every logical cluster may reference).
+    pub fn allows(&self, attributes: &Attributes<'_>, shared: Option<&Policy>) -> bool {
+        self.rules_for(attributes.user, attributes.target.namespace(), shared)
+            .any(|rule| rule.allows(attributes))
+    }
+
+    /// Every rule `user` holds in `namespace` (cluster-wide ones only when it is empty), in
+    /// the order Kubernetes visits them.
+    pub fn rules_for<'p>(
+        &'p self,
+        user: &'p UserInfo,
+        namespace: &'p str,
+        shared: Option<&'p Policy>,
+    ) -> impl Iterator<Item = &'p Rule> + 'p {
+        let cluster_wide = self
+            .cluster_role_bindings
+            .iter()
+            .filter(|binding| binding.applies_to(user));
+        let namespaced = (!namespace.is_empty())
+            .then(|| self.role_bindings.get(namespace))
+            .flatten()
+            .into_iter()
+            .flatten()
+            .filter(|binding| binding.applies_to(user));
+        cluster_wide
+            .chain(namespaced)
+            .flat_map(move |binding| self.granted_by(binding, shared))
+    }
+
+    fn granted_by<'p>(&'p self, binding: &Binding, shared: Option<&'p Policy>) -> &'p [Rule] {
+        match &binding.role_ref {
+            RoleRef::ClusterRole(name) => self
+                .cluster_role(name)
+                .or_else(|| shared.and_then(|shared| shared.cluster_role(name)))
+                .unwrap_or_default(),
+            // A ClusterRoleBinding cannot name a Role: it grants nothing.
+            RoleRef::Role(_) if binding.namespace.is_empty() => &[],
+            RoleRef::Role(name) => self
+                .roles
+                .get(&(binding.namespace.clone(), name.clone()))
+                .map(Vec::as_slice)
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// Each ClusterRole's rules, aggregated ones gathered to a fixed point from the ClusterRoles of
+/// the same logical cluster.
+fn aggregate(cluster_roles: &[Value]) -> HashMap<String, Vec<Rule>> {
+    let name_of = |role: &Value| str_at(role, &["metadata", "name"]).to_string();
+    let mut rules: HashMap<String, Vec<Rule>> = cluster_roles
+        .iter()
+        .map(|role| (name_of(role), Rule::all_of(role)))
+        .collect();
+    let aggregated: Vec<(String, Vec<Selector>)> = cluster_roles
+        .iter()
+        .filter_map(|role| {
+            let selectors = role["aggregationRule"]["clusterRoleSelectors"].as_array()?;
+            // An empty selector selects every ClusterRole, as in Kubernetes' controller; one
+            // that does not parse selects none.
+            let selectors = selectors
+                .iter()
+                .filter_map(|s| Selector::from_label_selector(s).ok())
+                .collect();
+            Some((name_of(role), selectors))
+        })
+        .collect();
+    if aggregated.is_empty() {
+        return rules;
+    }
+    let no_labels = serde_json::Map::new();
+    let labelled: Vec<(String, &serde_json::Map<String, Value>)> = cluster_roles
+        .iter()
+        .map(|role| {
+            let labels = role["metadata"]["labels"].as_object();
+            (name_of(role), labels.unwrap_or(&no_labels))
+        })
+        .collect();
+    // Each pass gathers what the previous one produced; chains of aggregated roles settle in
+    // as many passes as they are long.
+    for _ in 0..=aggregated.len() {
+        let mut changed = false;
+        for (name, selectors) in &aggregated {
+            let mut gathered: Vec<Rule> = Vec::new();
+            let mut seen = HashSet::new();
+            for (source, labels) in &labelled {
+                if source == name || !selectors.iter().any(|s| s.matches(*labels)) {
+                    continue;
+                }
+                for rule in rules.get(source).into_iter().flatten() {
+                    if seen.insert(rule.clone()) {
+                        gathered.push(rule.clone());
+                    }
+                }
+            }
+            if rules.get(name) != Some(&gathered) {
+                rules.insert(name.clone(), gathered);
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    rules
+}

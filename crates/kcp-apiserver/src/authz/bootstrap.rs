@@ -1,0 +1,85 @@
+//! The ClusterRoles every logical cluster may bind without holding a copy, as kcp's bootstrap
+//! policy provides them: Kubernetes' `cluster-admin`, `admin`, `edit` and `view` (over the APIs
+//! this server serves), `system:discovery`, and kcp's `system:kcp:workspace:access` (verb
+//! `access` on `/`, which entering a workspace needs); and the bindings that hold everywhere.
+//! Kept once in memory for all workspaces.
+
+use kcp_apimachinery::rbac::Policy;
+use serde_json::{Value, json};
+
+/// Read verbs, as Kubernetes' `view` role grants them.
+const READ: &[&str] = &["get", "list", "watch"];
+/// Write verbs, as Kubernetes' `edit` role adds them.
+const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
+
+/// The objects a workspace's users read and write in Kubernetes' `view` and `edit` roles (of
+/// the APIs kcp serves): configmaps, events, service accounts, and (edit only) secrets.
+fn namespaced_content(verbs: &[&str], secrets: bool) -> Vec<Value> {
+    let mut core = vec!["configmaps", "events", "serviceaccounts", "resourcequotas"];
+    if secrets {
+        core.push("secrets");
+    }
+    vec![
+        json!({"apiGroups": [""], "resources": core, "verbs": verbs}),
+        json!({"apiGroups": [""], "resources": ["namespaces"], "verbs": READ}),
+        json!({"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": verbs}),
+        json!({"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": verbs}),
+    ]
+}
+
+fn cluster_role(name: &str, rules: Vec<Value>) -> Value {
+    json!({"metadata": {"name": name}, "rules": rules})
+}
+
+/// The bootstrap ClusterRoles.
+pub(crate) fn cluster_roles() -> Vec<Value> {
+    let all_verbs: Vec<&str> = READ.iter().chain(WRITE).copied().collect();
+    let edit = namespaced_content(&all_verbs, true);
+    let mut admin = edit.clone();
+    admin.push(json!({
+        "apiGroups": ["rbac.authorization.k8s.io"],
+        "resources": ["roles", "rolebindings"],
+        "verbs": all_verbs,
+    }));
+    vec![
+        cluster_role(
+            "cluster-admin",
+            vec![
+                json!({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}),
+                json!({"nonResourceURLs": ["*"], "verbs": ["*"]}),
+            ],
+        ),
+        cluster_role("admin", admin),
+        cluster_role("edit", edit),
+        cluster_role("view", namespaced_content(READ, false)),
+        cluster_role(
+            "system:kcp:workspace:access",
+            vec![json!({"nonResourceURLs": ["/"], "verbs": ["access"]})],
+        ),
+        cluster_role(
+            "system:discovery",
+            vec![json!({
+                "nonResourceURLs": [
+                    "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi",
+                    "/openapi/*", "/readyz", "/version", "/version/",
+                ],
+                "verbs": ["get"],
+            })],
+        ),
+    ]
+}
+
+/// The bindings that hold in every logical cluster: every authenticated user reads discovery
+/// (Kubernetes' `system:discovery`).
+pub(crate) fn cluster_role_bindings() -> Vec<Value> {
+    vec![json!({
+        "metadata": {"name": "system:discovery"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:discovery"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"}],
+    })]
+}
+
+/// The bootstrap ClusterRoles and bindings as a policy.
+pub(crate) fn policy() -> Policy {
+    Policy::new(&cluster_roles(), &[], &cluster_role_bindings(), &[])
+}
