@@ -4,9 +4,9 @@
 //! ([`json`]), label selectors ([`labels`]) and field selectors ([`fields`]) (their string grammar,
 //! validation, canonical printing and matching), patches ([`patch`]: JSON, merge, strategic)
 //! the JSONPath subset CRD printer columns use ([`jsonpath`]), field reads by path and writes that
-//! never panic ([`object`]), nested-field accessors with Go's errors ([`unstructured`]) and the
-//! DNS name rules ([`dns`]), RBAC's evaluation of rules and bindings ([`rbac`]), with error texts kept close to `k8s.io/apimachinery` so clients see
-//! the messages they expect.
+//! never panic ([`object`]), nested-field accessors with Go's errors ([`unstructured`]), the DNS
+//! name rules ([`dns`]) and RBAC's evaluation of rules and bindings ([`rbac`]), with error texts
+//! kept close to `k8s.io/apimachinery` so clients see the messages they expect.
 //!
 //! Must not know: IO of any kind, clocks, HTTP, storage, or which fields a given kind supports in
 //! a field selector (callers check [`fields::Selector::requirements`] against their own list).

@@ -1,7 +1,7 @@
 //! The HTTP side of kcp: the only crate that knows HTTP.
 //!
 //! It owns the TLS accept loop and its connection limits ([`serve`]), bearer-token authentication
-//! ([`authn`]), requests in flight and their timeout ([`limits`]), the request router
+//! ([`authn`]), authorization per logical cluster ([`authz`]), requests in flight and their timeout ([`limits`]), the request router
 //! ([`router`]) and the responses every Kubernetes client expects from any server (`/version`,
 //! the health checks, `Status` errors).
 //!
