@@ -1,9 +1,9 @@
 //! The HTTP side of kcp: the only crate that knows HTTP.
 //!
 //! It owns the TLS accept loop and its connection limits ([`serve`]), bearer-token authentication
-//! ([`authn`]), authorization per logical cluster ([`authz`]), requests in flight and their timeout ([`limits`]), the request router
-//! ([`router`]) and the responses every Kubernetes client expects from any server (`/version`,
-//! the health checks, `Status` errors).
+//! ([`authn`]), authorization per logical cluster ([`authz`]), requests in flight and their
+//! timeout ([`limits`]), the request router ([`router`]) and the responses every Kubernetes
+//! client expects from any server (`/version`, the health checks, `Status` errors).
 //!
 //! It must not know which storage backend runs underneath, where certificates and tokens are kept
 //! on disk, or how the process is configured: the composition root (`kcp-server`) hands it a
