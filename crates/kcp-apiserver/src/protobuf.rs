@@ -9,6 +9,8 @@
 use std::collections::BTreeMap;
 
 use base64::Engine;
+use k8s_pb::api::authentication::v1 as authentication;
+use k8s_pb::api::authorization::v1 as authorization;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::api::rbac::v1 as rbac;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
@@ -143,6 +145,62 @@ pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
             let binding = rbac::ClusterRoleBinding::decode(raw.as_slice()).map_err(malformed)?;
             binding_object(binding.metadata, binding.subjects, binding.role_ref)
         }
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => {
+            let review = authorization::SelfSubjectAccessReview::decode(raw.as_slice())
+                .map_err(malformed)?;
+            let spec = review.spec.unwrap_or_default();
+            let mut object = with_metadata(review.metadata);
+            object.insert(
+                "spec".into(),
+                access_attributes(spec.resource_attributes, spec.non_resource_attributes),
+            );
+            object
+        }
+        ("authorization.k8s.io/v1", "SubjectAccessReview" | "LocalSubjectAccessReview") => {
+            // Both kinds have the same fields.
+            let review =
+                authorization::SubjectAccessReview::decode(raw.as_slice()).map_err(malformed)?;
+            let spec = review.spec.unwrap_or_default();
+            let mut object = with_metadata(review.metadata);
+            let mut fields =
+                access_attributes(spec.resource_attributes, spec.non_resource_attributes);
+            if let Value::Object(fields) = &mut fields {
+                put(fields, "user", spec.user.map(Value::String));
+                put(fields, "uid", spec.uid.map(Value::String));
+                put(fields, "groups", string_list(spec.groups));
+                let extra: Map<String, Value> = spec
+                    .extra
+                    .into_iter()
+                    .map(|(k, v)| (k, json!(v.items)))
+                    .collect();
+                put_map(fields, "extra", extra);
+            }
+            object.insert("spec".into(), fields);
+            object
+        }
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => {
+            let review =
+                authorization::SelfSubjectRulesReview::decode(raw.as_slice()).map_err(malformed)?;
+            let mut object = with_metadata(review.metadata);
+            let namespace = review.spec.and_then(|spec| spec.namespace);
+            object.insert("spec".into(), string_fields([("namespace", namespace)]));
+            object
+        }
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => {
+            let review =
+                authentication::SelfSubjectReview::decode(raw.as_slice()).map_err(malformed)?;
+            with_metadata(review.metadata)
+        }
+        ("authentication.k8s.io/v1", "TokenReview") => {
+            let review = authentication::TokenReview::decode(raw.as_slice()).map_err(malformed)?;
+            let spec = review.spec.unwrap_or_default();
+            let mut object = with_metadata(review.metadata);
+            let mut fields = Map::new();
+            put(&mut fields, "token", spec.token.map(Value::String));
+            put(&mut fields, "audiences", string_list(spec.audiences));
+            object.insert("spec".into(), Value::Object(fields));
+            object
+        }
         _ => {
             return Err(ProtobufError::Unsupported(format!(
                 "protobuf bodies of {api_version} {kind} are not supported; send application/json"
@@ -152,6 +210,35 @@ pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
     object.insert("apiVersion".into(), json!(api_version));
     object.insert("kind".into(), json!(kind));
     Ok(Value::Object(object))
+}
+
+/// An access review's `resourceAttributes` or `nonResourceAttributes`, as JSON spec fields.
+fn access_attributes(
+    resource: Option<authorization::ResourceAttributes>,
+    non_resource: Option<authorization::NonResourceAttributes>,
+) -> Value {
+    let mut spec = Map::new();
+    if let Some(attributes) = resource {
+        spec.insert(
+            "resourceAttributes".into(),
+            string_fields([
+                ("namespace", attributes.namespace),
+                ("verb", attributes.verb),
+                ("group", attributes.group),
+                ("version", attributes.version),
+                ("resource", attributes.resource),
+                ("subresource", attributes.subresource),
+                ("name", attributes.name),
+            ]),
+        );
+    }
+    if let Some(attributes) = non_resource {
+        spec.insert(
+            "nonResourceAttributes".into(),
+            string_fields([("path", attributes.path), ("verb", attributes.verb)]),
+        );
+    }
+    Value::Object(spec)
 }
 
 fn malformed(error: prost::DecodeError) -> ProtobufError {

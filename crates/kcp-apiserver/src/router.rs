@@ -250,7 +250,7 @@ impl Router {
         }
         match self.authz.authorize(user, &info).await {
             Ok(Decision::Allow) => {}
-            Ok(Decision::Deny(message)) => return forbidden(&info, &message, encoding),
+            Ok(Decision::Deny(denial)) => return forbidden(&info, &denial.message, encoding),
             Err(error) => return crate::error::ApiError::from(error).into_response(encoding),
         }
         match info {
@@ -326,6 +326,12 @@ impl Router {
                         );
                     }
                 };
+                if resource.verb == "create" && crate::authz::reviews::handles(&resource) {
+                    return self
+                        .review(&resource, &parts.headers, &body, user)
+                        .await
+                        .unwrap_or_else(|error| error.into_response(encoding));
+                }
                 crate::handlers::serve(
                     &self.registry,
                     &resource,
@@ -337,6 +343,32 @@ impl Router {
                 .await
             }
         }
+    }
+}
+
+impl Router {
+    /// Answers the creation of a review (computed, never stored; see [`crate::authz::reviews`]).
+    async fn review(
+        &self,
+        request: &ResourceRequest,
+        headers: &http::HeaderMap,
+        body: &[u8],
+        user: &User,
+    ) -> Result<Response<Body>, crate::error::ApiError> {
+        let resource = kcp_apis::builtin::in_group_version(&request.group, &request.version)
+            .find(|r| r.name == request.resource)
+            .ok_or(crate::error::ApiError::NoSuchResource)?;
+        let content_type = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        let mut review = crate::body::decode_object(content_type, body, Some(resource))?.value;
+        if let Some(object) = review.as_object_mut() {
+            object.insert("apiVersion".into(), resource.group_version().into());
+            object.insert("kind".into(), resource.kind.to_string().into());
+        }
+        let answer =
+            crate::authz::reviews::answer(&self.authz, &self.authn, user, request, review).await?;
+        Ok(json_response(StatusCode::CREATED, &answer))
     }
 }
 

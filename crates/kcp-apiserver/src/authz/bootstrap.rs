@@ -1,6 +1,6 @@
 //! The ClusterRoles every logical cluster may bind without holding a copy, as kcp's bootstrap
 //! policy provides them: Kubernetes' `cluster-admin`, `admin`, `edit` and `view` (over the APIs
-//! this server serves), `system:discovery`, and kcp's `system:kcp:workspace:access` (verb
+//! this server serves), `system:discovery`, `system:basic-user`, and kcp's `system:kcp:workspace:access` (verb
 //! `access` on `/`, which entering a workspace needs); and the bindings that hold everywhere.
 //! Kept once in memory for all workspaces.
 
@@ -57,6 +57,21 @@ pub(crate) fn cluster_roles() -> Vec<Value> {
             vec![json!({"nonResourceURLs": ["/"], "verbs": ["access"]})],
         ),
         cluster_role(
+            "system:basic-user",
+            vec![
+                json!({
+                    "apiGroups": ["authorization.k8s.io"],
+                    "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+                    "verbs": ["create"],
+                }),
+                json!({
+                    "apiGroups": ["authentication.k8s.io"],
+                    "resources": ["selfsubjectreviews"],
+                    "verbs": ["create"],
+                }),
+            ],
+        ),
+        cluster_role(
             "system:discovery",
             vec![json!({
                 "nonResourceURLs": [
@@ -70,13 +85,19 @@ pub(crate) fn cluster_roles() -> Vec<Value> {
 }
 
 /// The bindings that hold in every logical cluster: every authenticated user reads discovery
-/// (Kubernetes' `system:discovery`).
+/// and asks what they may do and who they are (Kubernetes' `system:discovery` and
+/// `system:basic-user`).
 pub(crate) fn cluster_role_bindings() -> Vec<Value> {
-    vec![json!({
-        "metadata": {"name": "system:discovery"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:discovery"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"}],
-    })]
+    ["system:discovery", "system:basic-user"]
+        .iter()
+        .map(|role| {
+            json!({
+                "metadata": {"name": role},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"}],
+            })
+        })
+        .collect()
 }
 
 /// The bootstrap ClusterRoles and bindings as a policy.

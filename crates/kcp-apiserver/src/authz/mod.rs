@@ -15,10 +15,11 @@
 
 mod bootstrap;
 mod policies;
+pub mod reviews;
 
 use std::sync::Arc;
 
-use kcp_apimachinery::rbac::{Attributes, Policy, Target, UserInfo};
+use kcp_apimachinery::rbac::{Attributes, Policy, Rule, Target, UserInfo};
 use kcp_registry::{ALL_CLUSTERS, Registry, RegistryError};
 
 use crate::authn::User;
@@ -31,8 +32,16 @@ pub const MASTERS: &str = "system:masters";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     Allow,
-    /// Refused: the message of the 403 (`User "alice" cannot ...: <reason>`).
-    Deny(String),
+    Deny(Denial),
+}
+
+/// Why a request is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    /// The message of the 403: `User "alice" cannot ...: <reason>`.
+    pub message: String,
+    /// The authorizer's reason alone (`access denied`), as access reviews report it.
+    pub reason: &'static str,
 }
 
 /// The authorization chain of one server.
@@ -59,7 +68,7 @@ impl Authorizer {
         if user.groups.iter().any(|group| group == MASTERS) {
             return Ok(Decision::Allow);
         }
-        let user_info = UserInfo {
+        let subject = UserInfo {
             name: user.name.clone(),
             groups: user.groups.clone(),
         };
@@ -85,38 +94,100 @@ impl Authorizer {
                 Target::NonResource { path },
             ),
         };
+        self.decide(&subject, cluster.unwrap_or("root"), verb, target)
+            .await
+    }
+
+    /// Decides whether `subject` may do `verb` on `target` in the logical cluster `cluster`
+    /// (`*` for every cluster), as for a request (access reviews ask this too).
+    pub async fn decide(
+        &self,
+        subject: &UserInfo,
+        cluster: &str,
+        verb: &str,
+        target: Target<'_>,
+    ) -> Result<Decision, RegistryError> {
+        if subject.groups.iter().any(|group| group == MASTERS) {
+            return Ok(Decision::Allow);
+        }
         let attributes = Attributes {
-            user: &user_info,
+            user: subject,
             verb,
             target,
         };
-        let deny = |reason: &str| {
-            Decision::Deny(format!(
-                "{}: {reason}",
-                kcp_apimachinery::rbac::forbidden_message(&attributes)
-            ))
+        let deny = |reason: &'static str| {
+            Decision::Deny(Denial {
+                message: format!(
+                    "{}: {reason}",
+                    kcp_apimachinery::rbac::forbidden_message(&attributes)
+                ),
+                reason,
+            })
         };
-        let cluster = cluster.unwrap_or("root");
         if cluster == ALL_CLUSTERS {
             return Ok(deny("wildcard requests are for privileged identities"));
         }
         let policy = self.policies.of(cluster).await?;
-        let access = Attributes {
-            user: &user_info,
-            verb: "access",
-            target: Target::NonResource { path: "/" },
-        };
         let allows = |attributes: &Attributes<'_>| {
             policy.allows(attributes, Some(&self.bootstrap))
                 || self.bootstrap.allows(attributes, None)
         };
-        if !allows(&access) {
-            return Ok(deny("access denied"));
-        }
-        if allows(&attributes) {
+        let access = Attributes {
+            user: subject,
+            verb: "access",
+            target: Target::NonResource { path: "/" },
+        };
+        if allows(&access) && allows(&attributes) {
             Ok(Decision::Allow)
         } else {
             Ok(deny("access denied"))
         }
+    }
+
+    /// Every rule `subject` holds in `namespace` of `cluster` (cluster-wide ones only when it
+    /// is empty), for rules reviews; none without access to the cluster.
+    pub async fn rules_for(
+        &self,
+        subject: &UserInfo,
+        cluster: &str,
+        namespace: &str,
+    ) -> Result<Vec<Rule>, RegistryError> {
+        if subject.groups.iter().any(|group| group == MASTERS) {
+            return Ok(vec![
+                Rule {
+                    verbs: vec!["*".into()],
+                    api_groups: vec!["*".into()],
+                    resources: vec!["*".into()],
+                    ..Rule::default()
+                },
+                Rule {
+                    verbs: vec!["*".into()],
+                    non_resource_urls: vec!["*".into()],
+                    ..Rule::default()
+                },
+            ]);
+        }
+        if cluster == ALL_CLUSTERS {
+            return Ok(Vec::new());
+        }
+        let policy = self.policies.of(cluster).await?;
+        let access = Attributes {
+            user: subject,
+            verb: "access",
+            target: Target::NonResource { path: "/" },
+        };
+        if !policy.allows(&access, Some(&self.bootstrap)) && !self.bootstrap.allows(&access, None) {
+            return Ok(Vec::new());
+        }
+        let mut rules: Vec<Rule> = Vec::new();
+        let granted = policy
+            .rules_for(subject, namespace, Some(&self.bootstrap))
+            .chain(self.bootstrap.rules_for(subject, namespace, None));
+        for rule in granted {
+            if !rules.contains(rule) {
+                rules.push(rule.clone());
+            }
+        }
+        Ok(rules)
     }
 }

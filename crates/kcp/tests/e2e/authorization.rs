@@ -216,3 +216,112 @@ fn rbac_grants_hold_in_their_workspace_only() {
         "{denied}"
     );
 }
+
+#[test]
+fn reviews_say_what_a_user_may_do_and_who_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = write_file(
+        dir.path(),
+        "tokens.csv",
+        "carol-token,carol,1003,\"team-c\"\n",
+    );
+    let kcp = Kcp::start(&dir.path().join("root"), &["--token-auth-file", &tokens]);
+    let ws = kcp.workspace("reviews");
+    kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "create",
+            "clusterrolebinding",
+            "carol-access",
+            "--clusterrole=system:kcp:workspace:access",
+            "--user=carol",
+        ],
+    );
+    kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "create",
+            "rolebinding",
+            "carol-view",
+            "-n",
+            "default",
+            "--clusterrole=view",
+            "--user=carol",
+        ],
+    );
+    // kubectl auth can-i: a SelfSubjectAccessReview, sent as protobuf.
+    let can = |args: &[&str]| {
+        let mut all = vec!["auth", "can-i"];
+        all.extend_from_slice(args);
+        let output = as_user(&kcp, "carol-token", &ws, &all);
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    };
+    assert_eq!(can(&["list", "configmaps", "-n", "default"]), "yes");
+    assert_eq!(can(&["get", "configmaps/x", "-n", "default"]), "yes");
+    assert!(can(&["create", "configmaps", "-n", "default"]).starts_with("no"));
+    assert!(can(&["list", "configmaps", "-n", "kube-system"]).starts_with("no"));
+    assert!(can(&["list", "secrets", "-n", "default"]).starts_with("no"));
+    assert_eq!(can(&["get", "/api"]), "yes");
+    // --list: a SelfSubjectRulesReview, the view role's rules among them.
+    let listed = can(&["--list", "-n", "default"]);
+    let configmaps = listed
+        .lines()
+        .find(|line| line.starts_with("configmaps "))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(configmaps.ends_with("[get list watch]"), "{listed}");
+    assert!(!listed.contains("secrets "), "{listed}");
+    // The admin may do anything.
+    let admin = kcp.kubectl_in_ok(&ws, &["auth", "can-i", "*", "*"]);
+    assert_eq!(admin.trim(), "yes");
+
+    // kubectl auth whoami: a SelfSubjectReview.
+    let whoami = as_user(&kcp, "carol-token", &ws, &["auth", "whoami", "-o", "json"]);
+    let whoami: serde_json::Value = serde_json::from_slice(&whoami.stdout).unwrap();
+    assert_eq!(whoami["status"]["userInfo"]["username"], "carol");
+    assert_eq!(
+        whoami["status"]["userInfo"]["groups"],
+        serde_json::json!(["team-c", "system:authenticated"])
+    );
+
+    // A SubjectAccessReview asks about another user; computed, never stored.
+    let review = write_file(
+        dir.path(),
+        "sar.json",
+        r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"carol","groups":["system:authenticated"],"resourceAttributes":{"namespace":"default","verb":"watch","resource":"configmaps"}}}"#,
+    );
+    let path = format!("/clusters/{ws}/apis/authorization.k8s.io/v1/subjectaccessreviews");
+    let answered: serde_json::Value =
+        serde_json::from_str(&kcp.kubectl_in_ok(&ws, &["create", "--raw", &path, "-f", &review]))
+            .unwrap();
+    assert_eq!(answered["status"]["allowed"], true, "{answered}");
+    let denied = write_file(
+        dir.path(),
+        "sar-denied.json",
+        r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"carol","groups":["system:authenticated"],"resourceAttributes":{"namespace":"default","verb":"delete","resource":"configmaps"}}}"#,
+    );
+    let answered: serde_json::Value =
+        serde_json::from_str(&kcp.kubectl_in_ok(&ws, &["create", "--raw", &path, "-f", &denied]))
+            .unwrap();
+    assert_eq!(answered["status"]["allowed"], false, "{answered}");
+    let nobody = write_file(
+        dir.path(),
+        "sar-nobody.json",
+        r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"resourceAttributes":{"verb":"get","resource":"configmaps"}}}"#,
+    );
+    let refused = kcp.kubectl_in_err(&ws, &["create", "--raw", &path, "-f", &nobody]);
+    assert!(
+        refused.contains("at least one of user or group must be specified"),
+        "{refused}"
+    );
+    // Users may not ask about others.
+    let refused = stderr(&as_user(
+        &kcp,
+        "carol-token",
+        &ws,
+        &["create", "--raw", &path, "-f", &review],
+    ));
+    assert!(
+        refused.contains(r#"User "carol" cannot create resource "subjectaccessreviews""#),
+        "{refused}"
+    );
+}
