@@ -332,8 +332,20 @@ impl Router {
                         .await
                         .unwrap_or_else(|error| error.into_response(encoding));
                 }
+                // Writes by users carry who makes them, for admission (a workspace's owner).
+                let privileged = user.groups.iter().any(|g| g == crate::authz::MASTERS);
+                let registry = match read_only || privileged {
+                    true => std::borrow::Cow::Borrowed(&self.registry),
+                    false => std::borrow::Cow::Owned(self.registry.on_behalf_of(
+                        kcp_registry::Requester {
+                            name: user.name.clone(),
+                            uid: String::new(),
+                            groups: user.groups.clone(),
+                        },
+                    )),
+                };
                 crate::handlers::serve(
-                    &self.registry,
+                    &registry,
                     &resource,
                     parts.uri.query(),
                     &parts.headers,

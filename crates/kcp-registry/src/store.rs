@@ -154,6 +154,16 @@ pub struct Registry {
     custom: Arc<CustomResourceIndex>,
     /// Asks conversion webhooks; without one, CRDs with webhook conversion fail to convert.
     converter: Option<Arc<dyn WebhookConverter>>,
+    /// Who writes through this view, when admission needs to know (a workspace's owner).
+    requester: Option<Arc<Requester>>,
+}
+
+/// The user a write is made for, as admission needs it (kcp records who created a workspace).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requester {
+    pub name: String,
+    pub uid: String,
+    pub groups: Vec<String>,
 }
 
 impl Registry {
@@ -163,7 +173,20 @@ impl Registry {
             part: Part::Whole,
             custom: Arc::default(),
             converter: None,
+            requester: None,
         }
+    }
+
+    /// The same registry writing for `requester` (see [`Requester`]).
+    pub fn on_behalf_of(&self, requester: Requester) -> Registry {
+        Registry {
+            requester: Some(Arc::new(requester)),
+            ..self.clone()
+        }
+    }
+
+    pub(crate) fn requester(&self) -> Option<&Requester> {
+        self.requester.as_deref()
     }
 
     /// The same registry converting custom resources through `converter` for CRDs with webhook

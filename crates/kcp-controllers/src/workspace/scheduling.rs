@@ -3,13 +3,16 @@
 //! of the workspace's type set, its path and URL, phase Initializing (Ready at once when there
 //! is nothing to initialize); then writes `spec.cluster`, `spec.URL` and the phase to the
 //! workspace in one write. A name another owner already holds is replaced by a new random one.
+//! A workspace created by a user (annotation `experimental.tenancy.kcp.io/owner`) passes the
+//! annotation to its LogicalCluster, and that user becomes the new logical cluster's admin: the
+//! ClusterRoleBinding `workspace-admin` to `cluster-admin`, as kcp writes it.
 
 use kcp_apimachinery::object;
 use kcp_apis::system;
 use kcp_registry::tenancy::paths::valid_cluster_name;
 use kcp_registry::tenancy::{
-    CLUSTER_ANNOTATION, LOGICAL_CLUSTER, LOGICAL_CLUSTER_FINALIZER, PATH_ANNOTATION,
-    TYPE_ANNOTATION, names, types,
+    CLUSTER_ANNOTATION, LOGICAL_CLUSTER, LOGICAL_CLUSTER_FINALIZER, OWNER_ANNOTATION,
+    PATH_ANNOTATION, TYPE_ANNOTATION, names, types,
 };
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::{Value, json};
@@ -51,7 +54,10 @@ pub(super) async fn reconcile(
         "Initializing"
     };
     let uid = workspace["metadata"]["uid"].clone();
-    let logical_cluster = json!({
+    let owner = workspace["metadata"]["annotations"][OWNER_ANNOTATION]
+        .as_str()
+        .map(str::to_string);
+    let mut logical_cluster = json!({
         "apiVersion": "core.kcp.io/v1alpha1",
         "kind": "LogicalCluster",
         "metadata": {
@@ -71,6 +77,9 @@ pub(super) async fn reconcile(
         },
         "status": {"phase": phase, "URL": url, "initializers": initializers},
     });
+    if let Some(owner) = &owner {
+        logical_cluster["metadata"]["annotations"][OWNER_ANNOTATION] = json!(owner);
+    }
     let target = Target {
         cluster,
         resource: system::logical_clusters(),
@@ -86,6 +95,9 @@ pub(super) async fn reconcile(
             }
         }
         Err(other) => return Err(other),
+    }
+    if let Some(owner) = &owner {
+        make_admin(registry, cluster, owner).await?;
     }
     let cluster = cluster.to_string();
     change(registry, key, move |next| {
@@ -111,6 +123,37 @@ pub(super) async fn reconcile(
     })
     .await?;
     Ok(Outcome::Finished)
+}
+
+/// Makes the user the owner annotation names the admin of `cluster`: the ClusterRoleBinding
+/// `workspace-admin` to `cluster-admin` (kept if it exists).
+async fn make_admin(registry: &Registry, cluster: &str, owner: &str) -> Result<(), RegistryError> {
+    let Some(username) = serde_json::from_str::<Value>(owner)
+        .ok()
+        .and_then(|owner| owner["username"].as_str().map(str::to_string))
+        .filter(|name| !name.is_empty())
+    else {
+        return Ok(());
+    };
+    let resource = kcp_apis::builtin::in_group_version("rbac.authorization.k8s.io", "v1")
+        .find(|r| r.name == "clusterrolebindings")
+        .expect("the catalogue has clusterrolebindings");
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "workspace-admin"},
+        "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": username}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+    });
+    let target = Target {
+        cluster,
+        resource,
+        namespace: None,
+    };
+    match registry.privileged().create(target, binding).await {
+        Ok(_) | Err(RegistryError::AlreadyExists { .. }) => Ok(()),
+        Err(other) => Err(other),
+    }
 }
 
 /// Gives the workspace a new random logical cluster name; the next pass schedules it there.

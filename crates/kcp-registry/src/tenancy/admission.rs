@@ -34,12 +34,27 @@ use serde_json::{Value, json};
 use super::paths::{CLUSTER_NAME_MESSAGE, valid_cluster_name};
 use super::types::{check_parent_and_child, split_type_annotation, workspace_type_reference};
 use super::{
-    CLUSTER_ANNOTATION, LOGICAL_CLUSTER, LOGICAL_CLUSTER_FINALIZER, PATH_ANNOTATION,
-    TYPE_ANNOTATION, WORKSPACE_FINALIZER, names,
+    CLUSTER_ANNOTATION, LOGICAL_CLUSTER, LOGICAL_CLUSTER_FINALIZER, OWNER_ANNOTATION,
+    PATH_ANNOTATION, TYPE_ANNOTATION, WORKSPACE_FINALIZER, names,
 };
 use crate::error::{Cause, RegistryError};
 use crate::meta;
 use crate::store::{Registry, Target};
+
+/// `requester` as kcp writes the owner annotation: `{"username":..,"uid":..,"groups":[..]}`,
+/// empty fields left out.
+fn owner_annotation(requester: &crate::store::Requester) -> String {
+    // Built in Go's field order (a JSON map here would sort the keys).
+    let quote = |text: &str| Value::String(text.to_string()).to_string();
+    let mut fields = vec![format!("\"username\":{}", quote(&requester.name))];
+    if !requester.uid.is_empty() {
+        fields.push(format!("\"uid\":{}", quote(&requester.uid)));
+    }
+    if !requester.groups.is_empty() {
+        fields.push(format!("\"groups\":{}", json!(requester.groups)));
+    }
+    format!("{{{}}}", fields.join(","))
+}
 
 /// WorkspaceType names kcp reserves.
 const RESERVED_TYPE_NAMES: &[&str] = &["any", "system"];
@@ -168,6 +183,19 @@ impl Registry {
             }
         }
         check_cluster_names(target, name, workspace)?;
+        if let Some(requester) = self.requester()
+            && !requester.groups.iter().any(|g| g == "system:masters")
+        {
+            // Who created it, as kcp records it; the workspace's LogicalCluster makes them its
+            // admin. Whatever the client sent there is replaced.
+            let owner = owner_annotation(requester);
+            object::set(
+                workspace,
+                &["metadata", "annotations", OWNER_ANNOTATION],
+                Value::String(owner),
+            )
+            .map_err(|e| refuse(e.to_string()))?;
+        }
         let parent = self
             .logical_cluster(target.cluster)
             .await

@@ -31,6 +31,9 @@ pub const PATH_ANNOTATION: &str = "kcp.io/path";
 pub const TYPE_ANNOTATION: &str = "internal.tenancy.kcp.io/type";
 /// The logical cluster name chosen for a Workspace, on the Workspace.
 pub const CLUSTER_ANNOTATION: &str = "internal.tenancy.kcp.io/cluster";
+/// Who created a workspace (`authentication.k8s.io/v1` UserInfo as JSON), on the Workspace and
+/// its LogicalCluster; that user is the workspace's first admin (`workspace-admin`).
+pub const OWNER_ANNOTATION: &str = "experimental.tenancy.kcp.io/owner";
 /// Keeps a Workspace until its logical cluster is gone.
 pub const WORKSPACE_FINALIZER: &str = "core.kcp.io/logicalcluster";
 /// Keeps a LogicalCluster until everything in its cluster is gone.

@@ -325,3 +325,129 @@ fn reviews_say_what_a_user_may_do_and_who_they_are() {
         "{refused}"
     );
 }
+
+#[test]
+fn the_creator_of_a_workspace_administers_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = write_file(
+        dir.path(),
+        "tokens.csv",
+        "dana-token,dana,1004,\"team-d\"\nerin-token,erin,1005,\n",
+    );
+    let kcp = Kcp::start(&dir.path().join("root"), &["--token-auth-file", &tokens]);
+    let creator = write_file(
+        dir.path(),
+        "creator.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: workspace-creator\nrules:\n- apiGroups: [tenancy.kcp.io]\n  resources: [workspaces]\n  verbs: [create, get, list, watch]\n",
+    );
+    kcp.kubectl_in_ok("root", &["create", "-f", &creator]);
+    kcp.kubectl_in_ok(
+        "root",
+        &[
+            "create",
+            "clusterrolebinding",
+            "creators",
+            "--clusterrole=workspace-creator",
+            "--user=dana",
+            "--user=erin",
+        ],
+    );
+    let workspace = write_file(
+        dir.path(),
+        "ws.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: danas\n",
+    );
+    let created = as_user(&kcp, "dana-token", "root", &["create", "-f", &workspace]);
+    assert!(created.status.success(), "{}", stderr(&created));
+    let ready = as_user(
+        &kcp,
+        "dana-token",
+        "root",
+        &[
+            "wait",
+            "--for=jsonpath={.status.phase}=Ready",
+            "workspace/danas",
+            "--timeout=20s",
+        ],
+    );
+    assert!(ready.status.success(), "{}", stderr(&ready));
+    // kcp records who created it, whatever the client sent.
+    let owner = kcp.kubectl_in_ok(
+        "root",
+        &[
+            "get",
+            "workspace",
+            "danas",
+            "-o",
+            "jsonpath={.metadata.annotations.experimental\\.tenancy\\.kcp\\.io/owner}",
+        ],
+    );
+    assert_eq!(
+        owner,
+        r#"{"username":"dana","groups":["team-d","system:authenticated"]}"#
+    );
+    // The creator is the new workspace's admin; another user may not even enter.
+    let ws = "root:danas";
+    let binding = kcp.kubectl_in_ok(
+        ws,
+        &[
+            "get",
+            "clusterrolebinding",
+            "workspace-admin",
+            "-o",
+            "jsonpath={.roleRef.name} {.subjects[0].name}",
+        ],
+    );
+    assert_eq!(binding, "cluster-admin dana");
+    for args in [
+        &["create", "namespace", "apps"][..],
+        &["create", "configmap", "c", "-n", "apps"],
+        &[
+            "create",
+            "rolebinding",
+            "erin-view",
+            "-n",
+            "apps",
+            "--clusterrole=view",
+            "--user=erin",
+        ],
+    ] {
+        let done = as_user(&kcp, "dana-token", ws, args);
+        assert!(done.status.success(), "{args:?}: {}", stderr(&done));
+    }
+    let path = format!("/clusters/{ws}/api/v1/namespaces/apps/configmaps");
+    let denied = stderr(&as_user(&kcp, "erin-token", ws, &["get", "--raw", &path]));
+    assert!(denied.contains("access denied"), "{denied}");
+    // Once the admin lets erin in, her view binding applies.
+    let granted = as_user(
+        &kcp,
+        "dana-token",
+        ws,
+        &[
+            "create",
+            "clusterrolebinding",
+            "erin-access",
+            "--clusterrole=system:kcp:workspace:access",
+            "--user=erin",
+        ],
+    );
+    assert!(granted.status.success(), "{}", stderr(&granted));
+    wait::until("erin reads the configmaps", || {
+        let output = as_user(&kcp, "erin-token", ws, &["get", "--raw", &path]);
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(stderr(&output))
+        }
+    });
+    let refused = stderr(&as_user(
+        &kcp,
+        "erin-token",
+        ws,
+        &["delete", "configmap", "c", "-n", "apps"],
+    ));
+    assert!(
+        refused.contains(r#"User "erin" cannot delete resource "configmaps""#),
+        "{refused}"
+    );
+}
