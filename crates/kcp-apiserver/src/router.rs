@@ -336,13 +336,9 @@ impl Router {
                 let privileged = user.groups.iter().any(|g| g == crate::authz::MASTERS);
                 let registry = match read_only || privileged {
                     true => std::borrow::Cow::Borrowed(&self.registry),
-                    false => std::borrow::Cow::Owned(self.registry.on_behalf_of(
-                        kcp_registry::Requester {
-                            name: user.name.clone(),
-                            uid: String::new(),
-                            groups: user.groups.clone(),
-                        },
-                    )),
+                    false => std::borrow::Cow::Owned(
+                        self.registry.on_behalf_of(self.authz.requester(user)),
+                    ),
                 };
                 crate::handlers::serve(
                     &registry,

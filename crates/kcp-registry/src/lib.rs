@@ -44,6 +44,6 @@ pub use custom::index::CrdFollower;
 pub use error::{Cause, RegistryError};
 pub use list::{Filter, ListOptions, ListResult};
 pub use meta::{now, seconds_since};
-pub use store::{ALL_CLUSTERS, DeleteOutcome, PatchWith, Registry, Requester, Target};
+pub use store::{ALL_CLUSTERS, AccessCheck, DeleteOutcome, PatchWith, Registry, Requester, Target};
 pub use watch::WatchEvent;
 pub use wildcard::{ClusterEvent, ClusterObject};

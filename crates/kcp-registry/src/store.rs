@@ -158,12 +158,30 @@ pub struct Registry {
     requester: Option<Arc<Requester>>,
 }
 
-/// The user a write is made for, as admission needs it (kcp records who created a workspace).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The user a write is made for, as admission needs it: kcp records who created a workspace,
+/// and asks the authorizer whether they may use its type.
+#[derive(Clone)]
 pub struct Requester {
     pub name: String,
     pub uid: String,
     pub groups: Vec<String>,
+    /// Asks the server's authorizer what the requester may do elsewhere.
+    pub access: Arc<dyn AccessCheck>,
+}
+
+/// Whether the requester may do something in another logical cluster (admission asks, e.g.
+/// verb `use` on a WorkspaceType), answered by the server's authorizer.
+pub trait AccessCheck: Send + Sync {
+    /// May the requester do `verb` on the object `name` of `resource` in API group `group`
+    /// (cluster-scoped) in logical cluster `cluster`?
+    fn allowed<'a>(
+        &'a self,
+        cluster: &'a str,
+        verb: &'a str,
+        group: &'a str,
+        resource: &'a str,
+        name: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<bool, RegistryError>>;
 }
 
 impl Registry {

@@ -20,7 +20,7 @@ pub mod reviews;
 use std::sync::Arc;
 
 use kcp_apimachinery::rbac::{Attributes, Policy, Rule, Target, UserInfo};
-use kcp_registry::{ALL_CLUSTERS, Registry, RegistryError};
+use kcp_registry::{ALL_CLUSTERS, AccessCheck, Registry, RegistryError, Requester};
 
 use crate::authn::User;
 use crate::request_info::RequestInfo;
@@ -56,6 +56,22 @@ impl Authorizer {
         Authorizer {
             policies: policies::Policies::new(registry),
             bootstrap: Arc::new(bootstrap::policy()),
+        }
+    }
+
+    /// `user` as the registry's admission sees them, able to ask this authorizer.
+    pub fn requester(&self, user: &User) -> Requester {
+        Requester {
+            name: user.name.clone(),
+            uid: String::new(),
+            groups: user.groups.clone(),
+            access: Arc::new(UserAccess {
+                authorizer: self.clone(),
+                subject: UserInfo {
+                    name: user.name.clone(),
+                    groups: user.groups.clone(),
+                },
+            }),
         }
     }
 
@@ -189,5 +205,37 @@ impl Authorizer {
             }
         }
         Ok(rules)
+    }
+}
+
+/// The authorizer answering admission's questions about one user.
+struct UserAccess {
+    authorizer: Authorizer,
+    subject: UserInfo,
+}
+
+impl AccessCheck for UserAccess {
+    fn allowed<'a>(
+        &'a self,
+        cluster: &'a str,
+        verb: &'a str,
+        group: &'a str,
+        resource: &'a str,
+        name: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<bool, RegistryError>> {
+        Box::pin(async move {
+            let target = Target::Resource {
+                api_group: group,
+                resource,
+                subresource: "",
+                name,
+                namespace: "",
+            };
+            let decision = self
+                .authorizer
+                .decide(&self.subject, cluster, verb, target)
+                .await?;
+            Ok(decision == Decision::Allow)
+        })
     }
 }

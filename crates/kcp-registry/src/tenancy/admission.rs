@@ -258,6 +258,29 @@ impl Registry {
             &child_type.qualified(),
         )
         .map_err(refuse)?;
+        if let Some(requester) = self.requester()
+            && !requester.groups.iter().any(|g| g == "system:masters")
+        {
+            // Users need verb `use` on the type, where it lives (kcp's root policy grants it to
+            // every authenticated user for universal, organization and team).
+            let type_cluster = self.resolve_path(&child_type.path).await?;
+            let allowed = requester
+                .access
+                .allowed(
+                    &type_cluster,
+                    "use",
+                    "tenancy.kcp.io",
+                    "workspacetypes",
+                    &child_type.name,
+                )
+                .await?;
+            if !allowed {
+                return Err(refuse(format!(
+                    "unable to use workspace type {}: missing verb='use' permission on workspacetype",
+                    child_type.qualified()
+                )));
+            }
+        }
         if let Some(Value::Object(extra)) = child_type
             .object
             .pointer("/spec/additionalWorkspaceLabels")

@@ -1,7 +1,8 @@
 //! The root logical cluster as kcp bootstraps it: its LogicalCluster (`kcp.io/path: root`, type
 //! `root:root`, Ready, with the server's URL), namespaces `default` and `kube-system`, and the
 //! WorkspaceTypes `root`, `universal`, `organization`, `team` and `home`, and the root policy
-//! letting every authenticated user enter root. Objects that exist are
+//! letting every authenticated user enter root and use the types `universal`, `organization`
+//! and `team`. Objects that exist are
 //! kept (create only), but the root's URL follows the address of this start.
 
 use kcp_apimachinery::object;
@@ -23,6 +24,41 @@ fn authenticated_access() -> Value {
             "apiGroup": "rbac.authorization.k8s.io",
             "kind": "ClusterRole",
             "name": "system:kcp:workspace:access",
+        },
+        "subjects": [{
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "Group",
+            "name": "system:authenticated",
+        }],
+    })
+}
+
+/// kcp's root policy: verb `use` on the WorkspaceTypes `universal`, `organization` and
+/// `team`, which creating a workspace of that type needs...
+fn workspace_type_use() -> Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "system:kcp:universal-workspacetype-use"},
+        "rules": [{
+            "apiGroups": ["tenancy.kcp.io"],
+            "resources": ["workspacetypes"],
+            "resourceNames": ["universal", "organization", "team"],
+            "verbs": ["use"],
+        }],
+    })
+}
+
+/// ... granted to every authenticated user.
+fn authenticated_workspace_type_use() -> Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "system:kcp:authenticated:universal-workspacetype-use"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "system:kcp:universal-workspacetype-use",
         },
         "subjects": [{
             "apiGroup": "rbac.authorization.k8s.io",
@@ -150,9 +186,21 @@ impl Registry {
                 .expect("the catalogue has clusterrolebindings"),
             namespace: None,
         };
-        match self.create(bindings, authenticated_access()).await {
-            Ok(_) | Err(RegistryError::AlreadyExists { .. }) => {}
-            Err(other) => return Err(other),
+        let roles = Target {
+            resource: kcp_apis::builtin::in_group_version("rbac.authorization.k8s.io", "v1")
+                .find(|r| r.name == "clusterroles")
+                .expect("the catalogue has clusterroles"),
+            ..bindings
+        };
+        for (target, object) in [
+            (bindings, authenticated_access()),
+            (roles, workspace_type_use()),
+            (bindings, authenticated_workspace_type_use()),
+        ] {
+            match self.create(target, object).await {
+                Ok(_) | Err(RegistryError::AlreadyExists { .. }) => {}
+                Err(other) => return Err(other),
+            }
         }
         Ok(())
     }

@@ -357,6 +357,29 @@ fn the_creator_of_a_workspace_administers_it() {
         "ws.yaml",
         "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: danas\n",
     );
+    // A type of the admin's own needs verb `use`, which root does not grant.
+    let restricted = write_file(
+        dir.path(),
+        "type.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata:\n  name: restricted\nspec:\n  extend:\n    with:\n    - {name: universal, path: root}\n",
+    );
+    kcp.kubectl_in_ok("root", &["create", "-f", &restricted]);
+    let typed = write_file(
+        dir.path(),
+        "typed.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: typed\nspec:\n  type: {name: restricted, path: root}\n",
+    );
+    let refused = stderr(&as_user(
+        &kcp,
+        "dana-token",
+        "root",
+        &["create", "-f", &typed],
+    ));
+    assert!(
+        refused.contains("unable to use workspace type root:restricted: missing verb='use' permission on workspacetype"),
+        "{refused}"
+    );
+    // The default type (organization in root) is one every authenticated user may use.
     let created = as_user(&kcp, "dana-token", "root", &["create", "-f", &workspace]);
     assert!(created.status.success(), "{}", stderr(&created));
     let ready = as_user(
