@@ -7,6 +7,10 @@
 //!   `NamespaceTerminating`); `default`, `kube-system` and `kube-public` are never deleted (403).
 //! - [`Plugin::Tenancy`], kcp's plugins for its own kinds: Workspaces, LogicalClusters,
 //!   WorkspaceTypes, their reserved metadata and finalizers ([`crate::tenancy`]).
+//! - [`Plugin::RbacEscalation`], Kubernetes' RBAC rules for users' writes of roles and
+//!   bindings: a role may hold only rules its writer holds (or verb `escalate`), a binding may
+//!   grant only a role whose rules its writer holds (or verb `bind` on it)
+//!   (`crate::escalation`).
 //!
 //! The server's own controllers write through [`Registry::privileged`], which only
 //! NamespaceLifecycle's create checks hold to. Authorization will join the chain here.
@@ -22,10 +26,15 @@ use crate::store::{Registry, Target, decode, namespaces};
 pub enum Plugin {
     NamespaceLifecycle,
     Tenancy,
+    RbacEscalation,
 }
 
 /// The order writes pass the plugins in.
-pub const ORDER: &[Plugin] = &[Plugin::NamespaceLifecycle, Plugin::Tenancy];
+pub const ORDER: &[Plugin] = &[
+    Plugin::NamespaceLifecycle,
+    Plugin::Tenancy,
+    Plugin::RbacEscalation,
+];
 
 impl Registry {
     /// Admits a new object; `sent_name` is its name as the client sent it (empty when the
@@ -46,13 +55,14 @@ impl Registry {
                     _ => {}
                 },
                 Plugin::Tenancy => self.admit_tenancy_create(target, object).await?,
+                Plugin::RbacEscalation => self.admit_rbac_write(target, object).await?,
             }
         }
         Ok(())
     }
 
     /// Admits `next` replacing `stored` (updates and patches); a plugin may change `next`.
-    pub(crate) fn admit_update(
+    pub(crate) async fn admit_update(
         &self,
         target: &Target<'_>,
         name: &str,
@@ -63,6 +73,7 @@ impl Registry {
             match plugin {
                 Plugin::NamespaceLifecycle => {}
                 Plugin::Tenancy => self.admit_tenancy_update(target, name, stored, next)?,
+                Plugin::RbacEscalation => self.admit_rbac_write(target, next).await?,
             }
         }
         Ok(())
@@ -91,6 +102,7 @@ impl Registry {
                     }
                 }
                 Plugin::Tenancy => self.admit_tenancy_delete(target, name).await?,
+                Plugin::RbacEscalation => {}
             }
         }
         Ok(())

@@ -25,6 +25,7 @@ pub mod admission;
 mod collection;
 pub mod custom;
 mod error;
+mod escalation;
 mod generic;
 pub mod kinds;
 mod list;
@@ -44,6 +45,8 @@ pub use custom::index::CrdFollower;
 pub use error::{Cause, RegistryError};
 pub use list::{Filter, ListOptions, ListResult};
 pub use meta::{now, seconds_since};
-pub use store::{ALL_CLUSTERS, AccessCheck, DeleteOutcome, PatchWith, Registry, Requester, Target};
+pub use store::{
+    ALL_CLUSTERS, AccessCheck, DeleteOutcome, PatchWith, Place, Registry, Requester, Target,
+};
 pub use watch::WatchEvent;
 pub use wildcard::{ClusterEvent, ClusterObject};

@@ -169,19 +169,47 @@ pub struct Requester {
     pub access: Arc<dyn AccessCheck>,
 }
 
-/// Whether the requester may do something in another logical cluster (admission asks, e.g.
-/// verb `use` on a WorkspaceType), answered by the server's authorizer.
+/// What admission asks the server's authorizer about the requester: may they do something
+/// (verb `use` on a WorkspaceType, `escalate` on a role, `bind` a role), which rules do they
+/// hold, which rules does a role grant.
 pub trait AccessCheck: Send + Sync {
-    /// May the requester do `verb` on the object `name` of `resource` in API group `group`
-    /// (cluster-scoped) in logical cluster `cluster`?
+    /// May the requester do `verb` on the object `name` of `resource` in API group `group`, in
+    /// `namespace` (empty: cluster-scoped) of logical cluster `cluster`?
     fn allowed<'a>(
         &'a self,
-        cluster: &'a str,
+        at: Place<'a>,
         verb: &'a str,
         group: &'a str,
         resource: &'a str,
         name: &'a str,
     ) -> futures::future::BoxFuture<'a, Result<bool, RegistryError>>;
+
+    /// Every rule the requester holds in `namespace` of `cluster` (cluster-wide ones only when
+    /// it is empty).
+    fn rules_held<'a>(
+        &'a self,
+        at: Place<'a>,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<kcp_apimachinery::rbac::Rule>, RegistryError>>;
+
+    /// The rules of the Role `name` of `namespace` (`kind` "Role") or of the ClusterRole
+    /// `name` (bootstrap ones included) in `cluster`; `None` if there is none.
+    #[allow(clippy::type_complexity)]
+    fn role_rules<'a>(
+        &'a self,
+        at: Place<'a>,
+        kind: &'a str,
+        name: &'a str,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Option<Vec<kcp_apimachinery::rbac::Rule>>, RegistryError>,
+    >;
+}
+
+/// A namespace (empty: cluster-wide) of a logical cluster, where admission asks its questions.
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    pub cluster: &'a str,
+    pub namespace: &'a str,
 }
 
 impl Registry {
@@ -456,7 +484,7 @@ impl Registry {
                 next,
             );
             carry_server_fields(target.resource, &stored, &mut next);
-            self.admit_update(&target, name, &stored, &mut next)?;
+            self.admit_update(&target, name, &stored, &mut next).await?;
             check_update(&target, name, &next, &stored).await?;
             if unchanged(target.resource, &stored, &next) {
                 return Ok(stored);
@@ -519,7 +547,8 @@ impl Registry {
                 patched,
             );
             carry_server_fields(target.resource, &stored, &mut patched);
-            self.admit_update(&target, name, &stored, &mut patched)?;
+            self.admit_update(&target, name, &stored, &mut patched)
+                .await?;
             check_update(&target, name, &patched, &stored).await?;
             if unchanged(target.resource, &stored, &patched) {
                 return Ok((stored, found));

@@ -19,7 +19,7 @@ mod rule;
 mod tests;
 
 pub use policy::{Binding, Policy, RoleRef, Subject};
-pub use rule::Rule;
+pub use rule::{Rule, uncovered};
 
 /// Who asks: the authenticated user's name and groups.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -145,6 +145,13 @@ impl Policy {
         policy
     }
 
+    /// The rules of the Role `name` in `namespace`, if there is one.
+    pub fn role(&self, namespace: &str, name: &str) -> Option<&[Rule]> {
+        self.roles
+            .get(&(namespace.to_string(), name.to_string()))
+            .map(Vec::as_slice)
+    }
+
     /// The rules of the ClusterRole `name` after aggregation, if there is one.
     pub fn cluster_role(&self, name: &str) -> Option<&[Rule]> {
         self.cluster_roles.get(name).map(Vec::as_slice)

@@ -87,3 +87,107 @@ impl Rule {
 fn matches(list: &[String], item: &str) -> bool {
     list.iter().any(|entry| entry == ALL || entry == item)
 }
+
+/// The rules of `wanted` that `held` does not cover, as Kubernetes' escalation check finds
+/// them: each rule is broken down into single verbs on single resources (and names) or paths,
+/// and each of those must be allowed by a held rule, wildcards only by wildcards. The missing
+/// ones come back merged by resource, verbs gathered.
+pub fn uncovered(held: &[Rule], wanted: &[Rule]) -> Vec<Rule> {
+    let user = super::UserInfo {
+        name: String::new(),
+        groups: Vec::new(),
+    };
+    let mut missing: Vec<Rule> = Vec::new();
+    let mut note = |rule: Rule| match missing.iter_mut().find(|m| {
+        m.api_groups == rule.api_groups
+            && m.resources == rule.resources
+            && m.resource_names == rule.resource_names
+            && m.non_resource_urls == rule.non_resource_urls
+    }) {
+        Some(existing) => {
+            for verb in rule.verbs {
+                if !existing.verbs.contains(&verb) {
+                    existing.verbs.push(verb);
+                }
+            }
+        }
+        None => missing.push(rule),
+    };
+    for rule in wanted {
+        for verb in &rule.verbs {
+            for url in &rule.non_resource_urls {
+                let attributes = Attributes {
+                    user: &user,
+                    verb,
+                    target: Target::NonResource { path: url },
+                };
+                if !held.iter().any(|h| h.allows(&attributes)) {
+                    note(Rule {
+                        verbs: vec![verb.clone()],
+                        non_resource_urls: vec![url.clone()],
+                        ..Rule::default()
+                    });
+                }
+            }
+            for group in &rule.api_groups {
+                for resource in &rule.resources {
+                    let (named, sub) = resource.split_once('/').unwrap_or((resource, ""));
+                    let names: Vec<&str> = match rule.resource_names.is_empty() {
+                        true => vec![""],
+                        false => rule.resource_names.iter().map(String::as_str).collect(),
+                    };
+                    for name in names {
+                        let attributes = Attributes {
+                            user: &user,
+                            verb,
+                            target: Target::Resource {
+                                api_group: group,
+                                resource: named,
+                                subresource: sub,
+                                name,
+                                namespace: "",
+                            },
+                        };
+                        if !held.iter().any(|h| h.allows(&attributes)) {
+                            note(Rule {
+                                verbs: vec![verb.clone()],
+                                api_groups: vec![group.clone()],
+                                resources: vec![resource.clone()],
+                                resource_names: match name {
+                                    "" => Vec::new(),
+                                    name => vec![name.to_string()],
+                                },
+                                non_resource_urls: Vec::new(),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    missing
+}
+
+impl Rule {
+    /// The rule as Kubernetes prints it in escalation errors:
+    /// `{APIGroups:[""], Resources:["secrets"], Verbs:["get"]}`, empty fields left out.
+    pub fn compact(&self) -> String {
+        let list = |items: &[String]| {
+            let quoted: Vec<String> = items.iter().map(|i| format!("{i:?}")).collect();
+            format!("[{}]", quoted.join(" "))
+        };
+        let mut fields = Vec::new();
+        for (name, items) in [
+            ("APIGroups", &self.api_groups),
+            ("Resources", &self.resources),
+            ("ResourceNames", &self.resource_names),
+            ("NonResourceURLs", &self.non_resource_urls),
+            ("Verbs", &self.verbs),
+        ] {
+            if !items.is_empty() || (name == "APIGroups" && !self.resources.is_empty()) {
+                fields.push(format!("{name}:{}", list(items)));
+            }
+        }
+        format!("{{{}}}", fields.join(", "))
+    }
+}

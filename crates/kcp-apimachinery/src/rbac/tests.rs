@@ -470,3 +470,48 @@ fn denials_are_worded_as_kube_apiserver_words_them() {
         r#"User "alice" cannot get path "/metrics""#
     );
 }
+
+#[test]
+fn escalation_finds_what_is_not_held_wildcards_covered_only_by_wildcards() {
+    let rule = |value: Value| Rule::from_json(&value);
+    let held = vec![
+        rule(
+            json!({"apiGroups": [""], "resources": ["configmaps", "pods/log"], "verbs": ["get", "list"]}),
+        ),
+        rule(json!({"apiGroups": ["apps"], "resources": ["*"], "verbs": ["*"]})),
+        rule(json!({"nonResourceURLs": ["/healthz/*"], "verbs": ["get"]})),
+    ];
+    let covered = vec![
+        rule(json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]})),
+        rule(
+            json!({"apiGroups": [""], "resources": ["pods/log"], "resourceNames": ["p"], "verbs": ["list"]}),
+        ),
+        rule(
+            json!({"apiGroups": ["apps"], "resources": ["deployments", "deployments/scale"], "verbs": ["*"]}),
+        ),
+        rule(json!({"nonResourceURLs": ["/healthz/etcd"], "verbs": ["get"]})),
+    ];
+    assert!(uncovered(&held, &covered).is_empty());
+    let wanted = vec![
+        rule(
+            json!({"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["get", "delete"]}),
+        ),
+        rule(json!({"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]})),
+        rule(json!({"apiGroups": ["*"], "resources": ["*"], "verbs": ["get"]})),
+        rule(json!({"nonResourceURLs": ["/metrics"], "verbs": ["get"]})),
+    ];
+    let missing: Vec<String> = uncovered(&held, &wanted)
+        .iter()
+        .map(Rule::compact)
+        .collect();
+    assert_eq!(
+        missing,
+        [
+            r#"{APIGroups:[""], Resources:["secrets"], Verbs:["get" "delete"]}"#,
+            r#"{APIGroups:[""], Resources:["configmaps"], Verbs:["delete"]}"#,
+            r#"{APIGroups:[""], Resources:["pods"], Verbs:["get"]}"#,
+            r#"{APIGroups:["*"], Resources:["*"], Verbs:["get"]}"#,
+            r#"{NonResourceURLs:["/metrics"], Verbs:["get"]}"#,
+        ]
+    );
+}

@@ -19,8 +19,9 @@ pub mod reviews;
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use kcp_apimachinery::rbac::{Attributes, Policy, Rule, Target, UserInfo};
-use kcp_registry::{ALL_CLUSTERS, AccessCheck, Registry, RegistryError, Requester};
+use kcp_registry::{ALL_CLUSTERS, AccessCheck, Place, Registry, RegistryError, Requester};
 
 use crate::authn::User;
 use crate::request_info::RequestInfo;
@@ -217,25 +218,51 @@ struct UserAccess {
 impl AccessCheck for UserAccess {
     fn allowed<'a>(
         &'a self,
-        cluster: &'a str,
+        at: Place<'a>,
         verb: &'a str,
         group: &'a str,
         resource: &'a str,
         name: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<bool, RegistryError>> {
+    ) -> BoxFuture<'a, Result<bool, RegistryError>> {
         Box::pin(async move {
             let target = Target::Resource {
                 api_group: group,
                 resource,
                 subresource: "",
                 name,
-                namespace: "",
+                namespace: at.namespace,
             };
             let decision = self
                 .authorizer
-                .decide(&self.subject, cluster, verb, target)
+                .decide(&self.subject, at.cluster, verb, target)
                 .await?;
             Ok(decision == Decision::Allow)
+        })
+    }
+
+    fn rules_held<'a>(&'a self, at: Place<'a>) -> BoxFuture<'a, Result<Vec<Rule>, RegistryError>> {
+        Box::pin(async move {
+            self.authorizer
+                .rules_for(&self.subject, at.cluster, at.namespace)
+                .await
+        })
+    }
+
+    fn role_rules<'a>(
+        &'a self,
+        at: Place<'a>,
+        kind: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<Rule>>, RegistryError>> {
+        Box::pin(async move {
+            let policy = self.authorizer.policies.of(at.cluster).await?;
+            let rules = match kind {
+                "Role" => policy.role(at.namespace, name),
+                _ => policy
+                    .cluster_role(name)
+                    .or_else(|| self.authorizer.bootstrap.cluster_role(name)),
+            };
+            Ok(rules.map(<[Rule]>::to_vec))
         })
     }
 }

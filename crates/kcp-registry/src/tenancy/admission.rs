@@ -267,7 +267,10 @@ impl Registry {
             let allowed = requester
                 .access
                 .allowed(
-                    &type_cluster,
+                    crate::store::Place {
+                        cluster: &type_cluster,
+                        namespace: "",
+                    },
                     "use",
                     "tenancy.kcp.io",
                     "workspacetypes",

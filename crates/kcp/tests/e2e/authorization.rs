@@ -474,3 +474,140 @@ fn the_creator_of_a_workspace_administers_it() {
         "{refused}"
     );
 }
+
+#[test]
+fn roles_and_bindings_grant_only_what_their_writer_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = write_file(dir.path(), "tokens.csv", "frank-token,frank,1006\n");
+    let kcp = Kcp::start(&dir.path().join("root"), &["--token-auth-file", &tokens]);
+    let ws = kcp.workspace("escalation");
+    for args in [
+        &[
+            "create",
+            "clusterrolebinding",
+            "frank-access",
+            "--clusterrole=system:kcp:workspace:access",
+            "--user=frank",
+        ][..],
+        &[
+            "create",
+            "rolebinding",
+            "frank-admin",
+            "-n",
+            "default",
+            "--clusterrole=admin",
+            "--user=frank",
+        ],
+    ] {
+        kcp.kubectl_in_ok(&ws, args);
+    }
+    let frank = |args: &[&str]| as_user(&kcp, "frank-token", &ws, args);
+    // What frank holds, he may grant.
+    let done = frank(&[
+        "create",
+        "role",
+        "cm-reader",
+        "-n",
+        "default",
+        "--verb=get",
+        "--resource=configmaps",
+    ]);
+    assert!(done.status.success(), "{}", stderr(&done));
+    let done = frank(&[
+        "create",
+        "rolebinding",
+        "edit-for-x",
+        "-n",
+        "default",
+        "--clusterrole=edit",
+        "--user=x",
+    ]);
+    assert!(done.status.success(), "{}", stderr(&done));
+    // Not more.
+    let refused = stderr(&frank(&[
+        "create",
+        "role",
+        "crd-reader",
+        "-n",
+        "default",
+        "--verb=get",
+        "--resource=customresourcedefinitions",
+    ]));
+    assert!(
+        refused.contains(r#"roles.rbac.authorization.k8s.io "crd-reader" is forbidden: user "frank" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:"#)
+            && refused.contains(r#"{APIGroups:["apiextensions.k8s.io"], Resources:["customresourcedefinitions"], Verbs:["get"]}"#),
+        "{refused}"
+    );
+    let refused = stderr(&frank(&[
+        "create",
+        "rolebinding",
+        "root-for-x",
+        "-n",
+        "default",
+        "--clusterrole=cluster-admin",
+        "--user=x",
+    ]));
+    assert!(
+        refused.contains(
+            r#"rolebindings.rbac.authorization.k8s.io "root-for-x" is forbidden: user "frank""#
+        ) && refused.contains(r#"{APIGroups:["*"], Resources:["*"], Verbs:["*"]}"#),
+        "{refused}"
+    );
+    // An update is held to the same rule.
+    let refused = stderr(&frank(&[
+        "patch",
+        "role",
+        "cm-reader",
+        "-n",
+        "default",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/rules/0/resources/-","value":"nodes"}]"#,
+    ]));
+    assert!(
+        refused.contains("attempting to grant RBAC permissions not currently held"),
+        "{refused}"
+    );
+    // Verb bind on the role lets him bind it anyway.
+    kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "create",
+            "role",
+            "bind-cluster-admin",
+            "-n",
+            "default",
+            "--verb=bind",
+            "--resource=clusterroles",
+            "--resource-name=cluster-admin",
+        ],
+    );
+    kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "create",
+            "rolebinding",
+            "frank-binds",
+            "-n",
+            "default",
+            "--role=bind-cluster-admin",
+            "--user=frank",
+        ],
+    );
+    wait::until("frank may bind cluster-admin", || {
+        let output = frank(&[
+            "create",
+            "rolebinding",
+            "root-for-x",
+            "-n",
+            "default",
+            "--clusterrole=cluster-admin",
+            "--user=x",
+        ]);
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(stderr(&output))
+        }
+    });
+}
