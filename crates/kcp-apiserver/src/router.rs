@@ -243,6 +243,39 @@ impl Router {
         if let RequestInfo::Resource(resource) = &info {
             *served = self.serves(resource);
         }
+        // Acting as another user (`kubectl --as`), if the caller may.
+        let impersonated;
+        let user = match crate::authz::impersonation::requested(&parts.headers) {
+            Ok(None) => user,
+            Ok(Some(wanted)) => {
+                let cluster = match &info {
+                    RequestInfo::Resource(r) => r.cluster.as_deref(),
+                    RequestInfo::NonResource { cluster, .. } => cluster.as_deref(),
+                }
+                .unwrap_or("root");
+                match self.authz.impersonate(user, cluster, &wanted).await {
+                    Ok(Ok(acting)) => {
+                        impersonated = acting;
+                        &impersonated
+                    }
+                    Ok(Err(refused)) => {
+                        return crate::error::ApiError::from(
+                            kcp_registry::RegistryError::Forbidden {
+                                qualified_resource: refused.resource,
+                                name: refused.name,
+                                message: refused.message,
+                                causes: Vec::new(),
+                            },
+                        )
+                        .into_response(encoding);
+                    }
+                    Err(error) => {
+                        return crate::error::ApiError::from(error).into_response(encoding);
+                    }
+                }
+            }
+            Err(error) => return crate::error::ApiError::from(error).into_response(encoding),
+        };
         if let RequestInfo::Resource(resource) = &info
             && crate::workspaces::is_home(resource)
         {

@@ -10,10 +10,14 @@
 //!    bindings able to name the bootstrap ClusterRoles ([`bootstrap`]) without a copy, and the
 //!    bootstrap bindings that hold everywhere (discovery for every authenticated user).
 //!
+//! Impersonation ([`impersonation`]) is authorized by the same chain (verb `impersonate`) before
+//! the request is authorized as the impersonated user.
+//!
 //! A denial is answered with kube-apiserver's 403 `Status` and its words (see
 //! [`kcp_apimachinery::rbac::forbidden_message`]), followed by kcp's reason.
 
 mod bootstrap;
+pub mod impersonation;
 mod policies;
 pub mod reviews;
 

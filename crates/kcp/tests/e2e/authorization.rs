@@ -313,6 +313,112 @@ fn reviews_say_what_a_user_may_do_and_who_they_are() {
         refused.contains("at least one of user or group must be specified"),
         "{refused}"
     );
+    // Impersonation: the admin acts as carol (kubectl --as), carol may not act as others...
+    let as_carol = kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "auth",
+            "can-i",
+            "list",
+            "configmaps",
+            "-n",
+            "default",
+            "--as=carol",
+        ],
+    );
+    assert_eq!(as_carol.trim(), "yes");
+    let as_carol = kcp.kubectl_in(
+        &ws,
+        &[
+            "auth",
+            "can-i",
+            "create",
+            "configmaps",
+            "-n",
+            "default",
+            "--as=carol",
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&as_carol.stdout).trim(),
+        "no - access denied"
+    );
+    let whoami = kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "auth",
+            "whoami",
+            "--as=carol",
+            "--as-group=team-x",
+            "-o",
+            "json",
+        ],
+    );
+    let whoami: serde_json::Value = serde_json::from_str(&whoami).unwrap();
+    assert_eq!(
+        whoami["status"]["userInfo"],
+        serde_json::json!({"username": "carol", "groups": ["team-x", "system:authenticated"]})
+    );
+    let refused = stderr(&as_user(
+        &kcp,
+        "carol-token",
+        &ws,
+        &["get", "configmaps", "-n", "default", "--as=root-user"],
+    ));
+    assert!(
+        refused.contains(r#"users "root-user" is forbidden: User "carol" cannot impersonate resource "users" in API group "" at the cluster scope"#),
+        "{refused}"
+    );
+    // ... until she may impersonate that one user.
+    let impersonator = write_file(
+        dir.path(),
+        "impersonator.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: impersonate-dave\nrules:\n- apiGroups: [\"\"]\n  resources: [users]\n  resourceNames: [dave]\n  verbs: [impersonate]\n",
+    );
+    kcp.kubectl_in_ok(&ws, &["create", "-f", &impersonator]);
+    kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "create",
+            "clusterrolebinding",
+            "carol-impersonates",
+            "--clusterrole=impersonate-dave",
+            "--user=carol",
+        ],
+    );
+    // Dave has no access to the workspace: the refusal names dave, so carol acted as him.
+    let configmaps = format!("/clusters/{ws}/api/v1/namespaces/default/configmaps");
+    wait::until("carol acts as dave", || {
+        let output = as_user(
+            &kcp,
+            "carol-token",
+            &ws,
+            &["get", "--raw", &configmaps, "--as=dave"],
+        );
+        let error = stderr(&output);
+        if error.contains(r#"User "dave" cannot list resource "configmaps""#) {
+            Ok(())
+        } else {
+            Err(error)
+        }
+    });
+    let refused = stderr(&as_user(
+        &kcp,
+        "carol-token",
+        &ws,
+        &[
+            "get",
+            "--raw",
+            &path,
+            "--as=dave",
+            "--as-group=system:masters",
+        ],
+    ));
+    assert!(
+        refused.contains(r#"groups "system:masters" is forbidden: User "carol" cannot impersonate resource "groups""#),
+        "{refused}"
+    );
+
     // Users may not ask about others.
     let refused = stderr(&as_user(
         &kcp,
