@@ -187,6 +187,29 @@ fn rbac_grants_hold_in_their_workspace_only() {
             .success()
     );
 
+    // A restart keeps every grant.
+    kcp.stop();
+    let kcp = Kcp::start(&dir.path().join("root"), &["--token-auth-file", &tokens]);
+    let listed = as_user(
+        &kcp,
+        "alice-token",
+        &a,
+        &["get", "configmaps", "-n", "default", "-o", "name"],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stdout).trim(),
+        "configmap/mine",
+        "{}",
+        stderr(&listed)
+    );
+    let denied = stderr(&as_user(
+        &kcp,
+        "bob-token",
+        &a,
+        &["get", "--raw", &format!("/clusters/{a}/api")],
+    ));
+    assert!(denied.contains("access denied"), "{denied}");
+
     // A revoked grant stops working.
     kcp.kubectl_in_ok(
         &a,
