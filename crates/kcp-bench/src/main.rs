@@ -4,9 +4,11 @@
 //! Subcommands: `storage` (embedded store against a real etcd), `api` (the real `kcp` binary
 //! against a bare TLS server and the raw embedded store; needs `cargo build --release -p kcp`),
 //! `workspaces` (a tree of workspaces created, held and deleted by the real `kcp` binary),
-//! `crds` (a big CRD updated and deleted by the real `kcp` binary, and the memory it leaves).
+//! `crds` (a big CRD updated and deleted by the real `kcp` binary, and the memory it leaves),
+//! `authz` (GETs by an RBAC-authorized user against the admin's).
 
 mod api;
+mod authz;
 mod crds;
 mod measure;
 mod storage;
@@ -39,6 +41,9 @@ enum Command {
     /// configmap updates of the same size; RSS before, peak and after against a target.
     /// Expects `cargo build --release -p kcp`.
     Crds(crds::Options),
+    /// Authorization's cost: GETs by a user RBAC authorizes (through 100 RoleBindings) against
+    /// the admin's, in the same run. Expects `cargo build --release -p kcp`.
+    Authz(authz::Options),
 }
 
 #[tokio::main]
@@ -48,5 +53,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Api(options) => api::run(options).await,
         Command::Workspaces(options) => workspaces::run(options).await,
         Command::Crds(options) => crds::run(options).await,
+        Command::Authz(options) => authz::run(options).await,
     }
 }

@@ -46,12 +46,22 @@ impl KcpProcess {
     /// Starts `binary` with `root` as its root directory on a free loopback port and waits for
     /// its "ready to serve" line. Later log lines are drained so logging never blocks it.
     pub async fn start(binary: &Path, root: &Path) -> anyhow::Result<KcpProcess> {
+        KcpProcess::start_with(binary, root, &[]).await
+    }
+
+    /// [`KcpProcess::start`] with `args` added to `kcp start`.
+    pub async fn start_with(
+        binary: &Path,
+        root: &Path,
+        args: &[&str],
+    ) -> anyhow::Result<KcpProcess> {
         let began = Instant::now();
         let mut child = Command::new(binary)
             .arg("start")
             .arg("--root-directory")
             .arg(root)
             .args(["--secure-port", "0", "--bind-address", "127.0.0.1"])
+            .args(args)
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())

@@ -1,0 +1,170 @@
+//! `kcp-bench authz`: what authorization costs a request, on the real `kcp` binary.
+//!
+//! One server with a token file. The namespace `default` of root holds `--bindings` (default
+//! 100) RoleBindings to the bootstrap ClusterRole `view`, each for another user, and last the
+//! one for the measured user `reader`. Then GETs of one 1 KiB configmap, each cell twice in
+//! the same run: as the admin (`system:masters`, no RBAC evaluated) and as `reader` (root's
+//! access rule, then RBAC over every binding). Target: the reader's throughput ≥ 90% of the
+//! admin's.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use http_body_util::Full;
+use serde_json::json;
+
+use crate::api::client::{Connection, Protocol, Target};
+use crate::api::kcp_process::{self, KcpProcess};
+use crate::api::{configmap_json, load, verdict};
+use crate::table;
+
+/// The reader's GET throughput as a share of the admin's, at least.
+const RATIO_TARGET: f64 = 0.9;
+const READER_TOKEN: &str = "bench-reader-token";
+const CONFIGMAPS: &str = "/clusters/root/api/v1/namespaces/default/configmaps";
+const ROLE_BINDINGS: &str =
+    "/clusters/root/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings";
+
+#[derive(clap::Args)]
+pub struct Options {
+    /// Seconds each measurement runs.
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// Connection counts.
+    #[arg(long, value_delimiter = ',', default_value = "1,16")]
+    concurrency: Vec<usize>,
+    /// RoleBindings in the namespace (the reader's is the last).
+    #[arg(long, default_value_t = 100)]
+    bindings: usize,
+    /// The kcp binary (default: `kcp` next to this executable, i.e. target/release/kcp).
+    #[arg(long)]
+    kcp_binary: Option<PathBuf>,
+}
+
+pub async fn run(options: Options) -> anyhow::Result<()> {
+    let binary = kcp_process::locate_binary(options.kcp_binary.as_deref())?;
+    let duration = Duration::from_secs_f64(options.seconds);
+    let dir = tempfile::tempdir()?;
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(&tokens, format!("{READER_TOKEN},reader,2001\n"))?;
+    let root = dir.path().join("kcp");
+    let tokens = tokens.to_string_lossy().into_owned();
+    let kcp = KcpProcess::start_with(&binary, &root, &["--token-auth-file", &tokens]).await?;
+    let ca_pem = std::fs::read(root.join("ca.crt")).context("read the kcp CA")?;
+    let token =
+        std::fs::read_to_string(root.join("admin-token")).context("read the admin token")?;
+    let admin = format!("Bearer {}", token.trim());
+    let reader = format!("Bearer {READER_TOKEN}");
+    let target = Target::new(SocketAddr::from((Ipv4Addr::LOCALHOST, kcp.port)), &ca_pem)?;
+
+    // The configmap, then the bindings, the reader's last.
+    let mut connection = target.connect(Protocol::Http1).await?;
+    let create = |connection: &Connection, path: &str, body: String| {
+        connection
+            .request(Method::POST, path)
+            .header(http::header::AUTHORIZATION, admin.as_str())
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body)))
+    };
+    let request = create(&connection, CONFIGMAPS, configmap_json("bench-get", 1024))?;
+    connection.expect(request, StatusCode::CREATED).await?;
+    for i in 0..=options.bindings {
+        let user = match i == options.bindings {
+            true => "reader".to_string(),
+            false => format!("user-{i}"),
+        };
+        let binding = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": format!("view-{user}")},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        });
+        let request = create(&connection, ROLE_BINDINGS, binding.to_string())?;
+        connection
+            .expect(request, StatusCode::CREATED)
+            .await
+            .context("create a RoleBinding")?;
+    }
+    // The reader may read now (its first request builds root's policy).
+    let path = format!("{CONFIGMAPS}/bench-get");
+    let request = connection
+        .request(Method::GET, &path)
+        .header(http::header::AUTHORIZATION, reader.as_str())
+        .body(Full::new(Bytes::new()))?;
+    connection
+        .expect(request, StatusCode::OK)
+        .await
+        .context("the reader's first GET")?;
+
+    let mut rows = vec![vec![
+        "workload".to_string(),
+        "reader (RBAC)".to_string(),
+        "admin (system:masters)".to_string(),
+        "reader/admin".to_string(),
+        "target".to_string(),
+    ]];
+    for &concurrency in &options.concurrency {
+        let get = |authorization: String| -> load::MakeRequest {
+            let path = path.clone();
+            Arc::new(move |connection, _, _| {
+                connection
+                    .request(Method::GET, &path)
+                    .header(http::header::AUTHORIZATION, authorization.as_str())
+                    .header(http::header::ACCEPT, "application/json")
+                    .body(Full::new(Bytes::new()))
+                    .expect("a valid request")
+            })
+        };
+        let label = format!(
+            "GET configmap, {} RoleBindings, {concurrency} conn",
+            options.bindings + 1
+        );
+        let as_admin = load::drive(
+            &target,
+            Protocol::Http1,
+            concurrency,
+            duration,
+            StatusCode::OK,
+            get(admin.clone()),
+        )
+        .await
+        .with_context(|| format!("{label} as the admin"))?;
+        let as_reader = load::drive(
+            &target,
+            Protocol::Http1,
+            concurrency,
+            duration,
+            StatusCode::OK,
+            get(reader.clone()),
+        )
+        .await
+        .with_context(|| format!("{label} as the reader"))?;
+        let ratio = as_reader.rate() / as_admin.rate();
+        eprintln!(
+            "{label}: reader {} | admin {}",
+            as_reader.cell(),
+            as_admin.cell()
+        );
+        rows.push(vec![
+            label,
+            as_reader.cell(),
+            as_admin.cell(),
+            format!("{ratio:.2}x"),
+            verdict(ratio >= RATIO_TARGET, format!(">= {RATIO_TARGET:.2}x")),
+        ]);
+    }
+    kcp.stop().await?;
+    println!(
+        "kcp-bench authz: {}, {:.1} s per cell, same run",
+        binary.display(),
+        options.seconds
+    );
+    print!("{}", table::render(&rows));
+    Ok(())
+}
