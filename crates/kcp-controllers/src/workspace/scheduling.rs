@@ -125,34 +125,15 @@ pub(super) async fn reconcile(
     Ok(Outcome::Finished)
 }
 
-/// Makes the user the owner annotation names the admin of `cluster`: the ClusterRoleBinding
-/// `workspace-admin` to `cluster-admin` (kept if it exists).
+/// Makes the user the owner annotation names the admin of `cluster` (kcp's `workspace-admin`).
 async fn make_admin(registry: &Registry, cluster: &str, owner: &str) -> Result<(), RegistryError> {
-    let Some(username) = serde_json::from_str::<Value>(owner)
+    match serde_json::from_str::<Value>(owner)
         .ok()
         .and_then(|owner| owner["username"].as_str().map(str::to_string))
         .filter(|name| !name.is_empty())
-    else {
-        return Ok(());
-    };
-    let resource = kcp_apis::builtin::in_group_version("rbac.authorization.k8s.io", "v1")
-        .find(|r| r.name == "clusterrolebindings")
-        .expect("the catalogue has clusterrolebindings");
-    let binding = json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": "workspace-admin"},
-        "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": username}],
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-    });
-    let target = Target {
-        cluster,
-        resource,
-        namespace: None,
-    };
-    match registry.privileged().create(target, binding).await {
-        Ok(_) | Err(RegistryError::AlreadyExists { .. }) => Ok(()),
-        Err(other) => Err(other),
+    {
+        Some(username) => registry.make_workspace_admin(cluster, &username).await,
+        None => Ok(()),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Home workspaces (`~`), as kcp's home-workspace handler: the first request for a user's home
 //! creates a parent-less logical cluster named after the user ([`super::names::home_cluster_name`]),
 //! of type `root:home`, with path `user:<name>`; once it is Ready, `~` answers a Workspace named
-//! `~` that points at it.
+//! `~` that points at it. Its user administers it (`workspace-admin`).
 
 use kcp_apimachinery::object::str_at;
 use kcp_apis::system;
@@ -35,11 +35,15 @@ impl Registry {
             Ok(found) => found,
             Err(RegistryError::NotFound { .. }) => {
                 self.create_home(&cluster, &path, &url).await?;
+                // The home belongs to its user.
+                self.make_workspace_admin(&cluster, user).await?;
                 return Ok(HomeWorkspace::Initializing);
             }
             Err(other) => return Err(other),
         };
         if str_at(&logical_cluster, &["status", "phase"]) != "Ready" {
+            // Again while it initializes, in case a crash came between the two writes.
+            self.make_workspace_admin(&cluster, user).await?;
             return Ok(HomeWorkspace::Initializing);
         }
         Ok(HomeWorkspace::Ready(json!({

@@ -34,6 +34,44 @@ pub const CLUSTER_ANNOTATION: &str = "internal.tenancy.kcp.io/cluster";
 /// Who created a workspace (`authentication.k8s.io/v1` UserInfo as JSON), on the Workspace and
 /// its LogicalCluster; that user is the workspace's first admin (`workspace-admin`).
 pub const OWNER_ANNOTATION: &str = "experimental.tenancy.kcp.io/owner";
+
+/// The ClusterRoleBinding `workspace-admin` kcp writes in a new logical cluster: its owner
+/// `username` gets `cluster-admin` there.
+pub fn workspace_admin_binding(username: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "workspace-admin"},
+        "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": username}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+    })
+}
+
+impl crate::store::Registry {
+    /// Makes `username` the admin of `cluster` ([`workspace_admin_binding`]; kept if it exists).
+    pub async fn make_workspace_admin(
+        &self,
+        cluster: &str,
+        username: &str,
+    ) -> Result<(), crate::error::RegistryError> {
+        let resource = kcp_apis::builtin::in_group_version("rbac.authorization.k8s.io", "v1")
+            .find(|r| r.name == "clusterrolebindings")
+            .expect("the catalogue has clusterrolebindings");
+        let target = crate::store::Target {
+            cluster,
+            resource,
+            namespace: None,
+        };
+        match self
+            .privileged()
+            .create(target, workspace_admin_binding(username))
+            .await
+        {
+            Ok(_) | Err(crate::error::RegistryError::AlreadyExists { .. }) => Ok(()),
+            Err(other) => Err(other),
+        }
+    }
+}
 /// Keeps a Workspace until its logical cluster is gone.
 pub const WORKSPACE_FINALIZER: &str = "core.kcp.io/logicalcluster";
 /// Keeps a LogicalCluster until everything in its cluster is gone.

@@ -602,6 +602,35 @@ fn the_creator_of_a_workspace_administers_it() {
         refused.contains(r#"User "erin" cannot delete resource "configmaps""#),
         "{refused}"
     );
+
+    // A user's home is theirs.
+    let home = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/~";
+    wait::until("erin's home is Ready", || {
+        let output = as_user(&kcp, "erin-token", "root", &["get", "--raw", home]);
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(stderr(&output))
+        }
+    });
+    let done = as_user(
+        &kcp,
+        "erin-token",
+        "user:erin",
+        &["create", "configmap", "mine", "-n", "default"],
+    );
+    assert!(done.status.success(), "{}", stderr(&done));
+    let denied = stderr(&as_user(
+        &kcp,
+        "dana-token",
+        "user:erin",
+        &[
+            "get",
+            "--raw",
+            "/clusters/user:erin/api/v1/namespaces/default/configmaps",
+        ],
+    ));
+    assert!(denied.contains("access denied"), "{denied}");
 }
 
 #[test]
