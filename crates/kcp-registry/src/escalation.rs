@@ -65,11 +65,9 @@ impl Registry {
                 match access.role_rules(at, kind, role).await? {
                     Some(rules) => rules,
                     None => {
-                        return Err(forbidden(
-                            target,
-                            name,
-                            format!("{roles}.{RBAC} {role:?} not found"),
-                        ));
+                        return Err(
+                            target.forbidden(name, format!("{roles}.{RBAC} {role:?} not found"))
+                        );
                     }
                 }
             }
@@ -80,7 +78,7 @@ impl Registry {
         if missing.is_empty() {
             return Ok(());
         }
-        Err(forbidden(target, name, not_held(requester, &missing)))
+        Err(target.forbidden(name, not_held(requester, &missing)))
     }
 }
 
@@ -94,13 +92,4 @@ fn not_held(requester: &Requester, missing: &[Rule]) -> String {
         groups.join(" "),
         rules.join("\n")
     )
-}
-
-fn forbidden(target: &Target<'_>, name: &str, message: String) -> RegistryError {
-    RegistryError::Forbidden {
-        qualified_resource: target.qualified_resource(),
-        name: name.to_string(),
-        message,
-        causes: Vec::new(),
-    }
 }

@@ -124,6 +124,16 @@ impl Target<'_> {
         }
     }
 
+    /// 403 for the object `name` of the target, saying why.
+    pub(crate) fn forbidden(&self, name: &str, message: String) -> RegistryError {
+        RegistryError::Forbidden {
+            qualified_resource: self.qualified_resource(),
+            name: name.to_string(),
+            message,
+            causes: Vec::new(),
+        }
+    }
+
     pub(crate) fn invalid(&self, name: &str, causes: Vec<Cause>) -> RegistryError {
         RegistryError::Invalid {
             kind: self.resource.kind.to_string(),

@@ -72,11 +72,7 @@ impl Registry {
         let resource = target.resource;
         let name = meta::string(object, "name").unwrap_or_default().to_string();
         if std::ptr::eq(resource, system::logical_clusters()) && !self.is_privileged() {
-            return Err(forbidden(
-                target,
-                &name,
-                "LogicalCluster cannot be created".into(),
-            ));
+            return Err(target.forbidden(&name, "LogicalCluster cannot be created".into()));
         }
         if std::ptr::eq(resource, system::logical_clusters()) && name != LOGICAL_CLUSTER {
             return Err(target.invalid(
@@ -91,7 +87,7 @@ impl Registry {
         if std::ptr::eq(resource, system::workspace_types())
             && RESERVED_TYPE_NAMES.contains(&name.as_str())
         {
-            return Err(forbidden(target, &name, "name is reserved".into()));
+            return Err(target.forbidden(&name, "name is reserved".into()));
         }
         if std::ptr::eq(resource, system::workspaces()) {
             self.admit_workspace(target, &name, object).await?;
@@ -111,7 +107,7 @@ impl Registry {
         if self.is_privileged() {
             return Ok(());
         }
-        let refuse = |message: String| forbidden(target, name, message);
+        let refuse = |message: String| target.forbidden(name, message);
         if std::ptr::eq(target.resource, system::workspaces()) {
             check_workspace_update(stored, next).map_err(refuse)?;
             keep_finalizer(stored, next, WORKSPACE_FINALIZER).map_err(refuse)?;
@@ -134,11 +130,7 @@ impl Registry {
         }
         let logical_cluster = self.get(*target, name).await?;
         if logical_cluster.pointer("/spec/directlyDeletable") != Some(&Value::Bool(true)) {
-            return Err(forbidden(
-                target,
-                name,
-                "LogicalCluster cannot be deleted".into(),
-            ));
+            return Err(target.forbidden(name, "LogicalCluster cannot be deleted".into()));
         }
         Ok(())
     }
@@ -165,7 +157,7 @@ impl Registry {
         if !shape.is_empty() {
             return Err(target.invalid(name, shape));
         }
-        let refuse = |message: String| forbidden(target, name, message);
+        let refuse = |message: String| target.forbidden(name, message);
         if !self.is_privileged() {
             // kcp's messages spell the first one `spec.Cluster`.
             if !str_at(workspace, &["spec", "cluster"]).is_empty() {
@@ -534,14 +526,5 @@ fn forbidden_message(error: RegistryError) -> String {
     match error {
         RegistryError::Forbidden { message, .. } => message,
         other => other.to_string(),
-    }
-}
-
-fn forbidden(target: &Target<'_>, name: &str, message: String) -> RegistryError {
-    RegistryError::Forbidden {
-        qualified_resource: target.qualified_resource(),
-        name: name.to_string(),
-        message,
-        causes: Vec::new(),
     }
 }

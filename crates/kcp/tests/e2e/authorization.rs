@@ -17,19 +17,22 @@ fn as_user(kcp: &Kcp, token: &str, cluster: &str, args: &[&str]) -> std::process
     kcp.kubectl_in(cluster, &all)
 }
 
+/// A server of its own whose token file holds `lines` (`token,user,uid[,"groups"]`), with its
+/// temporary directory (files the test writes go there too).
+fn start_with_tokens(lines: &str) -> (tempfile::TempDir, Kcp) {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = write_file(dir.path(), "tokens.csv", lines);
+    let kcp = Kcp::start(&dir.path().join("root"), &["--token-auth-file", &tokens]);
+    (dir, kcp)
+}
+
 fn stderr(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).trim().to_string()
 }
 
 #[test]
 fn rbac_grants_hold_in_their_workspace_only() {
-    let dir = tempfile::tempdir().unwrap();
-    let tokens = write_file(
-        dir.path(),
-        "tokens.csv",
-        "alice-token,alice,1001,\"team-a\"\nbob-token,bob,1002,\n",
-    );
-    let kcp = Kcp::start(&dir.path().join("root"), &["--token-auth-file", &tokens]);
+    let (dir, kcp) = start_with_tokens("alice-token,alice,1001,\"team-a\"\nbob-token,bob,1002,\n");
     let (a, b) = (kcp.workspace("tenant-a"), kcp.workspace("tenant-b"));
     // In a: alice's group may enter, and alice may edit namespace default.
     kcp.kubectl_in_ok(
@@ -189,6 +192,7 @@ fn rbac_grants_hold_in_their_workspace_only() {
 
     // A restart keeps every grant.
     kcp.stop();
+    let tokens = dir.path().join("tokens.csv").to_string_lossy().into_owned();
     let kcp = Kcp::start(&dir.path().join("root"), &["--token-auth-file", &tokens]);
     let listed = as_user(
         &kcp,
@@ -242,13 +246,7 @@ fn rbac_grants_hold_in_their_workspace_only() {
 
 #[test]
 fn reviews_say_what_a_user_may_do_and_who_they_are() {
-    let dir = tempfile::tempdir().unwrap();
-    let tokens = write_file(
-        dir.path(),
-        "tokens.csv",
-        "carol-token,carol,1003,\"team-c\"\n",
-    );
-    let kcp = Kcp::start(&dir.path().join("root"), &["--token-auth-file", &tokens]);
+    let (dir, kcp) = start_with_tokens("carol-token,carol,1003,\"team-c\"\n");
     let ws = kcp.workspace("reviews");
     kcp.kubectl_in_ok(
         &ws,
@@ -457,13 +455,7 @@ fn reviews_say_what_a_user_may_do_and_who_they_are() {
 
 #[test]
 fn the_creator_of_a_workspace_administers_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let tokens = write_file(
-        dir.path(),
-        "tokens.csv",
-        "dana-token,dana,1004,\"team-d\"\nerin-token,erin,1005,\n",
-    );
-    let kcp = Kcp::start(&dir.path().join("root"), &["--token-auth-file", &tokens]);
+    let (dir, kcp) = start_with_tokens("dana-token,dana,1004,\"team-d\"\nerin-token,erin,1005,\n");
     let creator = write_file(
         dir.path(),
         "creator.yaml",
@@ -635,9 +627,7 @@ fn the_creator_of_a_workspace_administers_it() {
 
 #[test]
 fn roles_and_bindings_grant_only_what_their_writer_holds() {
-    let dir = tempfile::tempdir().unwrap();
-    let tokens = write_file(dir.path(), "tokens.csv", "frank-token,frank,1006\n");
-    let kcp = Kcp::start(&dir.path().join("root"), &["--token-auth-file", &tokens]);
+    let (_dir, kcp) = start_with_tokens("frank-token,frank,1006\n");
     let ws = kcp.workspace("escalation");
     for args in [
         &[
