@@ -28,7 +28,14 @@ pub const AUTHENTICATED: &str = "system:authenticated";
 #[derive(Debug, Clone, Default)]
 pub struct TokenAuthenticator {
     users: HashMap<[u8; 32], User>,
+    /// Who a request without credentials is, when anonymous requests are enabled.
+    anonymous: Option<User>,
 }
+
+/// The user of requests without credentials (`--anonymous-auth`).
+pub const ANONYMOUS: &str = "system:anonymous";
+/// The group of requests without credentials.
+pub const UNAUTHENTICATED: &str = "system:unauthenticated";
 
 /// The SHA-256 digest of a token.
 pub fn token_digest(token: &str) -> [u8; 32] {
@@ -62,10 +69,30 @@ impl TokenAuthenticator {
         self.users.insert(digest, user);
     }
 
+    /// Treats requests without credentials as `system:anonymous` in `system:unauthenticated`
+    /// (kube-apiserver's `--anonymous-auth`, on by default there), for authorization to decide.
+    pub fn with_anonymous(mut self, enabled: bool) -> Self {
+        self.anonymous = enabled.then(|| User {
+            name: ANONYMOUS.into(),
+            groups: vec![UNAUTHENTICATED.into()],
+        });
+        self
+    }
+
     /// The user an `Authorization` header value names, if it carries an accepted bearer token.
     pub fn authenticate(&self, authorization: Option<&str>) -> Option<&User> {
         let token = bearer_token(authorization?)?;
         self.users.get(&token_digest(token))
+    }
+
+    /// Who makes a request: the user of its bearer token; without credentials (no header, or
+    /// one that carries no bearer token), the anonymous user if enabled. `None` is a 401: a
+    /// token that is not accepted, or no credentials with anonymous requests off.
+    pub fn identify(&self, authorization: Option<&str>) -> Option<&User> {
+        match authorization.and_then(bearer_token) {
+            Some(token) => self.users.get(&token_digest(token)),
+            None => self.anonymous.as_ref(),
+        }
     }
 }
 
@@ -91,6 +118,30 @@ mod tests {
         assert_eq!(authn.authenticate(Some("Basic s3cret")), None);
         assert_eq!(authn.authenticate(Some("Bearer ")), None);
         assert_eq!(authn.authenticate(None), None);
+    }
+
+    #[test]
+    fn requests_without_credentials_are_anonymous_when_enabled() {
+        let mut authn = TokenAuthenticator::default();
+        authn.add(
+            token_digest("s3cret"),
+            User {
+                name: "alice".into(),
+                groups: vec![],
+            },
+        );
+        // Off (the default here): no credentials, or a bad token, is a 401.
+        assert_eq!(authn.identify(None), None);
+        assert_eq!(authn.identify(Some("Bearer wrong")), None);
+        let authn = authn.with_anonymous(true);
+        let anonymous = authn.identify(None).unwrap();
+        assert_eq!(anonymous.name, ANONYMOUS);
+        assert_eq!(anonymous.groups, [UNAUTHENTICATED]);
+        // A header that carries no bearer token is no credential either.
+        assert_eq!(authn.identify(Some("Basic abc")).unwrap().name, ANONYMOUS);
+        // A token that is not accepted stays a 401; an accepted one is its user.
+        assert_eq!(authn.identify(Some("Bearer wrong")), None);
+        assert_eq!(authn.identify(Some("Bearer s3cret")).unwrap().name, "alice");
     }
 
     #[test]

@@ -171,7 +171,7 @@ impl Router {
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| std::str::from_utf8(v.as_bytes()).ok());
-        let Some(user) = self.authn.authenticate(authorization) else {
+        let Some(user) = self.authn.identify(authorization) else {
             return (
                 failure_as(
                     encoding,

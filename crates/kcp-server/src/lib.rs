@@ -60,7 +60,7 @@ impl Server {
 
         let pki = pki::load_or_create(root, &options.bind_address)?;
         let token = token::load_or_create(root)?;
-        let mut authn = TokenAuthenticator::default();
+        let mut authn = TokenAuthenticator::default().with_anonymous(options.anonymous_auth);
         authn.add(
             kcp_apiserver::authn::token_digest(&token),
             User {

@@ -36,6 +36,10 @@ pub struct Options {
     /// line (the groups column is optional). These users are accepted besides the admin.
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,
+    /// Requests without credentials are `system:anonymous` (group `system:unauthenticated`)
+    /// for authorization to decide, as kube-apiserver's default; `false`: they get 401.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub anonymous_auth: bool,
     /// Time a non-long-running request may take before it is answered 504 (0: no limit).
     #[arg(long, default_value = "1m0s", value_parser = crate::compactor::parse_duration)]
     pub request_timeout: std::time::Duration,
