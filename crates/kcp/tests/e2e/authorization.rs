@@ -190,6 +190,41 @@ fn rbac_grants_hold_in_their_workspace_only() {
             .success()
     );
 
+    // `kubectl ws` says so when alice may not enter a workspace, and enters one she may.
+    let kubeconfig = dir.path().join("alice.kubeconfig");
+    let admin = std::fs::read_to_string(kcp.kubeconfig()).unwrap();
+    let admin_token = std::fs::read_to_string(kcp.root.join("admin-token")).unwrap();
+    std::fs::write(
+        &kubeconfig,
+        admin.replace(admin_token.trim(), "alice-token"),
+    )
+    .unwrap();
+    let plugins = std::path::Path::new(env!("CARGO_BIN_EXE_kubectl-ws"))
+        .parent()
+        .unwrap();
+    let ws = |target: &str| {
+        std::process::Command::new("kubectl")
+            .env("KUBECONFIG", &kubeconfig)
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    plugins.display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .args(["ws", target])
+            .output()
+            .expect("run kubectl ws")
+    };
+    let refused = stderr(&ws(&b));
+    assert!(
+        refused.contains(&format!("access to workspace {b:?} denied")),
+        "{refused}"
+    );
+    let entered = ws(&a);
+    assert!(entered.status.success(), "{}", stderr(&entered));
+
     // A restart keeps every grant.
     kcp.stop();
     let tokens = dir.path().join("tokens.csv").to_string_lossy().into_owned();
