@@ -21,6 +21,34 @@ pub struct User {
     pub groups: Vec<String>,
 }
 
+/// The user a verified client certificate names, as kube-apiserver's x509 authenticator reads
+/// it: the subject's common name is the user, its organizations are the groups. Set on each
+/// request of the connection by the accept loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientCertificateUser(pub User);
+
+/// The user of a client certificate (DER) the TLS handshake verified, if its subject has a
+/// common name.
+pub fn user_of_certificate(der: &[u8]) -> Option<User> {
+    let (_, certificate) = x509_parser::parse_x509_certificate(der).ok()?;
+    let subject = certificate.subject();
+    let name = subject
+        .iter_common_name()
+        .next()?
+        .as_str()
+        .ok()?
+        .to_string();
+    if name.is_empty() {
+        return None;
+    }
+    let mut groups: Vec<String> = subject
+        .iter_organization()
+        .filter_map(|o| o.as_str().ok().map(str::to_string))
+        .collect();
+    groups.push(AUTHENTICATED.to_string());
+    Some(User { name, groups })
+}
+
 /// The group of every authenticated user.
 pub const AUTHENTICATED: &str = "system:authenticated";
 

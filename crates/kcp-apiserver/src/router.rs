@@ -171,7 +171,15 @@ impl Router {
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| std::str::from_utf8(v.as_bytes()).ok());
-        let Some(user) = self.authn.identify(authorization) else {
+        // A verified client certificate comes first, as in kube-apiserver's authenticators.
+        let certificate_user = request
+            .extensions()
+            .get::<crate::authn::ClientCertificateUser>()
+            .map(|user| user.0.clone());
+        let Some(user) = certificate_user
+            .as_ref()
+            .or_else(|| self.authn.identify(authorization))
+        else {
             return (
                 failure_as(
                     encoding,

@@ -187,10 +187,22 @@ async fn connection(
             }
         };
     let h2 = tls_stream.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
+    // A client certificate the handshake verified names the user of every request on it.
+    let certificate_user = tls_stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|certificates| certificates.first())
+        .and_then(|leaf| crate::authn::user_of_certificate(leaf.as_ref()))
+        .map(crate::authn::ClientCertificateUser);
     let activity = Activity::new();
     let service = hyper::service::service_fn({
         let activity = Arc::clone(&activity);
-        move |request: http::Request<Incoming>| {
+        let certificate_user = certificate_user.clone();
+        move |mut request: http::Request<Incoming>| {
+            if let Some(user) = &certificate_user {
+                request.extensions_mut().insert(user.clone());
+            }
             let router = Arc::clone(&router);
             let busy = activity.begin();
             async move {

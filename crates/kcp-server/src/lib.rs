@@ -59,6 +59,13 @@ impl Server {
         ));
 
         let pki = pki::load_or_create(root, &options.bind_address)?;
+        let client_ca = match &options.client_ca_file {
+            Some(path) => Some(
+                std::fs::read(path)
+                    .with_context(|| format!("read the client CA file {}", path.display()))?,
+            ),
+            None => None,
+        };
         let token = token::load_or_create(root)?;
         let mut authn = TokenAuthenticator::default().with_anonymous(options.anonymous_auth);
         authn.add(
@@ -105,7 +112,7 @@ impl Server {
         let compactor = compactor::start(store.storage(), options.etcd_compaction_interval);
         let serving = serve(
             listener,
-            Arc::new(pki.server_config()?),
+            Arc::new(pki.server_config(client_ca.as_deref())?),
             Arc::new(Router::new(authn, registry).with_limits(limits)),
             serve_options,
         );

@@ -36,6 +36,10 @@ pub struct Options {
     /// line (the groups column is optional). These users are accepted besides the admin.
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,
+    /// PEM CA certificates: a client certificate one of them signed authenticates its
+    /// requests, the subject's common name as the user and its organizations as the groups.
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
     /// Requests without credentials are `system:anonymous` (group `system:unauthenticated`)
     /// for authorization to decide, as kube-apiserver's default; `false`: they get 401.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]

@@ -89,18 +89,39 @@ fn create(bind_address: &IpAddr) -> anyhow::Result<(Pki, String)> {
 }
 
 impl Pki {
-    /// A rustls server configuration with this certificate, offering h2 and http/1.1.
-    pub fn server_config(&self) -> anyhow::Result<rustls::ServerConfig> {
+    /// A rustls server configuration with this certificate, offering h2 and http/1.1; with
+    /// `client_ca` (PEM), client certificates it signed are asked for and verified (a client
+    /// may still present none), as kube-apiserver's `--client-ca-file`.
+    pub fn server_config(&self, client_ca: Option<&[u8]>) -> anyhow::Result<rustls::ServerConfig> {
         let certs = CertificateDer::pem_slice_iter(self.serving_cert_pem.as_bytes())
             .collect::<Result<Vec<_>, _>>()
             .context("parse the serving certificate")?;
         let key = PrivateKeyDer::from_pem_slice(self.serving_key_pem.as_bytes())
             .context("parse the serving key")?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()?
-            .with_no_client_auth()
-            .with_single_cert(certs, key)?;
+        let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()?;
+        let builder = match client_ca {
+            None => builder.with_no_client_auth(),
+            Some(pem) => {
+                let mut roots = rustls::RootCertStore::empty();
+                for certificate in CertificateDer::pem_slice_iter(pem) {
+                    roots
+                        .add(certificate.context("parse the client CA file")?)
+                        .context("add a client CA")?;
+                }
+                anyhow::ensure!(!roots.is_empty(), "the client CA file holds no certificate");
+                let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                    Arc::new(roots),
+                    provider,
+                )
+                .allow_unauthenticated()
+                .build()
+                .context("build the client certificate verifier")?;
+                builder.with_client_cert_verifier(verifier)
+            }
+        };
+        let mut config = builder.with_single_cert(certs, key)?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(config)
     }
@@ -113,7 +134,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let address = "10.1.2.3".parse().unwrap();
         let first = super::load_or_create(dir.path(), &address).unwrap();
-        first.server_config().unwrap();
+        first.server_config(None).unwrap();
         let again = super::load_or_create(dir.path(), &address).unwrap();
         assert_eq!(first.ca_pem, again.ca_pem);
         assert_eq!(first.serving_cert_pem, again.serving_cert_pem);

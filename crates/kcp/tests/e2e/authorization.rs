@@ -830,3 +830,80 @@ fn requests_without_credentials_are_anonymous_unless_turned_off() {
     assert!(body.contains(r#""reason":"Unauthorized""#), "{body}");
     assert_eq!(anonymous_get(&kcp, "/readyz").0, "200");
 }
+
+#[test]
+fn a_client_certificate_names_its_user_and_groups() {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // A CA of the test's own, and a client certificate for grace in team-g.
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "test client CA");
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let client_key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name.push(DnType::CommonName, "grace");
+    params
+        .distinguished_name
+        .push(DnType::OrganizationName, "team-g");
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let client_cert = params.signed_by(&client_key, &issuer).unwrap();
+    let client_ca = write_file(dir.path(), "client-ca.crt", &ca_cert.pem());
+    let cert = write_file(dir.path(), "grace.crt", &client_cert.pem());
+    let key = write_file(dir.path(), "grace.key", &client_key.serialize_pem());
+
+    let kcp = Kcp::start(&dir.path().join("root"), &["--client-ca-file", &client_ca]);
+    let ws = kcp.workspace("certs");
+    kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "create",
+            "clusterrolebinding",
+            "team-g",
+            "--clusterrole=cluster-admin",
+            "--group=team-g",
+        ],
+    );
+    // A kubeconfig with the certificate instead of a token.
+    let kubeconfig = dir.path().join("grace.kubeconfig");
+    let server = format!("{}/clusters/{ws}", kcp.base_url());
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: kcp\n  cluster:\n    server: {server}\n    certificate-authority: {}\ncontexts:\n- name: grace\n  context: {{cluster: kcp, user: grace}}\ncurrent-context: grace\nusers:\n- name: grace\n  user:\n    client-certificate: {cert}\n    client-key: {key}\n",
+            kcp.root.join("ca.crt").display()
+        ),
+    )
+    .unwrap();
+    let grace = |args: &[&str]| {
+        std::process::Command::new("kubectl")
+            .env("KUBECONFIG", &kubeconfig)
+            .args(args)
+            .output()
+            .expect("run kubectl")
+    };
+    let whoami = grace(&["auth", "whoami", "-o", "json"]);
+    let whoami: serde_json::Value =
+        serde_json::from_slice(&whoami.stdout).unwrap_or_else(|_| panic!("{}", stderr(&whoami)));
+    assert_eq!(
+        whoami["status"]["userInfo"],
+        serde_json::json!({"username": "grace", "groups": ["team-g", "system:authenticated"]})
+    );
+    let created = grace(&["create", "configmap", "by-cert", "-n", "default"]);
+    assert!(created.status.success(), "{}", stderr(&created));
+    // Her group's grant holds in this workspace only.
+    let root = format!("--server={}/clusters/root", kcp.base_url());
+    let denied = stderr(&grace(&[&root, "get", "configmaps", "-n", "default"]));
+    assert!(
+        denied.contains(r#"User "grace" cannot list resource "configmaps""#),
+        "{denied}"
+    );
+    // The admin's token still works beside client certificates.
+    kcp.kubectl_in_ok(&ws, &["get", "configmap", "by-cert", "-n", "default"]);
+}
