@@ -461,6 +461,17 @@ pub fn groups() -> Vec<(&'static str, Vec<&'static str>)> {
     groups
 }
 
+/// The RBAC resource `plural` (`roles`, `clusterroles`, `rolebindings`, `clusterrolebindings`).
+///
+/// # Panics
+///
+/// If `plural` is none of them (callers name them literally).
+pub fn rbac(plural: &str) -> &'static Resource {
+    in_group_version("rbac.authorization.k8s.io", "v1")
+        .find(|r| r.name == plural)
+        .unwrap_or_else(|| panic!("the catalogue has no RBAC resource {plural:?}"))
+}
+
 /// The built-in resources of one group version.
 pub fn in_group_version<'a>(
     group: &'a str,

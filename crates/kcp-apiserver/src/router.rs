@@ -715,9 +715,7 @@ mod tests {
             );
         }
         let registry = Registry::new(Arc::new(kcp_storage::MemoryStorage::new()));
-        let bindings = kcp_apis::builtin::in_group_version("rbac.authorization.k8s.io", "v1")
-            .find(|r| r.name == "clusterrolebindings")
-            .unwrap();
+        let bindings = kcp_apis::builtin::rbac("clusterrolebindings");
         let target = kcp_registry::Target {
             cluster: "root",
             resource: bindings,

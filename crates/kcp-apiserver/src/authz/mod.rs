@@ -149,20 +149,27 @@ impl Authorizer {
             return Ok(deny("wildcard requests are for privileged identities"));
         }
         let policy = self.policies.of(cluster).await?;
-        let allows = |attributes: &Attributes<'_>| {
-            policy.allows(attributes, Some(&self.bootstrap))
-                || self.bootstrap.allows(attributes, None)
-        };
+        if self.may_enter(&policy, subject) && self.grants(&policy, &attributes) {
+            Ok(Decision::Allow)
+        } else {
+            Ok(deny("access denied"))
+        }
+    }
+
+    /// Whether a logical cluster's `policy`, or the bootstrap bindings that hold everywhere,
+    /// allow the request.
+    fn grants(&self, policy: &Policy, attributes: &Attributes<'_>) -> bool {
+        policy.allows(attributes, Some(&self.bootstrap)) || self.bootstrap.allows(attributes, None)
+    }
+
+    /// Whether `subject` may enter the logical cluster of `policy` (verb `access` on `/`).
+    fn may_enter(&self, policy: &Policy, subject: &UserInfo) -> bool {
         let access = Attributes {
             user: subject,
             verb: "access",
             target: Target::NonResource { path: "/" },
         };
-        if allows(&access) && allows(&attributes) {
-            Ok(Decision::Allow)
-        } else {
-            Ok(deny("access denied"))
-        }
+        self.grants(policy, &access)
     }
 
     /// Every rule `subject` holds in `namespace` of `cluster` (cluster-wide ones only when it
@@ -192,12 +199,7 @@ impl Authorizer {
             return Ok(Vec::new());
         }
         let policy = self.policies.of(cluster).await?;
-        let access = Attributes {
-            user: subject,
-            verb: "access",
-            target: Target::NonResource { path: "/" },
-        };
-        if !policy.allows(&access, Some(&self.bootstrap)) && !self.bootstrap.allows(&access, None) {
+        if !self.may_enter(&policy, subject) {
             return Ok(Vec::new());
         }
         let mut rules: Vec<Rule> = Vec::new();

@@ -4,7 +4,9 @@
 //! A follower watches the four RBAC resources across all logical clusters and records, per
 //! cluster, the revision of its latest RBAC write; a policy built from a snapshot older than
 //! that is stale and is built again. Only clusters whose policy a request needed are held, and
-//! only until their RBAC changes, so idle workspaces cost nothing here.
+//! only until their RBAC changes, so idle workspaces cost nothing here beyond the revision of
+//! their last RBAC write (one number per cluster that had one). While the follower is not
+//! watching (before it starts, between a failed watch and the next) no policy is trusted.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,7 +14,6 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kcp_apimachinery::rbac::Policy;
-use kcp_apis::builtin::Resource;
 use kcp_registry::{ListOptions, Registry, RegistryError, Target};
 use serde_json::Value;
 
@@ -23,12 +24,6 @@ const RESOURCES: [&str; 4] = [
     "clusterrolebindings",
     "rolebindings",
 ];
-
-fn rbac_resource(name: &str) -> &'static Resource {
-    kcp_apis::builtin::in_group_version("rbac.authorization.k8s.io", "v1")
-        .find(|r| r.name == name)
-        .expect("the catalogue has the RBAC resources")
-}
 
 struct Built {
     policy: Arc<Policy>,
@@ -91,7 +86,7 @@ impl Policies {
         for name in RESOURCES {
             let target = Target {
                 cluster,
-                resource: rbac_resource(name),
+                resource: kcp_apis::builtin::rbac(name),
                 namespace: None,
             };
             let listed = self.registry.list(target, ListOptions::default()).await?;
@@ -123,6 +118,8 @@ impl Policies {
                 if let Err(error) = policies.follow_once().await {
                     tracing::warn!(%error, "RBAC follower lost track; following again");
                 }
+                // Writes may go unseen until the next watch starts: trust no policy till then.
+                policies.state.lock().unwrap().trusted_from = u64::MAX;
                 // Not a busy loop when storage is unavailable.
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
@@ -142,7 +139,7 @@ impl Policies {
         for name in RESOURCES {
             watches.push(
                 self.registry
-                    .watch_all_clusters(rbac_resource(name), start)
+                    .watch_all_clusters(kcp_apis::builtin::rbac(name), start)
                     .await?
                     .boxed(),
             );
@@ -152,6 +149,8 @@ impl Policies {
             let event = event?;
             let revision = event.event.revision;
             let mut state = self.state.lock().unwrap();
+            // The stale policy goes at once; `changed` also catches a build already under way.
+            state.built.remove(&event.cluster);
             let latest = state.changed.entry(event.cluster).or_default();
             *latest = (*latest).max(revision);
         }

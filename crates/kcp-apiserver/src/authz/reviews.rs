@@ -94,13 +94,19 @@ pub async fn answer(
         "selfsubjectreviews" => json!({"userInfo": user_json(user)}),
         "tokenreviews" => {
             let token = str_at(&review["spec"], &["token"]);
+            // Kubernetes' JSON leaves out `authenticated: false` and empty audiences.
             match authn.authenticate(Some(&format!("Bearer {token}"))) {
-                Some(found) if !token.is_empty() => json!({
-                    "authenticated": true,
-                    "user": user_json(found),
-                    "audiences": review["spec"]["audiences"].as_array().cloned().unwrap_or_default(),
-                }),
-                _ => json!({"authenticated": false, "user": {}}),
+                Some(found) if !token.is_empty() => {
+                    let mut status = json!({"authenticated": true, "user": user_json(found)});
+                    if let Some(audiences) = review["spec"]["audiences"]
+                        .as_array()
+                        .filter(|a| !a.is_empty())
+                    {
+                        status["audiences"] = json!(audiences);
+                    }
+                    status
+                }
+                _ => json!({"user": {}}),
             }
         }
         _ => return Err(RegistryError::Internal("not a review".into())),

@@ -181,15 +181,11 @@ impl Registry {
         }
         let bindings = Target {
             cluster: ROOT,
-            resource: kcp_apis::builtin::in_group_version("rbac.authorization.k8s.io", "v1")
-                .find(|r| r.name == "clusterrolebindings")
-                .expect("the catalogue has clusterrolebindings"),
+            resource: kcp_apis::builtin::rbac("clusterrolebindings"),
             namespace: None,
         };
         let roles = Target {
-            resource: kcp_apis::builtin::in_group_version("rbac.authorization.k8s.io", "v1")
-                .find(|r| r.name == "clusterroles")
-                .expect("the catalogue has clusterroles"),
+            resource: kcp_apis::builtin::rbac("clusterroles"),
             ..bindings
         };
         for (target, object) in [

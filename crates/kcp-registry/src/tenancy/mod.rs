@@ -54,9 +54,7 @@ impl crate::store::Registry {
         cluster: &str,
         username: &str,
     ) -> Result<(), crate::error::RegistryError> {
-        let resource = kcp_apis::builtin::in_group_version("rbac.authorization.k8s.io", "v1")
-            .find(|r| r.name == "clusterrolebindings")
-            .expect("the catalogue has clusterrolebindings");
+        let resource = kcp_apis::builtin::rbac("clusterrolebindings");
         let target = crate::store::Target {
             cluster,
             resource,

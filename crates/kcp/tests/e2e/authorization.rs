@@ -26,6 +26,18 @@ fn start_with_tokens(lines: &str) -> (tempfile::TempDir, Kcp) {
     (dir, kcp)
 }
 
+/// Waits until `run` succeeds (a grant holds once the server's policy has followed it).
+fn until_succeeds(what: &str, mut run: impl FnMut() -> std::process::Output) {
+    wait::until(what, || {
+        let output = run();
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(stderr(&output))
+        }
+    });
+}
+
 fn stderr(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).trim().to_string()
 }
@@ -369,6 +381,29 @@ fn reviews_say_what_a_user_may_do_and_who_they_are() {
         refused.contains("at least one of user or group must be specified"),
         "{refused}"
     );
+    // A TokenReview says whose a token is (and that a wrong one is no one's).
+    let reviews = format!("/clusters/{ws}/apis/authentication.k8s.io/v1/tokenreviews");
+    for (token, expected) in [
+        (
+            "carol-token",
+            serde_json::json!({"authenticated": true, "user": {"username": "carol", "groups": ["team-c", "system:authenticated"]}}),
+        ),
+        ("wrong-token", serde_json::json!({"user": {}})),
+    ] {
+        let review = write_file(
+            dir.path(),
+            "token-review.json",
+            &format!(
+                r#"{{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{{"token":"{token}"}}}}"#
+            ),
+        );
+        let answered: serde_json::Value = serde_json::from_str(
+            &kcp.kubectl_in_ok(&ws, &["create", "--raw", &reviews, "-f", &review]),
+        )
+        .unwrap();
+        assert_eq!(answered["status"], expected, "{token}");
+    }
+
     // Impersonation: the admin acts as carol (kubectl --as), carol may not act as others...
     let as_carol = kcp.kubectl_in_ok(
         &ws,
@@ -611,13 +646,8 @@ fn the_creator_of_a_workspace_administers_it() {
         ],
     );
     assert!(granted.status.success(), "{}", stderr(&granted));
-    wait::until("erin reads the configmaps", || {
-        let output = as_user(&kcp, "erin-token", ws, &["get", "--raw", &path]);
-        if output.status.success() {
-            Ok(())
-        } else {
-            Err(stderr(&output))
-        }
+    until_succeeds("erin reads the configmaps", || {
+        as_user(&kcp, "erin-token", ws, &["get", "--raw", &path])
     });
     let refused = stderr(&as_user(
         &kcp,
@@ -632,13 +662,8 @@ fn the_creator_of_a_workspace_administers_it() {
 
     // A user's home is theirs.
     let home = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/~";
-    wait::until("erin's home is Ready", || {
-        let output = as_user(&kcp, "erin-token", "root", &["get", "--raw", home]);
-        if output.status.success() {
-            Ok(())
-        } else {
-            Err(stderr(&output))
-        }
+    until_succeeds("erin's home is Ready", || {
+        as_user(&kcp, "erin-token", "root", &["get", "--raw", home])
     });
     let done = as_user(
         &kcp,
@@ -777,8 +802,8 @@ fn roles_and_bindings_grant_only_what_their_writer_holds() {
             "--user=frank",
         ],
     );
-    wait::until("frank may bind cluster-admin", || {
-        let output = frank(&[
+    until_succeeds("frank may bind cluster-admin", || {
+        frank(&[
             "create",
             "rolebinding",
             "root-for-x",
@@ -786,12 +811,7 @@ fn roles_and_bindings_grant_only_what_their_writer_holds() {
             "default",
             "--clusterrole=cluster-admin",
             "--user=x",
-        ]);
-        if output.status.success() {
-            Ok(())
-        } else {
-            Err(stderr(&output))
-        }
+        ])
     });
 }
 
