@@ -7,18 +7,25 @@
 //! empty. So `Bearer  tok` (two spaces) carries the empty token and is refused, while
 //! `Bearer tok extra` carries `tok`.
 //!
+//! A token that is not one of the static tokens may be a service account token, which the
+//! registry verifies and looks up ([`kcp_registry::serviceaccounts`]).
+//!
 //! Owns: parsing the header and looking the token up. Must not know where tokens come from
 //! (the composition root adds them) or what a user may do.
 
 use std::collections::HashMap;
 
+use kcp_registry::{Registry, RegistryError};
 use ring::digest::{SHA256, digest};
 
-/// Who made a request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Who made a request, as Kubernetes' `user.Info`: a name, a uid (empty when the
+/// authenticator knows none), groups and extra values.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct User {
     pub name: String,
+    pub uid: String,
     pub groups: Vec<String>,
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// The user a verified client certificate names, as kube-apiserver's x509 authenticator reads
@@ -46,7 +53,22 @@ pub fn user_of_certificate(der: &[u8]) -> Option<User> {
         .filter_map(|o| o.as_str().ok().map(str::to_string))
         .collect();
     groups.push(AUTHENTICATED.to_string());
-    Some(User { name, groups })
+    Some(User {
+        name,
+        groups,
+        ..User::default()
+    })
+}
+
+/// The logical cluster a service account user authenticated in (their token names it).
+pub fn service_account_cluster(user: &User) -> Option<String> {
+    if !user.name.starts_with("system:serviceaccount:") {
+        return None;
+    }
+    let names = user
+        .extra
+        .get(kcp_registry::serviceaccounts::CLUSTER_NAME_EXTRA)?;
+    names.first().cloned()
 }
 
 /// The group of every authenticated user.
@@ -103,6 +125,7 @@ impl TokenAuthenticator {
         self.anonymous = enabled.then(|| User {
             name: ANONYMOUS.into(),
             groups: vec![UNAUTHENTICATED.into()],
+            ..User::default()
         });
         self
     }
@@ -116,11 +139,75 @@ impl TokenAuthenticator {
     /// Who makes a request: the user of its bearer token; without credentials (no header, or
     /// one that carries no bearer token), the anonymous user if enabled. `None` is a 401: a
     /// token that is not accepted, or no credentials with anonymous requests off.
-    pub fn identify(&self, authorization: Option<&str>) -> Option<&User> {
+    pub async fn identify(
+        &self,
+        registry: &Registry,
+        authorization: Option<&str>,
+    ) -> Result<Option<User>, RegistryError> {
         match authorization.and_then(bearer_token) {
-            Some(token) => self.users.get(&token_digest(token)),
-            None => self.anonymous.as_ref(),
+            Some(token) => self.user_of_token(registry, token).await,
+            None => Ok(self.anonymous.clone()),
         }
+    }
+
+    /// The user `token` names: a static token's, else a service account's (from a token the
+    /// registry accepts). `None`: no user.
+    pub async fn user_of_token(
+        &self,
+        registry: &Registry,
+        token: &str,
+    ) -> Result<Option<User>, RegistryError> {
+        if let Some(user) = self.users.get(&token_digest(token)) {
+            return Ok(Some(user.clone()));
+        }
+        let account = registry.authenticate_service_account(token).await?;
+        Ok(account.map(|account| {
+            let mut groups = account.groups;
+            groups.push(AUTHENTICATED.to_string());
+            User {
+                name: account.name,
+                uid: account.uid,
+                groups,
+                extra: account.extra,
+            }
+        }))
+    }
+
+    /// `user` as the logical cluster `cluster` sees them: a user scoped to other clusters (a
+    /// service account, whose token names its own) is, as kcp has it, a foreign identity
+    /// there: `system:anonymous` in `system:authenticated` and `system:cluster:<origin>` for
+    /// each cluster they are scoped to.
+    pub fn as_seen_in(user: &User, cluster: &str) -> Option<User> {
+        let scopes = user
+            .extra
+            .get(kcp_registry::serviceaccounts::SCOPES_EXTRA)?;
+        // Each value lists clusters (comma-separated); a user is scoped to the intersection.
+        let mut allowed: Option<Vec<&str>> = None;
+        for value in scopes {
+            let listed: Vec<&str> = value
+                .split(',')
+                .filter_map(|scope| scope.trim().strip_prefix("cluster:"))
+                .collect();
+            allowed = Some(match allowed {
+                None => listed,
+                Some(before) => before.into_iter().filter(|c| listed.contains(c)).collect(),
+            });
+        }
+        let allowed = allowed.unwrap_or_default();
+        if allowed.contains(&cluster) {
+            return None;
+        }
+        let mut groups = vec![AUTHENTICATED.to_string()];
+        groups.extend(
+            allowed
+                .iter()
+                .map(|origin| format!("system:cluster:{origin}")),
+        );
+        Some(User {
+            name: ANONYMOUS.into(),
+            groups,
+            ..User::default()
+        })
     }
 }
 
@@ -134,6 +221,7 @@ mod tests {
         let admin = User {
             name: "kcp-admin".into(),
             groups: vec!["system:masters".into()],
+            ..Default::default()
         };
         authn.add(token_digest("s3cret"), admin.clone());
         let admin = User {
@@ -148,28 +236,69 @@ mod tests {
         assert_eq!(authn.authenticate(None), None);
     }
 
-    #[test]
-    fn requests_without_credentials_are_anonymous_when_enabled() {
+    #[tokio::test]
+    async fn requests_without_credentials_are_anonymous_when_enabled() {
+        let registry = Registry::new(std::sync::Arc::new(kcp_storage::MemoryStorage::new()));
         let mut authn = TokenAuthenticator::default();
         authn.add(
             token_digest("s3cret"),
             User {
                 name: "alice".into(),
-                groups: vec![],
+                ..Default::default()
             },
         );
+        let name = |header: Option<&'static str>| {
+            let authn = authn.clone();
+            let registry = registry.clone();
+            async move {
+                let user = authn.identify(&registry, header).await.unwrap();
+                user.map(|user| user.name)
+            }
+        };
         // Off (the default here): no credentials, or a bad token, is a 401.
-        assert_eq!(authn.identify(None), None);
-        assert_eq!(authn.identify(Some("Bearer wrong")), None);
-        let authn = authn.with_anonymous(true);
-        let anonymous = authn.identify(None).unwrap();
+        assert_eq!(name(None).await, None);
+        assert_eq!(name(Some("Bearer wrong")).await, None);
+        let authn = authn.clone().with_anonymous(true);
+        let anonymous = authn.identify(&registry, None).await.unwrap().unwrap();
         assert_eq!(anonymous.name, ANONYMOUS);
         assert_eq!(anonymous.groups, [UNAUTHENTICATED]);
+        let identify = |header| authn.identify(&registry, Some(header));
         // A header that carries no bearer token is no credential either.
-        assert_eq!(authn.identify(Some("Basic abc")).unwrap().name, ANONYMOUS);
+        let basic = identify("Basic abc").await.unwrap().unwrap();
+        assert_eq!(basic.name, ANONYMOUS);
         // A token that is not accepted stays a 401; an accepted one is its user.
-        assert_eq!(authn.identify(Some("Bearer wrong")), None);
-        assert_eq!(authn.identify(Some("Bearer s3cret")).unwrap().name, "alice");
+        assert_eq!(identify("Bearer wrong").await.unwrap(), None);
+        let alice = identify("Bearer s3cret").await.unwrap().unwrap();
+        assert_eq!(alice.name, "alice");
+    }
+
+    #[test]
+    fn scoped_users_are_foreign_identities_elsewhere() {
+        let mut user = User {
+            name: "system:serviceaccount:default:robot".into(),
+            groups: vec!["system:serviceaccounts".into(), AUTHENTICATED.into()],
+            ..User::default()
+        };
+        assert_eq!(TokenAuthenticator::as_seen_in(&user, "c1"), None);
+        user.extra.insert(
+            kcp_registry::serviceaccounts::SCOPES_EXTRA.into(),
+            vec!["cluster:c1,cluster:c2".into()],
+        );
+        assert_eq!(TokenAuthenticator::as_seen_in(&user, "c1"), None);
+        assert_eq!(TokenAuthenticator::as_seen_in(&user, "c2"), None);
+        let foreign = TokenAuthenticator::as_seen_in(&user, "c3").unwrap();
+        assert_eq!(foreign.name, ANONYMOUS);
+        assert_eq!(
+            foreign.groups,
+            [AUTHENTICATED, "system:cluster:c1", "system:cluster:c2"]
+        );
+        // Several values: the user is scoped to their intersection.
+        user.extra.insert(
+            kcp_registry::serviceaccounts::SCOPES_EXTRA.into(),
+            vec!["cluster:c1,cluster:c2".into(), "cluster:c2".into()],
+        );
+        assert!(TokenAuthenticator::as_seen_in(&user, "c1").is_some());
+        assert_eq!(TokenAuthenticator::as_seen_in(&user, "c2"), None);
     }
 
     #[test]
@@ -221,6 +350,7 @@ mod tests {
             User {
                 name: "u".into(),
                 groups: vec![],
+                ..Default::default()
             },
         );
         assert!(authn.authenticate(Some("Bearer s3cret  ")).is_some());

@@ -201,6 +201,33 @@ pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
             object.insert("spec".into(), Value::Object(fields));
             object
         }
+        ("authentication.k8s.io/v1", "TokenRequest") => {
+            let request =
+                authentication::TokenRequest::decode(raw.as_slice()).map_err(malformed)?;
+            let spec = request.spec.unwrap_or_default();
+            let mut object = with_metadata(request.metadata);
+            let mut fields = Map::new();
+            put(&mut fields, "audiences", string_list(spec.audiences));
+            put(
+                &mut fields,
+                "expirationSeconds",
+                spec.expiration_seconds.map(Value::from),
+            );
+            if let Some(bound) = spec.bound_object_ref {
+                let mut reference = Map::new();
+                put(&mut reference, "kind", bound.kind.map(Value::String));
+                put(
+                    &mut reference,
+                    "apiVersion",
+                    bound.api_version.map(Value::String),
+                );
+                put(&mut reference, "name", bound.name.map(Value::String));
+                put(&mut reference, "uid", bound.u_id.map(Value::String));
+                fields.insert("boundObjectRef".into(), Value::Object(reference));
+            }
+            object.insert("spec".into(), Value::Object(fields));
+            object
+        }
         _ => {
             return Err(ProtobufError::Unsupported(format!(
                 "protobuf bodies of {api_version} {kind} are not supported; send application/json"

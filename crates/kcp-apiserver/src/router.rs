@@ -176,10 +176,20 @@ impl Router {
             .extensions()
             .get::<crate::authn::ClientCertificateUser>()
             .map(|user| user.0.clone());
-        let Some(user) = certificate_user
-            .as_ref()
-            .or_else(|| self.authn.identify(authorization))
-        else {
+        let identified = match certificate_user {
+            Some(user) => Ok(Some(user)),
+            None => self.authn.identify(&self.registry, authorization).await,
+        };
+        let identified = match identified {
+            Ok(identified) => identified,
+            Err(error) => {
+                return (
+                    crate::error::ApiError::from(error).into_response(encoding),
+                    false,
+                );
+            }
+        };
+        let Some(user) = identified.as_ref() else {
             return (
                 failure_as(
                     encoding,
@@ -240,6 +250,17 @@ impl Router {
         let (parts, body) = request.into_parts();
         let read_only = matches!(parts.method, Method::GET | Method::HEAD);
         let encoding = negotiated.as_ref().map_or(Encoding::Json, |n| n.encoding);
+        // A service account's request without a cluster path is for its own logical cluster
+        // (in-cluster clients know no `/clusters/` prefix), as kcp rewrites it.
+        if let Some(origin) = crate::authn::service_account_cluster(user) {
+            match &mut info {
+                RequestInfo::Resource(r) if r.cluster.is_none() => r.cluster = Some(origin),
+                RequestInfo::NonResource { cluster, .. } if cluster.is_none() => {
+                    *cluster = Some(origin)
+                }
+                _ => {}
+            }
+        }
         // The OpenAPI index points back at the path the client used.
         let requested_cluster = match &info {
             RequestInfo::Resource(r) => r.cluster.clone(),
@@ -248,6 +269,15 @@ impl Router {
         if let Err(error) = crate::workspaces::resolve(&self.registry, &mut info).await {
             return error.into_response(encoding);
         }
+        // Where a user is scoped to other clusters, they are a foreign identity here.
+        let foreign = {
+            let cluster = match &info {
+                RequestInfo::Resource(r) => r.cluster.as_deref(),
+                RequestInfo::NonResource { cluster, .. } => cluster.as_deref(),
+            };
+            crate::authn::TokenAuthenticator::as_seen_in(user, cluster.unwrap_or("root"))
+        };
+        let user = foreign.as_ref().unwrap_or(user);
         if let RequestInfo::Resource(resource) = &info {
             *served = self.serves(resource);
         }
@@ -373,9 +403,15 @@ impl Router {
                         .await
                         .unwrap_or_else(|error| error.into_response(encoding));
                 }
-                // Writes by users carry who makes them, for admission (a workspace's owner).
-                let privileged = user.groups.iter().any(|g| g == crate::authz::MASTERS);
-                let registry = match read_only || privileged {
+                if resource.verb == "create" && is_token_request(&resource) {
+                    return self
+                        .request_token(&resource, &parts.headers, &body)
+                        .await
+                        .unwrap_or_else(|error| error.into_response(encoding));
+                }
+                // Writes carry who makes them, for admission (a workspace's owner, the
+                // requester of a CertificateSigningRequest).
+                let registry = match read_only {
                     true => std::borrow::Cow::Borrowed(&self.registry),
                     false => std::borrow::Cow::Owned(
                         self.registry.on_behalf_of(self.authz.requester(user)),
@@ -395,7 +431,38 @@ impl Router {
     }
 }
 
+/// Whether `request` is a TokenRequest (`serviceaccounts/<name>/token`).
+fn is_token_request(request: &ResourceRequest) -> bool {
+    request.group.is_empty()
+        && request.resource == "serviceaccounts"
+        && request.subresource.as_deref() == Some("token")
+        && request.name.is_some()
+}
+
 impl Router {
+    /// Answers a TokenRequest: a new token for the service account, never stored.
+    async fn request_token(
+        &self,
+        request: &ResourceRequest,
+        headers: &http::HeaderMap,
+        body: &[u8],
+    ) -> Result<Response<Body>, crate::error::ApiError> {
+        let content_type = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        let token_request = crate::body::decode_object(content_type, body, None)?.value;
+        let answer = self
+            .registry
+            .request_token(
+                request.cluster.as_deref().unwrap_or("root"),
+                request.namespace.as_deref().unwrap_or_default(),
+                request.name.as_deref().unwrap_or_default(),
+                token_request,
+            )
+            .await?;
+        Ok(json_response(StatusCode::CREATED, &answer))
+    }
+
     /// Answers the creation of a review (computed, never stored; see [`crate::authz::reviews`]).
     async fn review(
         &self,
@@ -415,8 +482,15 @@ impl Router {
             object.insert("apiVersion".into(), resource.group_version().into());
             object.insert("kind".into(), resource.kind.to_string().into());
         }
-        let answer =
-            crate::authz::reviews::answer(&self.authz, &self.authn, user, request, review).await?;
+        let answer = crate::authz::reviews::answer(
+            &self.authz,
+            &self.authn,
+            &self.registry,
+            user,
+            request,
+            review,
+        )
+        .await?;
         Ok(json_response(StatusCode::CREATED, &answer))
     }
 }
@@ -495,6 +569,7 @@ mod tests {
             User {
                 name: "admin".into(),
                 groups: vec!["system:masters".into()],
+                ..Default::default()
             },
         );
         Router::new(
@@ -711,6 +786,7 @@ mod tests {
                 User {
                     name: name.into(),
                     groups,
+                    ..User::default()
                 },
             );
         }

@@ -15,6 +15,7 @@ pub(crate) fn router() -> Router {
         User {
             name: "admin".into(),
             groups: vec!["system:masters".into()],
+            ..Default::default()
         },
     );
     let storage = std::sync::Arc::new(kcp_storage::MemoryStorage::new());

@@ -17,6 +17,7 @@ fn router() -> Router {
         User {
             name: "admin".into(),
             groups: vec!["system:masters".into()],
+            ..Default::default()
         },
     );
     Router::new(

@@ -56,8 +56,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let tokens = tokens.to_string_lossy().into_owned();
     let kcp = KcpProcess::start_with(&binary, &root, &["--token-auth-file", &tokens]).await?;
     let ca_pem = std::fs::read(root.join("ca.crt")).context("read the kcp CA")?;
-    let token =
-        std::fs::read_to_string(root.join("admin-token")).context("read the admin token")?;
+    let token = kcp_testing::kubeconfig::admin_token(&root, "shard-admin");
     let admin = format!("Bearer {}", token.trim());
     let reader = format!("Bearer {READER_TOKEN}");
     let target = Target::new(SocketAddr::from((Ipv4Addr::LOCALHOST, kcp.port)), &ca_pem)?;

@@ -22,11 +22,26 @@ const WORKERS: usize = 8;
 /// The wait before listing again after the watch broke.
 const RESYNC_DELAY: Duration = Duration::from_secs(1);
 
-/// An object in a logical cluster.
+/// An object in a logical cluster (`namespace` empty for cluster-scoped objects).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Key {
     pub cluster: String,
+    pub namespace: String,
     pub name: String,
+}
+
+impl Key {
+    /// The key of `object` in `cluster`.
+    pub fn of(cluster: String, object: &Value) -> Key {
+        Key {
+            cluster,
+            namespace: object["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            name: name_of(object),
+        }
+    }
 }
 
 /// What a reconcile achieved.
@@ -85,10 +100,7 @@ impl Controller {
         let filter: Filter = Box::new(wants);
         let (wanted, revision) = registry.list_all_clusters(self.resource, &filter).await?;
         for found in wanted {
-            queue.add(Key {
-                name: name_of(&found.object),
-                cluster: found.cluster,
-            });
+            queue.add(Key::of(found.cluster, &found.object));
         }
         let own = registry
             .watch_all_clusters(self.resource, revision)
@@ -148,7 +160,7 @@ impl Controller {
                             (self.wants)(&event.object)
                         };
                         if wanted {
-                            queue.add(Key { cluster, name: name_of(&event.object) });
+                            queue.add(Key::of(cluster, &event.object));
                         }
                     }
                     Some(Err(error)) => {

@@ -13,6 +13,7 @@ mod driver;
 pub mod logicalcluster;
 pub mod namespace;
 mod queue;
+pub mod serviceaccount;
 pub mod workspace;
 
 pub use driver::{Key, Outcome};
@@ -35,7 +36,8 @@ impl Controllers {
             tokio::spawn(namespace::run(registry.clone(), stopped.clone())),
             tokio::spawn(crd::run(registry.clone(), stopped.clone())),
             tokio::spawn(workspace::run(registry.clone(), stopped.clone())),
-            tokio::spawn(logicalcluster::run(registry, stopped)),
+            tokio::spawn(logicalcluster::run(registry.clone(), stopped.clone())),
+            tokio::spawn(serviceaccount::run(registry, stopped)),
         ];
         Controllers { stop, tasks }
     }

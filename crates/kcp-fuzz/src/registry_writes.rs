@@ -169,6 +169,7 @@ impl Server {
             User {
                 name: "admin".into(),
                 groups: vec!["system:masters".into()],
+                ..Default::default()
             },
         );
         let storage = Arc::new(MemoryStorage::new());

@@ -32,6 +32,7 @@ mod list;
 mod meta;
 mod names;
 mod namespaces;
+pub mod serviceaccounts;
 mod store;
 pub mod strategy;
 pub mod tenancy;

@@ -166,6 +166,8 @@ pub struct Registry {
     converter: Option<Arc<dyn WebhookConverter>>,
     /// Who writes through this view, when admission needs to know (a workspace's owner).
     requester: Option<Arc<Requester>>,
+    /// Issues and accepts service account tokens; without it none are.
+    service_account_tokens: Option<Arc<crate::serviceaccounts::ServiceAccountTokens>>,
 }
 
 /// The user a write is made for, as admission needs it: kcp records who created a workspace,
@@ -175,6 +177,7 @@ pub struct Requester {
     pub name: String,
     pub uid: String,
     pub groups: Vec<String>,
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
     /// Asks the server's authorizer what the requester may do elsewhere.
     pub access: Arc<dyn AccessCheck>,
 }
@@ -230,7 +233,20 @@ impl Registry {
             custom: Arc::default(),
             converter: None,
             requester: None,
+            service_account_tokens: None,
         }
+    }
+
+    pub(crate) fn set_service_account_tokens(
+        &mut self,
+        tokens: Arc<crate::serviceaccounts::ServiceAccountTokens>,
+    ) {
+        self.service_account_tokens = Some(tokens);
+    }
+
+    /// The server's service account token issuer, if it issues any.
+    pub fn service_account_tokens(&self) -> Option<&crate::serviceaccounts::ServiceAccountTokens> {
+        self.service_account_tokens.as_deref()
     }
 
     /// The same registry writing for `requester` (see [`Requester`]).
@@ -335,6 +351,9 @@ impl Registry {
             meta::metadata_mut(&mut object).insert("name".into(), json!(name));
         }
         self.admit_create(&target, &mut object, &sent_name).await?;
+        if let Some(requester) = self.requester() {
+            kinds::rules(target.resource).record_requester(&mut object, requester);
+        }
         let mut causes = validation::validate_create(target.resource, &object);
         validation::check_rules(target.resource, &object, None, &mut causes).await;
         if !causes.is_empty() {

@@ -1,11 +1,14 @@
-//! `<root>/admin.kubeconfig`: clusters and contexts `root` (current), `base` and `system:admin`,
-//! all as user `kcp-admin` with the admin token. Rewritten at every start, so it always names
-//! the address the server really listens on.
+//! `<root>/admin.kubeconfig`, as kcp writes it: clusters `root` (current context), `base` and
+//! `system:admin`; contexts `root` and `base` as `kcp-admin`, `system:admin` and `shard-base`
+//! (the `base` cluster) as `shard-admin` ([`crate::admin`]). Rewritten at every start, so it
+//! always names the address the server really listens on and the new `kcp-admin` token.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 
 use base64::Engine;
+
+use crate::admin::{AdminTokens, KCP_ADMIN, SHARD_ADMIN};
 
 /// `https://host:port` for clients of a server listening on `address`; an unspecified address
 /// is reached on loopback.
@@ -20,7 +23,7 @@ pub fn server_base(address: SocketAddr) -> String {
 }
 
 /// The kubeconfig text.
-pub fn render(base: &str, ca_pem: &str, token: &str) -> String {
+pub fn render(base: &str, ca_pem: &str, tokens: &AdminTokens) -> String {
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
     let clusters = [
         ("root", format!("{base}/clusters/root")),
@@ -33,20 +36,33 @@ pub fn render(base: &str, ca_pem: &str, token: &str) -> String {
             "- name: \"{name}\"\n  cluster:\n    certificate-authority-data: {ca}\n    server: \"{server}\"\n"
         ));
     }
+    let contexts = [
+        ("root", "root", KCP_ADMIN),
+        ("base", "base", KCP_ADMIN),
+        ("system:admin", "system:admin", SHARD_ADMIN),
+        ("shard-base", "base", SHARD_ADMIN),
+    ];
     out.push_str("contexts:\n");
-    for (name, _) in &clusters {
+    for (name, cluster, user) in contexts {
         out.push_str(&format!(
-            "- name: \"{name}\"\n  context:\n    cluster: \"{name}\"\n    user: kcp-admin\n"
+            "- name: \"{name}\"\n  context:\n    cluster: \"{cluster}\"\n    user: {user}\n"
         ));
     }
-    out.push_str("current-context: root\nusers:\n- name: kcp-admin\n  user:\n");
-    out.push_str(&format!("    token: \"{token}\"\n"));
+    out.push_str("current-context: root\nusers:\n");
+    for (user, token) in [
+        (KCP_ADMIN, &tokens.kcp_admin),
+        (SHARD_ADMIN, &tokens.shard_admin),
+    ] {
+        out.push_str(&format!(
+            "- name: {user}\n  user:\n    token: \"{token}\"\n"
+        ));
+    }
     out
 }
 
 /// Writes the kubeconfig, readable by the owner only.
-pub fn write(path: &Path, base: &str, ca_pem: &str, token: &str) -> anyhow::Result<()> {
-    crate::write_private(path, render(base, ca_pem, token).as_bytes())
+pub fn write(path: &Path, base: &str, ca_pem: &str, tokens: &AdminTokens) -> anyhow::Result<()> {
+    crate::write_private(path, render(base, ca_pem, tokens).as_bytes())
 }
 
 #[cfg(test)]
@@ -68,12 +84,23 @@ mod tests {
 
     #[test]
     fn contexts_point_at_root_base_and_system_admin() {
-        let text = render("https://127.0.0.1:6443", "PEM", "tok");
+        let tokens = AdminTokens {
+            kcp_admin: "volatile".into(),
+            shard_admin: "kept".into(),
+        };
+        let text = render("https://127.0.0.1:6443", "PEM", &tokens);
         assert!(text.contains("current-context: root\n"));
         assert!(text.contains("server: \"https://127.0.0.1:6443/clusters/root\""));
         assert!(text.contains("server: \"https://127.0.0.1:6443\"\n"));
         assert!(text.contains("server: \"https://127.0.0.1:6443/clusters/system:admin\""));
-        assert!(text.contains("token: \"tok\""));
-        assert_eq!(text.matches("user: kcp-admin").count(), 3);
+        assert!(text.contains("- name: kcp-admin\n  user:\n    token: \"volatile\"\n"));
+        assert!(text.contains("- name: shard-admin\n  user:\n    token: \"kept\"\n"));
+        assert_eq!(text.matches("user: kcp-admin").count(), 2);
+        assert!(text.contains(
+            "- name: \"shard-base\"\n  context:\n    cluster: \"base\"\n    user: shard-admin\n"
+        ));
+        assert!(text.contains(
+            "- name: \"system:admin\"\n  context:\n    cluster: \"system:admin\"\n    user: shard-admin\n"
+        ));
     }
 }

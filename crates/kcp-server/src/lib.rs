@@ -1,17 +1,18 @@
 //! The composition root of kcp: turns [`Options`] into a running [`Server`].
 //!
-//! It owns what lives in the root directory (certificates, the admin token, `admin.kubeconfig`,
+//! It owns what lives in the root directory (certificates, the admin tokens, `admin.kubeconfig`,
 //! the embedded store), the choice of storage backend (the only crate that names one), the
 //! process's limits (file descriptors, from which the connection limit follows; the users of
 //! `--token-auth-file`), and the order of start-up. It must not know HTTP details (that is `kcp-apiserver`) or storage
 //! internals (the backends).
 
+mod admin;
 mod compactor;
 mod kubeconfig;
 mod options;
 mod pki;
+mod service_account;
 mod store;
-mod token;
 mod token_file;
 
 use std::net::SocketAddr;
@@ -19,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use kcp_apiserver::authn::{TokenAuthenticator, User};
+use kcp_apiserver::authn::TokenAuthenticator;
 use kcp_apiserver::limits::LimitConfig;
 use kcp_apiserver::router::Router;
 use kcp_apiserver::{ServeHandle, ServeOptions, serve};
@@ -54,11 +55,12 @@ impl Server {
         let store = Store::open(&options).await?;
         let revision = store.storage().current_revision().await?;
         tracing::info!(revision, "storage ready");
-        let registry = Registry::new(store.storage()).with_webhook_converter(Arc::new(
-            kcp_apiserver::conversion_webhook::HttpsConversionWebhooks::default(),
-        ));
-
         let pki = pki::load_or_create(root, &options.bind_address)?;
+        let registry = Registry::new(store.storage())
+            .with_webhook_converter(Arc::new(
+                kcp_apiserver::conversion_webhook::HttpsConversionWebhooks::default(),
+            ))
+            .with_service_account_tokens(Arc::new(service_account::tokens(&options, &pki.ca_pem)?));
         let client_ca = match &options.client_ca_file {
             Some(path) => Some(
                 std::fs::read(path)
@@ -66,15 +68,10 @@ impl Server {
             ),
             None => None,
         };
-        let token = token::load_or_create(root)?;
+        let kubeconfig = root.join("admin.kubeconfig");
+        let admin_tokens = admin::load_or_create(root, &kubeconfig)?;
         let mut authn = TokenAuthenticator::default().with_anonymous(options.anonymous_auth);
-        authn.add(
-            kcp_apiserver::authn::token_digest(&token),
-            User {
-                name: "kcp-admin".into(),
-                groups: vec!["system:masters".into()],
-            },
-        );
+        admin_tokens.register(&mut authn);
         if let Some(path) = &options.token_auth_file {
             for (token, user) in token_file::load(path)? {
                 authn.add(kcp_apiserver::authn::token_digest(&token), user);
@@ -93,12 +90,11 @@ impl Server {
                 format!("listen on {}:{}", options.bind_address, options.secure_port)
             })?;
         let address = listener.local_addr()?;
-        let kubeconfig = root.join("admin.kubeconfig");
         kubeconfig::write(
             &kubeconfig,
             &kubeconfig::server_base(address),
             &pki.ca_pem,
-            &token,
+            &admin_tokens,
         )?;
         registry
             .bootstrap_root(&format!(

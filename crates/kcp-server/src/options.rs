@@ -44,6 +44,22 @@ pub struct Options {
     /// for authorization to decide, as kube-apiserver's default; `false`: they get 401.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub anonymous_auth: bool,
+    /// The PEM PKCS#8 ECDSA P-256 private key that signs service account tokens; without it,
+    /// one made at the first start and kept as `service-account.key` in the root directory.
+    #[arg(long)]
+    pub service_account_signing_key_file: Option<PathBuf>,
+    /// Further PEM public keys (EC or RSA) whose service account tokens are accepted.
+    #[arg(long)]
+    pub service_account_key_file: Vec<PathBuf>,
+    /// The issuer of service account tokens (repeatable: the first signs, all are accepted).
+    #[arg(long, default_value = "https://kcp.default.svc")]
+    pub service_account_issuer: Vec<String>,
+    /// The audiences service account tokens must name one of; the first issuer if none.
+    #[arg(long, value_delimiter = ',')]
+    pub api_audiences: Vec<String>,
+    /// The longest lifetime a TokenRequest gets (0: as asked).
+    #[arg(long, default_value = "0s", value_parser = crate::compactor::parse_duration)]
+    pub service_account_max_token_expiration: std::time::Duration,
     /// Time a non-long-running request may take before it is answered 504 (0: no limit).
     #[arg(long, default_value = "1m0s", value_parser = crate::compactor::parse_duration)]
     pub request_timeout: std::time::Duration,

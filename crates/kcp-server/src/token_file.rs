@@ -29,7 +29,7 @@ fn parse(text: &str, path: &str) -> Result<Vec<(String, User)>, String> {
         let mut fields = record.into_iter();
         let token = fields.next().unwrap_or_default();
         let name = fields.next().unwrap_or_default();
-        let _uid = fields.next();
+        let uid = fields.next().unwrap_or_default();
         let groups = fields
             .next()
             .map(|groups| groups.split(',').map(str::to_string).collect())
@@ -41,7 +41,12 @@ fn parse(text: &str, path: &str) -> Result<Vec<(String, User)>, String> {
             );
             continue;
         }
-        let user = User { name, groups };
+        let user = User {
+            name,
+            uid,
+            groups,
+            ..User::default()
+        };
         match positions.get(&token) {
             Some(&existing) => {
                 tracing::warn!(
@@ -141,10 +146,12 @@ fn records(text: &str) -> Result<Vec<Vec<String>>, String> {
 mod tests {
     use super::*;
 
-    fn user(name: &str, groups: &[&str]) -> User {
+    fn user(name: &str, uid: &str, groups: &[&str]) -> User {
         User {
             name: name.into(),
+            uid: uid.into(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..User::default()
         }
     }
 
@@ -154,9 +161,9 @@ mod tests {
         assert_eq!(
             parse(text, "f").unwrap(),
             vec![
-                ("t1".to_string(), user("alice", &["dev", "ops"])),
-                ("t2".to_string(), user("bob", &[])),
-                ("t3".to_string(), user("carol", &["solo"])),
+                ("t1".to_string(), user("alice", "1", &["dev", "ops"])),
+                ("t2".to_string(), user("bob", "2", &[])),
+                ("t3".to_string(), user("carol", "3", &["solo"])),
             ]
         );
     }
@@ -166,7 +173,7 @@ mod tests {
         let text = ",nobody,0\nt,first,1\nt,second,2\n";
         assert_eq!(
             parse(text, "f").unwrap(),
-            vec![("t".to_string(), user("second", &[]))]
+            vec![("t".to_string(), user("second", "2", &[]))]
         );
     }
 

@@ -9,6 +9,7 @@
 //! - [`crd`]: CustomResourceDefinition manifests built from their parts, so each test writes only
 //!   what is particular to its CRD.
 //! - [`patches`]: hostile JSON patches several tests send.
+//! - [`kubeconfig`]: the admin tokens a server wrote into its kubeconfig.
 //! - [`output`]: reading what a child process (kubectl, mostly) printed, requiring success or
 //!   failure, and the lines of one still running, as it prints them.
 //!
@@ -23,6 +24,7 @@ mod architecture;
 pub mod crd;
 #[cfg(feature = "etcd")]
 pub mod etcd;
+pub mod kubeconfig;
 pub mod output;
 pub mod patches;
 pub mod process;

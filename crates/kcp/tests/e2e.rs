@@ -31,6 +31,7 @@ mod e2e {
     pub mod outputs;
     pub mod patch;
     pub mod resources;
+    pub mod service_accounts;
     pub mod start;
     pub mod support;
     pub mod validation;

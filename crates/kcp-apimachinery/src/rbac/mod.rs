@@ -21,11 +21,14 @@ mod tests;
 pub use policy::{Binding, Policy, RoleRef, Subject};
 pub use rule::{Rule, uncovered};
 
-/// Who asks: the authenticated user's name and groups.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Who asks: the authenticated user's name, groups and extra values (RBAC reads the first
+/// two; authorizers before it may read the extra, e.g. the logical cluster a service account
+/// belongs to).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UserInfo {
     pub name: String,
     pub groups: Vec<String>,
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// What a request asks, as Kubernetes' authorizer sees it.

@@ -96,6 +96,7 @@ pub fn uncovered(held: &[Rule], wanted: &[Rule]) -> Vec<Rule> {
     let user = super::UserInfo {
         name: String::new(),
         groups: Vec::new(),
+        ..Default::default()
     };
     let mut missing: Vec<Rule> = Vec::new();
     let mut note = |rule: Rule| match missing.iter_mut().find(|m| {

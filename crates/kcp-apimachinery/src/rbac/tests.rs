@@ -9,6 +9,7 @@ fn user(name: &str, groups: &[&str]) -> UserInfo {
     UserInfo {
         name: name.into(),
         groups: groups.iter().map(|g| g.to_string()).collect(),
+        ..Default::default()
     }
 }
 

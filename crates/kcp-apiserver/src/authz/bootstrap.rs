@@ -86,18 +86,23 @@ pub(crate) fn cluster_roles() -> Vec<Value> {
 
 /// The bindings that hold in every logical cluster: every authenticated user reads discovery
 /// and asks what they may do and who they are (Kubernetes' `system:discovery` and
-/// `system:basic-user`).
+/// `system:basic-user`), and kcp's admins (`system:kcp:admin`, the group of the admin
+/// kubeconfig's `kcp-admin`) are `cluster-admin` (kcp's `system:kcp:admin:cluster-admin`).
 pub(crate) fn cluster_role_bindings() -> Vec<Value> {
-    ["system:discovery", "system:basic-user"]
-        .iter()
-        .map(|role| {
-            json!({
-                "metadata": {"name": role},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"}],
-            })
+    [
+        ("system:discovery", "system:discovery", "system:authenticated"),
+        ("system:basic-user", "system:basic-user", "system:authenticated"),
+        ("system:kcp:admin:cluster-admin", "cluster-admin", "system:kcp:admin"),
+    ]
+    .iter()
+    .map(|(name, role, group)| {
+        json!({
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}],
         })
-        .collect()
+    })
+    .collect()
 }
 
 /// The bootstrap ClusterRoles and bindings as a policy.

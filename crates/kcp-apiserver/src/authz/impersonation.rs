@@ -80,6 +80,7 @@ impl Authorizer {
         let subject = UserInfo {
             name: caller.name.clone(),
             groups: caller.groups.clone(),
+            extra: caller.extra.clone(),
         };
         let service_account = wanted
             .user
@@ -148,9 +149,15 @@ impl Authorizer {
         if wanted.user != "system:anonymous" && !groups.iter().any(|g| g == AUTHENTICATED) {
             groups.push(AUTHENTICATED.into());
         }
+        let mut extra = std::collections::BTreeMap::<String, Vec<String>>::new();
+        for (key, value) in &wanted.extras {
+            extra.entry(key.clone()).or_default().push(value.clone());
+        }
         Ok(Ok(User {
             name: wanted.user.clone(),
+            uid: wanted.uid.clone().unwrap_or_default(),
             groups,
+            extra,
         }))
     }
 }

@@ -1,14 +1,20 @@
 //! Authorization, per logical cluster, in the order kcp chains it:
 //!
 //! 1. `system:masters` may do anything anywhere.
-//! 2. Wildcard requests (`/clusters/*`) are for those identities only.
-//! 3. Workspace content: entering a logical cluster needs verb `access` on path `/` there,
+//! 2. Wildcard requests (`/clusters/*`) are for those identities and for those the bootstrap
+//!    bindings that hold everywhere allow them (`kcp-admin`, in `system:kcp:admin`, bound to
+//!    `cluster-admin`).
+//! 3. Required groups: a LogicalCluster annotated `authorization.kcp.io/required-groups` admits
+//!    only users in one of the group sets it names (service accounts, kcp's admins and its
+//!    workspace bootstrapper always).
+//! 4. Workspace content: entering a logical cluster needs verb `access` on path `/` there,
 //!    granted by its own RBAC (root grants it to `system:authenticated`) or a bootstrap role
 //!    bound in it; without it the request is denied whatever else it holds, so nothing reveals
-//!    what the workspace contains.
-//! 4. RBAC: the logical cluster's own Roles, ClusterRoles and bindings ([`policies`]), its
+//!    what the workspace contains. Its own service accounts enter without it.
+//! 5. RBAC: the logical cluster's own Roles, ClusterRoles and bindings ([`policies`]), its
 //!    bindings able to name the bootstrap ClusterRoles ([`bootstrap`]) without a copy, and the
-//!    bootstrap bindings that hold everywhere (discovery for every authenticated user).
+//!    bootstrap bindings that hold everywhere (discovery for every authenticated user,
+//!    `cluster-admin` for `system:kcp:admin`).
 //!
 //! Impersonation ([`impersonation`]) is authorized by the same chain (verb `impersonate`) before
 //! the request is authorized as the impersonated user.
@@ -46,7 +52,7 @@ pub struct Denial {
     /// The message of the 403: `User "alice" cannot ...: <reason>`.
     pub message: String,
     /// The authorizer's reason alone (`access denied`), as access reviews report it.
-    pub reason: &'static str,
+    pub reason: String,
 }
 
 /// The authorization chain of one server.
@@ -68,13 +74,15 @@ impl Authorizer {
     pub fn requester(&self, user: &User) -> Requester {
         Requester {
             name: user.name.clone(),
-            uid: String::new(),
+            uid: user.uid.clone(),
             groups: user.groups.clone(),
+            extra: user.extra.clone(),
             access: Arc::new(UserAccess {
                 authorizer: self.clone(),
                 subject: UserInfo {
                     name: user.name.clone(),
                     groups: user.groups.clone(),
+                    extra: user.extra.clone(),
                 },
             }),
         }
@@ -92,6 +100,7 @@ impl Authorizer {
         let subject = UserInfo {
             name: user.name.clone(),
             groups: user.groups.clone(),
+            extra: user.extra.clone(),
         };
         let (cluster, verb, target) = match info {
             RequestInfo::Resource(request) => (
@@ -136,7 +145,7 @@ impl Authorizer {
             verb,
             target,
         };
-        let deny = |reason: &'static str| {
+        let deny = |reason: String| {
             Decision::Deny(Denial {
                 message: format!(
                     "{}: {reason}",
@@ -145,14 +154,33 @@ impl Authorizer {
                 reason,
             })
         };
+        // What the bootstrap bindings that hold everywhere allow needs no cluster's state,
+        // when the user is one every cluster admits (kcp's admins).
+        let everywhere = self.bootstrap.allows(&attributes, None)
+            && self.bootstrap.allows(&access(subject), None);
         if cluster == ALL_CLUSTERS {
-            return Ok(deny("wildcard requests are for privileged identities"));
+            return Ok(match everywhere {
+                true => Decision::Allow,
+                false => deny("wildcard requests are for privileged identities".into()),
+            });
         }
-        let policy = self.policies.of(cluster).await?;
-        if self.may_enter(&policy, subject) && self.grants(&policy, &attributes) {
+        let exempt = exempt_from_required_groups(subject);
+        if everywhere && exempt {
+            return Ok(Decision::Allow);
+        }
+        let state = self.policies.of(cluster).await?;
+        if !exempt && !state.admits_groups(&subject.groups) {
+            let required = state.required_groups.as_deref().unwrap_or_default();
+            return Ok(deny(format!(
+                "user is not a member of required groups: {required}"
+            )));
+        }
+        let enters =
+            local_service_account(subject, cluster) || self.may_enter(&state.policy, subject);
+        if enters && self.grants(&state.policy, &attributes) {
             Ok(Decision::Allow)
         } else {
-            Ok(deny("access denied"))
+            Ok(deny("access denied".into()))
         }
     }
 
@@ -164,12 +192,7 @@ impl Authorizer {
 
     /// Whether `subject` may enter the logical cluster of `policy` (verb `access` on `/`).
     fn may_enter(&self, policy: &Policy, subject: &UserInfo) -> bool {
-        let access = Attributes {
-            user: subject,
-            verb: "access",
-            target: Target::NonResource { path: "/" },
-        };
-        self.grants(policy, &access)
+        self.grants(policy, &access(subject))
     }
 
     /// Every rule `subject` holds in `namespace` of `cluster` (cluster-wide ones only when it
@@ -198,12 +221,16 @@ impl Authorizer {
         if cluster == ALL_CLUSTERS {
             return Ok(Vec::new());
         }
-        let policy = self.policies.of(cluster).await?;
-        if !self.may_enter(&policy, subject) {
+        let state = self.policies.of(cluster).await?;
+        let admitted = exempt_from_required_groups(subject) || state.admits_groups(&subject.groups);
+        let enters =
+            local_service_account(subject, cluster) || self.may_enter(&state.policy, subject);
+        if !admitted || !enters {
             return Ok(Vec::new());
         }
         let mut rules: Vec<Rule> = Vec::new();
-        let granted = policy
+        let granted = state
+            .policy
             .rules_for(subject, namespace, Some(&self.bootstrap))
             .chain(self.bootstrap.rules_for(subject, namespace, None));
         for rule in granted {
@@ -213,6 +240,40 @@ impl Authorizer {
         }
         Ok(rules)
     }
+}
+
+/// Entering a logical cluster: verb `access` on path `/`.
+fn access(subject: &UserInfo) -> Attributes<'_> {
+    Attributes {
+        user: subject,
+        verb: "access",
+        target: Target::NonResource { path: "/" },
+    }
+}
+
+/// Whether `subject` is a service account of the logical cluster `cluster`, which enters it
+/// without verb `access`, as kcp lets them.
+fn local_service_account(subject: &UserInfo, cluster: &str) -> bool {
+    subject.name.starts_with("system:serviceaccount:")
+        && subject
+            .extra
+            .get(kcp_registry::serviceaccounts::CLUSTER_NAME_EXTRA)
+            .is_some_and(|names| names.iter().any(|name| name == cluster))
+}
+
+/// Whether required groups do not apply to `subject`, as kcp exempts them: service accounts,
+/// logical cluster admins, kcp's admins and its workspace bootstrapper.
+fn exempt_from_required_groups(subject: &UserInfo) -> bool {
+    subject.name.starts_with("system:serviceaccount:")
+        || subject.groups.iter().any(|group| {
+            matches!(
+                group.as_str(),
+                "system:kcp:admin"
+                    | "system:kcp:tenancy:workspace-bootstrapper"
+                    | "system:kcp:logical-cluster-admin"
+                    | "system:kcp:external-logical-cluster-admin"
+            )
+        })
 }
 
 /// The authorizer answering admission's questions about one user.
@@ -261,10 +322,11 @@ impl AccessCheck for UserAccess {
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<Vec<Rule>>, RegistryError>> {
         Box::pin(async move {
-            let policy = self.authorizer.policies.of(at.cluster).await?;
+            let state = self.authorizer.policies.of(at.cluster).await?;
             let rules = match kind {
-                "Role" => policy.role(at.namespace, name),
-                _ => policy
+                "Role" => state.policy.role(at.namespace, name),
+                _ => state
+                    .policy
                     .cluster_role(name)
                     .or_else(|| self.authorizer.bootstrap.cluster_role(name)),
             };

@@ -1,12 +1,14 @@
-//! Each logical cluster's RBAC policy, built from its Roles, ClusterRoles and bindings when a
-//! request first needs it, and rebuilt after any of them changes.
+//! Each logical cluster's authorization state: its RBAC policy, built from its Roles,
+//! ClusterRoles and bindings, and the groups its LogicalCluster requires (kcp's
+//! `authorization.kcp.io/required-groups` annotation). Built when a request first needs it,
+//! dropped as soon as one of those objects changes.
 //!
-//! A follower watches the four RBAC resources across all logical clusters and records, per
-//! cluster, the revision of its latest RBAC write; a policy built from a snapshot older than
-//! that is stale and is built again. Only clusters whose policy a request needed are held, and
-//! only until their RBAC changes, so idle workspaces cost nothing here beyond the revision of
-//! their last RBAC write (one number per cluster that had one). While the follower is not
-//! watching (before it starts, between a failed watch and the next) no policy is trusted.
+//! A follower watches the four RBAC resources and LogicalClusters across all logical clusters
+//! and drops the state of the cluster each event belongs to. A build that was under way when an
+//! event of its cluster arrived is not kept (its snapshot may predate the event). Only clusters
+//! whose state a request needed are held, so idle workspaces cost nothing here. While the
+//! follower is not watching (before it starts, between a failed watch and the next) no state
+//! is trusted.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -25,17 +27,48 @@ const RESOURCES: [&str; 4] = [
     "rolebindings",
 ];
 
+/// kcp's annotation on a LogicalCluster naming the groups its users must be in:
+/// `;`-separated alternatives, each a `,`-separated set of groups a user needs all of.
+pub(crate) const REQUIRED_GROUPS: &str = "authorization.kcp.io/required-groups";
+
+/// What authorization knows of one logical cluster.
+pub(crate) struct ClusterState {
+    pub(crate) policy: Policy,
+    /// The value of [`REQUIRED_GROUPS`] on its LogicalCluster, if set.
+    pub(crate) required_groups: Option<String>,
+}
+
+impl ClusterState {
+    /// Whether a user in `groups` satisfies the cluster's required groups (kcp's admins and
+    /// workspace bootstrapper always do).
+    pub(crate) fn admits_groups(&self, groups: &[String]) -> bool {
+        let Some(required) = &self.required_groups else {
+            return true;
+        };
+        let has = |group: &str| groups.iter().any(|g| g == group);
+        required
+            .split(';')
+            .chain([
+                "system:kcp:admin",
+                "system:kcp:tenancy:workspace-bootstrapper",
+            ])
+            .any(|all| all.split(',').all(has))
+    }
+}
+
 struct Built {
-    policy: Arc<Policy>,
-    /// The oldest snapshot revision the policy was read at.
+    state: Arc<ClusterState>,
+    /// The oldest snapshot revision the state was read at.
     revision: u64,
 }
 
 struct State {
     built: HashMap<String, Built>,
-    /// Per cluster, the revision of the latest RBAC write the follower saw.
-    changed: HashMap<String, u64>,
-    /// Policies built before this revision are not trusted: the follower was not yet watching
+    /// The builds under way, per cluster.
+    building: HashMap<String, usize>,
+    /// The clusters with a build under way that an event of theirs arrived during.
+    changed_while_building: std::collections::HashSet<String>,
+    /// States built before this revision are not trusted: the follower was not yet watching
     /// (nothing is trusted before it starts) or lost track and started again.
     trusted_from: u64,
 }
@@ -44,7 +77,8 @@ impl Default for State {
     fn default() -> State {
         State {
             built: HashMap::new(),
-            changed: HashMap::new(),
+            building: HashMap::new(),
+            changed_while_building: Default::default(),
             trusted_from: u64::MAX,
         }
     }
@@ -69,18 +103,44 @@ impl Policies {
         }
     }
 
-    /// The policy of `cluster`, built again if an RBAC object of it changed since.
-    pub(crate) async fn of(&self, cluster: &str) -> Result<Arc<Policy>, RegistryError> {
+    /// The state of `cluster`, built again if one of its objects changed since.
+    pub(crate) async fn of(&self, cluster: &str) -> Result<Arc<ClusterState>, RegistryError> {
         self.follower.get_or_init(|| self.follow());
         {
-            let state = self.state.lock().unwrap();
-            if let Some(built) = state.built.get(cluster) {
-                let changed = state.changed.get(cluster).copied().unwrap_or(0);
-                if built.revision >= changed && built.revision >= state.trusted_from {
-                    return Ok(Arc::clone(&built.policy));
-                }
+            let mut state = self.state.lock().unwrap();
+            if let Some(built) = state.built.get(cluster)
+                && built.revision >= state.trusted_from
+            {
+                return Ok(Arc::clone(&built.state));
+            }
+            *state.building.entry(cluster.to_string()).or_default() += 1;
+        }
+        let read = self.read(cluster).await;
+        let mut state = self.state.lock().unwrap();
+        let changed = state.changed_while_building.contains(cluster);
+        match state.building.get_mut(cluster) {
+            Some(count) if *count > 1 => *count -= 1,
+            _ => {
+                state.building.remove(cluster);
+                state.changed_while_building.remove(cluster);
             }
         }
+        let (built, revision) = read?;
+        let built = Arc::new(built);
+        if !changed && revision >= state.trusted_from {
+            state.built.insert(
+                cluster.to_string(),
+                Built {
+                    state: Arc::clone(&built),
+                    revision,
+                },
+            );
+        }
+        Ok(built)
+    }
+
+    /// Reads the state of `cluster` and the oldest revision it was read at.
+    async fn read(&self, cluster: &str) -> Result<(ClusterState, u64), RegistryError> {
         let mut objects: Vec<Vec<Value>> = Vec::with_capacity(RESOURCES.len());
         let mut revision = u64::MAX;
         for name in RESOURCES {
@@ -93,21 +153,26 @@ impl Policies {
             revision = revision.min(listed.resource_version);
             objects.push(listed.items);
         }
-        let policy = Arc::new(Policy::new(
-            &objects[0],
-            &objects[1],
-            &objects[2],
-            &objects[3],
-        ));
-        let mut state = self.state.lock().unwrap();
-        state.built.insert(
-            cluster.to_string(),
-            Built {
-                policy: Arc::clone(&policy),
-                revision,
+        let target = Target {
+            cluster,
+            resource: kcp_apis::system::logical_clusters(),
+            namespace: None,
+        };
+        let listed = self.registry.list(target, ListOptions::default()).await?;
+        revision = revision.min(listed.resource_version);
+        let required_groups = listed.items.iter().find_map(|object| {
+            object["metadata"]["annotations"][REQUIRED_GROUPS]
+                .as_str()
+                .map(str::to_string)
+        });
+        let policy = Policy::new(&objects[0], &objects[1], &objects[2], &objects[3]);
+        Ok((
+            ClusterState {
+                policy,
+                required_groups,
             },
-        );
-        Ok(policy)
+            revision,
+        ))
     }
 
     /// Follows RBAC writes in every logical cluster for as long as the returned task runs.
@@ -130,16 +195,16 @@ impl Policies {
     /// built before it started is distrusted, since writes may have been missed meanwhile.
     async fn follow_once(&self) -> Result<(), RegistryError> {
         let start = self.registry.current_revision().await?;
-        {
-            let mut state = self.state.lock().unwrap();
-            state.trusted_from = start;
-            state.changed.clear();
-        }
+        self.state.lock().unwrap().trusted_from = start;
         let mut watches = Vec::new();
-        for name in RESOURCES {
+        let resources = RESOURCES
+            .into_iter()
+            .map(kcp_apis::builtin::rbac)
+            .chain([kcp_apis::system::logical_clusters()]);
+        for resource in resources {
             watches.push(
                 self.registry
-                    .watch_all_clusters(kcp_apis::builtin::rbac(name), start)
+                    .watch_all_clusters(resource, start)
                     .await?
                     .boxed(),
             );
@@ -147,12 +212,12 @@ impl Policies {
         let mut events = futures::stream::select_all(watches);
         while let Some(event) = events.next().await {
             let event = event?;
-            let revision = event.event.revision;
             let mut state = self.state.lock().unwrap();
-            // The stale policy goes at once; `changed` also catches a build already under way.
+            // The stale state goes at once; a build already under way is not kept.
             state.built.remove(&event.cluster);
-            let latest = state.changed.entry(event.cluster).or_default();
-            *latest = (*latest).max(revision);
+            if state.building.contains_key(&event.cluster) {
+                state.changed_while_building.insert(event.cluster);
+            }
         }
         Err(RegistryError::Internal("the RBAC watch ended".into()))
     }

@@ -39,6 +39,7 @@ pub fn handles(request: &ResourceRequest) -> bool {
 pub async fn answer(
     authorizer: &Authorizer,
     authn: &TokenAuthenticator,
+    registry: &kcp_registry::Registry,
     user: &User,
     request: &ResourceRequest,
     mut review: Value,
@@ -67,9 +68,16 @@ pub async fn answer(
                     )));
                 }
             }
+            let mut extra = std::collections::BTreeMap::new();
+            if let Some(given) = spec["extra"].as_object() {
+                for (key, values) in given {
+                    extra.insert(key.clone(), strings(values));
+                }
+            }
             let subject = UserInfo {
                 name: str_at(spec, &["user"]).to_string(),
                 groups: strings(&spec["groups"]),
+                extra,
             };
             let kind = match request.resource.as_str() {
                 "localsubjectaccessreviews" => "LocalSubjectAccessReview",
@@ -95,9 +103,13 @@ pub async fn answer(
         "tokenreviews" => {
             let token = str_at(&review["spec"], &["token"]);
             // Kubernetes' JSON leaves out `authenticated: false` and empty audiences.
-            match authn.authenticate(Some(&format!("Bearer {token}"))) {
-                Some(found) if !token.is_empty() => {
-                    let mut status = json!({"authenticated": true, "user": user_json(found)});
+            let found = match token.is_empty() {
+                true => None,
+                false => authn.user_of_token(registry, token).await?,
+            };
+            match found {
+                Some(found) => {
+                    let mut status = json!({"authenticated": true, "user": user_json(&found)});
                     if let Some(audiences) = review["spec"]["audiences"]
                         .as_array()
                         .filter(|a| !a.is_empty())
@@ -127,11 +139,21 @@ fn user_info(user: &User) -> UserInfo {
     UserInfo {
         name: user.name.clone(),
         groups: user.groups.clone(),
+        extra: user.extra.clone(),
     }
 }
 
+/// A `UserInfo` as Kubernetes writes it (empty uid and extra left out).
 fn user_json(user: &User) -> Value {
-    json!({"username": user.name, "groups": user.groups})
+    let mut info = json!({"username": user.name});
+    if !user.uid.is_empty() {
+        info["uid"] = json!(user.uid);
+    }
+    info["groups"] = json!(user.groups);
+    if !user.extra.is_empty() {
+        info["extra"] = json!(user.extra);
+    }
+    info
 }
 
 /// Kubernetes' 422 for a review of `kind` (reviews have no name).

@@ -114,8 +114,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     eprintln!("restarts to ready: {restarts:?}");
 
     let ca_pem = std::fs::read(root.join("ca.crt")).context("read the kcp CA")?;
-    let token =
-        std::fs::read_to_string(root.join("admin-token")).context("read the admin token")?;
+    let token = kcp_testing::kubeconfig::admin_token(&root, "kcp-admin");
     let authorization = Arc::new(format!("Bearer {}", token.trim()));
     let kcp_target = Target::new(SocketAddr::from((Ipv4Addr::LOCALHOST, kcp.port)), &ca_pem)?;
 

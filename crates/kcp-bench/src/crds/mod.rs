@@ -166,8 +166,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let root = dir.path().join("kcp");
     let kcp = KcpProcess::start(&binary, &root).await?;
     let ca_pem = std::fs::read(root.join("ca.crt")).context("read the kcp CA")?;
-    let token =
-        std::fs::read_to_string(root.join("admin-token")).context("read the admin token")?;
+    let token = kcp_testing::kubeconfig::admin_token(&root, "kcp-admin");
     let target = Target::new(SocketAddr::from((Ipv4Addr::LOCALHOST, kcp.port)), &ca_pem)?;
     let mut client = Client {
         connection: target.connect(Protocol::Http1).await?,

@@ -71,8 +71,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let root = dir.path().join("kcp");
     let kcp = KcpProcess::start(&binary, &root).await?;
     let ca_pem = std::fs::read(root.join("ca.crt")).context("read the kcp CA")?;
-    let token =
-        std::fs::read_to_string(root.join("admin-token")).context("read the admin token")?;
+    let token = kcp_testing::kubeconfig::admin_token(&root, "kcp-admin");
     let authorization = Arc::new(format!("Bearer {}", token.trim()));
     let target = Target::new(SocketAddr::from((Ipv4Addr::LOCALHOST, kcp.port)), &ca_pem)?;
     tokio::time::sleep(Duration::from_secs(1)).await;

@@ -38,6 +38,7 @@ fn owner(_cluster: &str, logical_cluster: &Value) -> Option<Key> {
     }
     Some(Key {
         cluster: owner["cluster"].as_str()?.to_string(),
+        namespace: String::new(),
         name: owner["name"].as_str()?.to_string(),
     })
 }

@@ -61,6 +61,27 @@ impl Kind for CertificateSigningRequest {
         validate(object, errs);
     }
 
+    /// As Kubernetes' strategy: the requester's name, uid, groups and extra replace whatever
+    /// the client sent.
+    fn record_requester(&self, object: &mut Value, requester: &crate::store::Requester) {
+        let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) else {
+            return;
+        };
+        for field in ["username", "uid", "groups", "extra"] {
+            spec.remove(field);
+        }
+        spec.insert("username".into(), json!(requester.name));
+        if !requester.uid.is_empty() {
+            spec.insert("uid".into(), json!(requester.uid));
+        }
+        if !requester.groups.is_empty() {
+            spec.insert("groups".into(), json!(requester.groups));
+        }
+        if !requester.extra.is_empty() {
+            spec.insert("extra".into(), json!(requester.extra));
+        }
+    }
+
     fn selectable_fields(&self) -> &'static [&'static str] {
         &["spec.signerName"]
     }

@@ -99,6 +99,10 @@ pub trait Kind: Sync + Send {
     /// The kind's own rules, after the metadata ones (`old`: the stored object on update).
     fn validate(&self, _object: &Value, _old: Option<&Value>, _errs: &mut Errors) {}
 
+    /// Fields a new object takes from who creates it (a CertificateSigningRequest records its
+    /// requester), before it is validated.
+    fn record_requester(&self, _object: &mut Value, _requester: &crate::store::Requester) {}
+
     /// Server-set fields of a new object written through `part`.
     fn prepare_create(&self, resource: &Resource, part: Part, object: &mut Value) {
         strategy::drop_status_on_create(resource, part, object);

@@ -205,7 +205,7 @@ fn rbac_grants_hold_in_their_workspace_only() {
     // `kubectl ws` says so when alice may not enter a workspace, and enters one she may.
     let kubeconfig = dir.path().join("alice.kubeconfig");
     let admin = std::fs::read_to_string(kcp.kubeconfig()).unwrap();
-    let admin_token = std::fs::read_to_string(kcp.root.join("admin-token")).unwrap();
+    let admin_token = kcp_testing::kubeconfig::admin_token(&kcp.root, "kcp-admin");
     std::fs::write(
         &kubeconfig,
         admin.replace(admin_token.trim(), "alice-token"),
@@ -386,7 +386,7 @@ fn reviews_say_what_a_user_may_do_and_who_they_are() {
     for (token, expected) in [
         (
             "carol-token",
-            serde_json::json!({"authenticated": true, "user": {"username": "carol", "groups": ["team-c", "system:authenticated"]}}),
+            serde_json::json!({"authenticated": true, "user": {"username": "carol", "uid": "1003", "groups": ["team-c", "system:authenticated"]}}),
         ),
         ("wrong-token", serde_json::json!({"user": {}})),
     ] {
@@ -598,7 +598,7 @@ fn the_creator_of_a_workspace_administers_it() {
     );
     assert_eq!(
         owner,
-        r#"{"username":"dana","groups":["team-d","system:authenticated"]}"#
+        r#"{"username":"dana","uid":"1004","groups":["team-d","system:authenticated"]}"#
     );
     // The creator is the new workspace's admin; another user may not even enter.
     let ws = "root:danas";

@@ -17,7 +17,7 @@ fn admin_kubeconfig_contexts_reach_the_server_over_verified_tls() {
     let contexts = kcp.kubectl_ok(&["config", "get-contexts", "-o", "name"]);
     let mut contexts: Vec<&str> = contexts.lines().collect();
     contexts.sort();
-    assert_eq!(contexts, ["base", "root", "system:admin"]);
+    assert_eq!(contexts, ["base", "root", "shard-base", "system:admin"]);
     assert_eq!(
         kcp.kubectl_ok(&["config", "current-context"]).trim(),
         "root"
@@ -98,20 +98,65 @@ fn kubectl_discovers_the_built_in_apis() {
 }
 
 #[test]
-fn restarts_reuse_the_ca_and_the_admin_token() {
+fn restarts_reuse_the_ca_and_the_shard_admin_token_kept_only_as_a_digest() {
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(dir.path(), &[]);
     let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
-    let (ca, token) = (read("ca.crt"), read("admin-token"));
-    let old_kubeconfig = read("admin.kubeconfig");
+    let token = |user| kcp_testing::kubeconfig::admin_token(dir.path(), user);
+    let (ca, shard_admin, kcp_admin) = (read("ca.crt"), token("shard-admin"), token("kcp-admin"));
     kcp.stop();
     let kcp = Kcp::start(dir.path(), &[]);
     assert_eq!(read("ca.crt"), ca);
-    assert_eq!(read("admin-token"), token);
-    assert!(old_kubeconfig.contains(token.trim()));
+    // The shard admin's token is kept; kcp-admin gets a new one at every start, as in kcp.
+    assert_eq!(token("shard-admin"), shard_admin);
+    assert_ne!(token("kcp-admin"), kcp_admin);
+    let with_token = |token: &str, context: &str| {
+        kcp.kubectl(&[
+            "--context",
+            context,
+            "--token",
+            token,
+            "get",
+            "--raw",
+            "/api",
+        ])
+    };
+    assert!(with_token(&shard_admin, "shard-base").status.success());
+    let stale = with_token(&kcp_admin, "base");
+    assert!(!stale.status.success());
+    assert!(kcp_testing::output::stderr(&stale).contains("Unauthorized"));
     assert_eq!(kcp.kubectl_ok(&["get", "--raw", "/readyz"]), "ok");
+    // Only the kubeconfig holds the shard admin's token; the root directory keeps its digest.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() && !path.ends_with("admin.kubeconfig") {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(&shard_admin),
+                "{} holds the admin token",
+                path.display()
+            );
+        }
+    }
+    // Both admins as kcp has them: shard-admin in system:masters, kcp-admin in system:kcp:admin.
+    let whoami = |context: &str| {
+        let out = kcp.kubectl_ok(&["--context", context, "auth", "whoami", "-o", "json"]);
+        kcp_testing::output::json(&out)["status"]["userInfo"].clone()
+    };
+    let shard = whoami("system:admin");
+    assert_eq!(shard["username"], "shard-admin");
+    assert_eq!(shard["groups"][0], "system:masters");
+    let admin = whoami("root");
+    assert_eq!(admin["username"], "kcp-admin");
+    assert_eq!(admin["groups"][0], "system:kcp:admin");
     use std::os::unix::fs::PermissionsExt;
-    for name in ["admin.kubeconfig", "admin-token", "ca.key", "apiserver.key"] {
+    for name in [
+        "admin.kubeconfig",
+        ".admin-token-store",
+        "service-account.key",
+        "ca.key",
+        "apiserver.key",
+    ] {
         let mode = std::fs::metadata(dir.path().join(name))
             .unwrap()
             .permissions()

@@ -17,7 +17,7 @@ fn root_url(kcp: &Kcp) -> String {
 
 /// curl against the home logical cluster + `path` over verified TLS with the admin token; `-i` includes headers.
 fn curl(kcp: &Kcp, path: &str, args: &[&str]) -> Output {
-    let token = std::fs::read_to_string(kcp.root.join("admin-token")).unwrap();
+    let token = kcp_testing::kubeconfig::admin_token(&kcp.root, "kcp-admin");
     Command::new("curl")
         .args(["-sS", "-i", "--cacert"])
         .arg(kcp.root.join("ca.crt"))

@@ -1,0 +1,361 @@
+//! ServiceAccount credentials, as Kubernetes issues them and kcp scopes them: `kubectl create
+//! token` (a TokenRequest) and token Secrets filled by the server; a token authenticates its
+//! service account in the workspace it lives in only (elsewhere it is a foreign identity:
+//! `system:anonymous`), only while the account exists with the uid it names, and a Secret's
+//! token only while the Secret does. A request without a cluster path goes to the account's
+//! own workspace, as in-cluster clients send them.
+
+use kcp_testing::wait;
+
+use super::support::Kcp;
+
+/// kubectl in `cluster` with `token` instead of the admin's.
+fn with_token(kcp: &Kcp, token: &str, cluster: &str, args: &[&str]) -> std::process::Output {
+    let token = format!("--token={token}");
+    let mut all = vec![token.as_str()];
+    all.extend_from_slice(args);
+    kcp.kubectl_in(cluster, &all)
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    kcp_testing::output::stderr(output)
+}
+
+/// The logical cluster behind the workspace `path` (`<parent>:<name>`).
+fn logical_cluster(kcp: &Kcp, path: &str) -> String {
+    let (parent, name) = path.rsplit_once(':').unwrap();
+    let workspace = format!("workspace/{name}");
+    kcp.kubectl_in_ok(
+        parent,
+        &["get", &workspace, "-o", "jsonpath={.spec.cluster}"],
+    )
+}
+
+#[test]
+fn service_account_tokens_work_in_their_workspace_only_and_while_their_account_stands() {
+    let kcp = Kcp::shared("service-accounts");
+    let home = kcp.home().to_string();
+    let other = kcp.workspace("elsewhere");
+    kcp.kubectl_in_ok(
+        &home,
+        &["create", "serviceaccount", "robot", "-n", "default"],
+    );
+    kcp.kubectl_in_ok(
+        &home,
+        &[
+            "create",
+            "rolebinding",
+            "robot-view",
+            "-n",
+            "default",
+            "--clusterrole=view",
+            "--serviceaccount=default:robot",
+        ],
+    );
+    kcp.kubectl_in_ok(&home, &["create", "configmap", "seen", "-n", "default"]);
+
+    // kubectl create token: a bound token of an hour, for the server's audience.
+    let token = kcp
+        .kubectl_in_ok(&home, &["create", "token", "robot", "-n", "default"])
+        .trim()
+        .to_string();
+    assert_eq!(token.matches('.').count(), 2, "a JWT: {token}");
+    let listed = with_token(&kcp, &token, &home, &["get", "configmaps", "-n", "default"]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("seen"));
+    // RBAC holds for it as for anyone: view, not edit.
+    let refused = with_token(
+        &kcp,
+        &token,
+        &home,
+        &["create", "configmap", "x", "-n", "default"],
+    );
+    assert!(
+        stderr(&refused).contains(
+            r#"User "system:serviceaccount:default:robot" cannot create resource "configmaps" in API group "" in the namespace "default""#
+        ),
+        "{}",
+        stderr(&refused)
+    );
+    // Who it is: the account, its groups and uid, and the cluster it authenticated in.
+    let whoami = with_token(&kcp, &token, &home, &["auth", "whoami", "-o", "json"]);
+    assert!(whoami.status.success(), "{}", stderr(&whoami));
+    let info = kcp_testing::output::json(&String::from_utf8_lossy(&whoami.stdout));
+    let info = &info["status"]["userInfo"];
+    let uid = kcp.kubectl_in_ok(
+        &home,
+        &[
+            "get",
+            "sa",
+            "robot",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ],
+    );
+    assert_eq!(info["username"], "system:serviceaccount:default:robot");
+    assert_eq!(info["uid"], uid.as_str());
+    assert_eq!(
+        info["groups"],
+        serde_json::json!([
+            "system:serviceaccounts",
+            "system:serviceaccounts:default",
+            "system:authenticated"
+        ])
+    );
+    let cluster = logical_cluster(&kcp, &home);
+    assert_eq!(
+        info["extra"]["authentication.kcp.io/cluster-name"],
+        serde_json::json!([cluster])
+    );
+    assert!(
+        info["extra"]["authentication.kubernetes.io/credential-id"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("JTI=")
+    );
+
+    // Without a cluster path, the request goes to the account's own workspace.
+    let in_cluster = kcp.kubectl(&[
+        "--context=base",
+        &format!("--token={token}"),
+        "get",
+        "configmap",
+        "seen",
+        "-n",
+        "default",
+        "-o",
+        "name",
+    ]);
+    assert!(in_cluster.status.success(), "{}", stderr(&in_cluster));
+
+    // Elsewhere it is a foreign identity, which that workspace does not let in...
+    let path = format!("/clusters/{other}/api/v1/namespaces/default/configmaps");
+    let foreign = with_token(&kcp, &token, &other, &["get", "--raw", &path]);
+    assert!(
+        stderr(&foreign).contains(
+            r#"User "system:anonymous" cannot list resource "configmaps" in API group "" in the namespace "default": access denied"#
+        ),
+        "{}",
+        stderr(&foreign)
+    );
+    // ...unless it grants the identities of the account's workspace something, as a group.
+    let origin = format!("--group=system:cluster:{cluster}");
+    kcp.kubectl_in_ok(
+        &other,
+        &[
+            "create",
+            "clusterrolebinding",
+            "from-home",
+            "--clusterrole=system:kcp:workspace:access",
+            &origin,
+        ],
+    );
+    kcp.kubectl_in_ok(
+        &other,
+        &[
+            "create",
+            "rolebinding",
+            "from-home-view",
+            "-n",
+            "default",
+            "--clusterrole=view",
+            &origin,
+        ],
+    );
+    wait::until("the grant to the origin's group holds", || {
+        let listed = with_token(&kcp, &token, &other, &["get", "--raw", &path]);
+        match listed.status.success() {
+            true => Ok(()),
+            false => Err(String::from_utf8_lossy(&listed.stderr).into_owned()),
+        }
+    });
+    let elsewhere = with_token(&kcp, &token, &other, &["auth", "whoami", "-o", "json"]);
+    let seen = kcp_testing::output::json(&kcp_testing::output::stdout(&elsewhere));
+    assert_eq!(seen["status"]["userInfo"]["username"], "system:anonymous");
+    assert_eq!(
+        seen["status"]["userInfo"]["groups"],
+        serde_json::json!(["system:authenticated", format!("system:cluster:{cluster}")])
+    );
+    let create = with_token(
+        &kcp,
+        &token,
+        &other,
+        &["create", "configmap", "x", "-n", "default"],
+    );
+    assert!(
+        stderr(&create).contains(r#"User "system:anonymous" cannot create"#),
+        "{}",
+        stderr(&create)
+    );
+
+    // A TokenRequest is validated as Kubernetes validates it.
+    let short = kcp.kubectl_in(
+        &home,
+        &["create", "token", "robot", "-n", "default", "--duration=5m"],
+    );
+    assert!(
+        stderr(&short).contains("may not specify a duration less than 10 minutes"),
+        "{}",
+        stderr(&short)
+    );
+    let missing = kcp.kubectl_in(&home, &["create", "token", "nobody", "-n", "default"]);
+    assert!(
+        stderr(&missing).contains(r#"serviceaccounts "nobody" not found"#),
+        "{}",
+        stderr(&missing)
+    );
+
+    // Deleted and created again under the same name: the old token names the old uid.
+    kcp.kubectl_in_ok(
+        &home,
+        &["delete", "serviceaccount", "robot", "-n", "default"],
+    );
+    kcp.kubectl_in_ok(
+        &home,
+        &["create", "serviceaccount", "robot", "-n", "default"],
+    );
+    let stale = with_token(&kcp, &token, &home, &["get", "configmaps", "-n", "default"]);
+    assert!(
+        stderr(&stale).contains("Unauthorized"),
+        "{}",
+        stderr(&stale)
+    );
+    let fresh = kcp
+        .kubectl_in_ok(&home, &["create", "token", "robot", "-n", "default"])
+        .trim()
+        .to_string();
+    let listed = with_token(&kcp, &fresh, &home, &["get", "configmaps", "-n", "default"]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+}
+
+#[test]
+fn token_secrets_are_filled_and_their_tokens_end_with_them() {
+    let kcp = Kcp::shared("service-account-secrets");
+    let home = kcp.home().to_string();
+    kcp.kubectl_in_ok(
+        &home,
+        &["create", "serviceaccount", "builder", "-n", "default"],
+    );
+    kcp.kubectl_in_ok(
+        &home,
+        &[
+            "create",
+            "rolebinding",
+            "builder-view",
+            "-n",
+            "default",
+            "--clusterrole=view",
+            "--serviceaccount=default:builder",
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let secret = super::support::write_file(
+        dir.path(),
+        "secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: builder-token\n  namespace: default\n  annotations:\n    kubernetes.io/service-account.name: builder\ntype: kubernetes.io/service-account-token\n",
+    );
+    kcp.kubectl_in_ok(&home, &["create", "-f", &secret]);
+    let token = wait::until("the token controller fills the Secret", || {
+        let data = kcp.kubectl_in_ok(
+            &home,
+            &[
+                "get",
+                "secret",
+                "builder-token",
+                "-n",
+                "default",
+                "-o",
+                "jsonpath={.data.token}",
+            ],
+        );
+        if data.is_empty() {
+            return Err("no token yet".to_string());
+        }
+        Ok(data)
+    });
+    use base64::Engine;
+    let decode = |text: &str| {
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(text)
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    let token = decode(&token);
+    let field = |path: &str| {
+        kcp.kubectl_in_ok(
+            &home,
+            &[
+                "get",
+                "secret",
+                "builder-token",
+                "-n",
+                "default",
+                "-o",
+                &format!("jsonpath={path}"),
+            ],
+        )
+    };
+    assert_eq!(decode(&field("{.data.namespace}")), "default");
+    assert!(decode(&field("{.data.ca\\.crt}")).contains("BEGIN CERTIFICATE"));
+    let uid = kcp.kubectl_in_ok(
+        &home,
+        &[
+            "get",
+            "sa",
+            "builder",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ],
+    );
+    assert_eq!(
+        field("{.metadata.annotations.kubernetes\\.io/service-account\\.uid}"),
+        uid
+    );
+    let listed = with_token(&kcp, &token, &home, &["get", "configmaps", "-n", "default"]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+
+    // The token ends with its Secret.
+    kcp.kubectl_in_ok(
+        &home,
+        &["delete", "secret", "builder-token", "-n", "default"],
+    );
+    let ended = with_token(&kcp, &token, &home, &["get", "configmaps", "-n", "default"]);
+    assert!(
+        stderr(&ended).contains("Unauthorized"),
+        "{}",
+        stderr(&ended)
+    );
+
+    // A token Secret of an account that does not exist is removed; so are the token Secrets
+    // of an account that is deleted.
+    let orphan = super::support::write_file(
+        dir.path(),
+        "orphan.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: orphan-token\n  namespace: default\n  annotations:\n    kubernetes.io/service-account.name: ghost\ntype: kubernetes.io/service-account-token\n",
+    );
+    kcp.kubectl_in_ok(&home, &["create", "-f", &orphan]);
+    kcp.kubectl_in_ok(&home, &["create", "-f", &secret]);
+    wait::until("the Secret is filled again", || {
+        match field("{.data.token}").is_empty() {
+            true => Err("not yet".to_string()),
+            false => Ok(()),
+        }
+    });
+    kcp.kubectl_in_ok(
+        &home,
+        &["delete", "serviceaccount", "builder", "-n", "default"],
+    );
+    wait::until("token Secrets of missing accounts are removed", || {
+        let left = kcp.kubectl_in_ok(&home, &["get", "secrets", "-n", "default", "-o", "name"]);
+        match left.trim().is_empty() {
+            true => Ok(()),
+            false => Err(left),
+        }
+    });
+}
