@@ -34,6 +34,7 @@ mod e2e {
     pub mod service_accounts;
     pub mod start;
     pub mod support;
+    pub mod tenant_matrix;
     pub mod validation;
     pub mod watch;
     pub mod wildcard;

@@ -120,8 +120,47 @@ impl Policy {
         cluster_role_bindings: &[Value],
         role_bindings: &[Value],
     ) -> Policy {
+        Policy::over_shared(
+            &[],
+            cluster_roles,
+            roles,
+            cluster_role_bindings,
+            role_bindings,
+        )
+    }
+
+    /// The policy of a logical cluster whose bindings may also name `shared` ClusterRoles (the
+    /// bootstrap roles every cluster may reference). Where one of its own ClusterRoles carries
+    /// labels an aggregated shared role selects, that role is aggregated here with it, over
+    /// the shared roles and these (as if the shared roles were copies held here); otherwise
+    /// nothing shared is held.
+    pub fn over_shared(
+        shared: &[Value],
+        cluster_roles: &[Value],
+        roles: &[Value],
+        cluster_role_bindings: &[Value],
+        role_bindings: &[Value],
+    ) -> Policy {
+        let cluster_roles = match joins_shared(shared, cluster_roles) {
+            false => aggregate(cluster_roles),
+            true => {
+                let own = |name: &str| {
+                    cluster_roles
+                        .iter()
+                        .any(|role| str_at(role, &["metadata", "name"]) == name)
+                };
+                let mut all: Vec<Value> = cluster_roles.to_vec();
+                all.extend(
+                    shared
+                        .iter()
+                        .filter(|role| !own(str_at(role, &["metadata", "name"])))
+                        .cloned(),
+                );
+                aggregate(&all)
+            }
+        };
         let mut policy = Policy {
-            cluster_roles: aggregate(cluster_roles),
+            cluster_roles,
             ..Policy::default()
         };
         for role in roles {
@@ -203,6 +242,21 @@ impl Policy {
                 .unwrap_or_default(),
         }
     }
+}
+
+/// Whether one of `own` ClusterRoles carries labels an aggregated role of `shared` selects.
+fn joins_shared(shared: &[Value], own: &[Value]) -> bool {
+    let selectors: Vec<Selector> = shared
+        .iter()
+        .filter_map(|role| role["aggregationRule"]["clusterRoleSelectors"].as_array())
+        .flatten()
+        .filter_map(|s| Selector::from_label_selector(s).ok())
+        .collect();
+    own.iter().any(|role| {
+        role["metadata"]["labels"]
+            .as_object()
+            .is_some_and(|labels| selectors.iter().any(|s| s.matches(labels)))
+    })
 }
 
 /// Each ClusterRole's rules, aggregated ones gathered to a fixed point from the ClusterRoles of

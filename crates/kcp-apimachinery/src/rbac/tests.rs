@@ -449,6 +449,47 @@ fn aggregation_gathers_each_rule_once_and_an_empty_selector_takes_every_role() {
 }
 
 #[test]
+fn a_clusters_labelled_roles_aggregate_into_the_shared_roles_there_only() {
+    let shared = [
+        json!({
+            "metadata": {"name": "admin"},
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"rbac.authorization.k8s.io/aggregate-to-admin": "true"}}]},
+        }),
+        cluster_role(
+            "system:aggregate-to-admin",
+            json!({"rbac.authorization.k8s.io/aggregate-to-admin": "true"}),
+            json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]}]),
+        ),
+    ];
+    let widgets = cluster_role(
+        "widget-admin",
+        json!({"rbac.authorization.k8s.io/aggregate-to-admin": "true"}),
+        json!([{"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["*"]}]),
+    );
+    let bindings = [binding(
+        "team",
+        "ClusterRole",
+        "admin",
+        json!([user_subject("ann")]),
+    )];
+    let ann = user("ann", &[]);
+    let asks = |group, plural| Attributes {
+        user: &ann,
+        verb: "delete",
+        target: resource(group, plural, "", "x", "team"),
+    };
+    let shared_policy = Policy::new(&shared, &[], &[], &[]);
+    let here = Policy::over_shared(&shared, &[widgets], &[], &[], &bindings);
+    assert!(here.allows(&asks("example.com", "widgets"), Some(&shared_policy)));
+    assert!(here.allows(&asks("", "configmaps"), Some(&shared_policy)));
+    // A cluster without such a role holds no copy and grants the shared role as it is.
+    let plain = Policy::over_shared(&shared, &[], &[], &[], &bindings);
+    assert!(plain.cluster_role("admin").is_none());
+    assert!(!plain.allows(&asks("example.com", "widgets"), Some(&shared_policy)));
+    assert!(plain.allows(&asks("", "configmaps"), Some(&shared_policy)));
+}
+
+#[test]
 fn denials_are_worded_as_kube_apiserver_words_them() {
     let alice = user("alice", &[]);
     let message = |verb, target| {

@@ -31,16 +31,40 @@ fn cluster_role(name: &str, rules: Vec<Value>) -> Value {
     json!({"metadata": {"name": name}, "rules": rules})
 }
 
-/// The bootstrap ClusterRoles.
+/// The label by which a ClusterRole joins the aggregated role `role` (`admin`, `edit`, `view`).
+fn aggregate_to(role: &str) -> String {
+    format!("rbac.authorization.k8s.io/aggregate-to-{role}")
+}
+
+/// A ClusterRole gathering the rules of every ClusterRole labelled `aggregate-to-<name>`, as
+/// Kubernetes' `admin`, `edit` and `view` are; `labels` make it part of another.
+fn aggregated(name: &str, labels: Value) -> Value {
+    json!({
+        "metadata": {"name": name, "labels": labels},
+        "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {aggregate_to(name): "true"}}]},
+        "rules": [],
+    })
+}
+
+/// A ClusterRole whose rules join the aggregated role `into`.
+fn part_of(name: &str, into: &str, rules: Vec<Value>) -> Value {
+    json!({"metadata": {"name": name, "labels": {aggregate_to(into): "true"}}, "rules": rules})
+}
+
+/// The bootstrap ClusterRoles. `admin`, `edit` and `view` are aggregated as in Kubernetes
+/// (view into edit, edit into admin, and each from its `system:aggregate-to-*` part), so a
+/// workspace's own ClusterRoles labelled `rbac.authorization.k8s.io/aggregate-to-<role>` add
+/// to them there.
 pub(crate) fn cluster_roles() -> Vec<Value> {
     let all_verbs: Vec<&str> = READ.iter().chain(WRITE).copied().collect();
-    let edit = namespaced_content(&all_verbs, true);
-    let mut admin = edit.clone();
-    admin.push(json!({
+    let view_rules = namespaced_content(READ, false);
+    let mut edit_rules = namespaced_content(&all_verbs, true);
+    edit_rules.retain(|rule| !view_rules.contains(rule));
+    let admin_rules = vec![json!({
         "apiGroups": ["rbac.authorization.k8s.io"],
         "resources": ["roles", "rolebindings"],
         "verbs": all_verbs,
-    }));
+    })];
     vec![
         cluster_role(
             "cluster-admin",
@@ -49,9 +73,12 @@ pub(crate) fn cluster_roles() -> Vec<Value> {
                 json!({"nonResourceURLs": ["*"], "verbs": ["*"]}),
             ],
         ),
-        cluster_role("admin", admin),
-        cluster_role("edit", edit),
-        cluster_role("view", namespaced_content(READ, false)),
+        aggregated("admin", json!({})),
+        aggregated("edit", json!({aggregate_to("admin"): "true"})),
+        aggregated("view", json!({aggregate_to("edit"): "true"})),
+        part_of("system:aggregate-to-admin", "admin", admin_rules),
+        part_of("system:aggregate-to-edit", "edit", edit_rules),
+        part_of("system:aggregate-to-view", "view", view_rules),
         cluster_role(
             "system:kcp:workspace:access",
             vec![json!({"nonResourceURLs": ["/"], "verbs": ["access"]})],

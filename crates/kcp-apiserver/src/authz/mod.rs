@@ -65,7 +65,7 @@ pub struct Authorizer {
 impl Authorizer {
     pub fn new(registry: Registry) -> Authorizer {
         Authorizer {
-            policies: policies::Policies::new(registry),
+            policies: policies::Policies::new(registry, bootstrap::cluster_roles()),
             bootstrap: Arc::new(bootstrap::policy()),
         }
     }

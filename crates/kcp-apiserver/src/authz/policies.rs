@@ -88,6 +88,8 @@ impl Default for State {
 #[derive(Clone)]
 pub(crate) struct Policies {
     registry: Registry,
+    /// The bootstrap ClusterRoles, which a cluster's own labelled ClusterRoles aggregate into.
+    shared_roles: Arc<Vec<Value>>,
     state: Arc<Mutex<State>>,
     /// The follower, started by the first request that needs a policy.
     follower: Arc<std::sync::OnceLock<tokio::task::JoinHandle<()>>>,
@@ -95,9 +97,10 @@ pub(crate) struct Policies {
 
 impl Policies {
     /// Policies read through `registry`, kept current by a follower the first use starts.
-    pub(crate) fn new(registry: Registry) -> Policies {
+    pub(crate) fn new(registry: Registry, shared_roles: Vec<Value>) -> Policies {
         Policies {
             registry,
+            shared_roles: Arc::new(shared_roles),
             state: Arc::default(),
             follower: Arc::default(),
         }
@@ -165,7 +168,13 @@ impl Policies {
                 .as_str()
                 .map(str::to_string)
         });
-        let policy = Policy::new(&objects[0], &objects[1], &objects[2], &objects[3]);
+        let policy = Policy::over_shared(
+            &self.shared_roles,
+            &objects[0],
+            &objects[1],
+            &objects[2],
+            &objects[3],
+        );
         Ok((
             ClusterState {
                 policy,
@@ -220,5 +229,34 @@ impl Policies {
             }
         }
         Err(RegistryError::Internal("the RBAC watch ended".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(required: Option<&str>) -> ClusterState {
+        ClusterState {
+            policy: Policy::default(),
+            required_groups: required.map(str::to_string),
+        }
+    }
+
+    fn groups(names: &[&str]) -> Vec<String> {
+        names.iter().map(|g| g.to_string()).collect()
+    }
+
+    #[test]
+    fn required_groups_are_alternatives_of_group_sets() {
+        assert!(state(None).admits_groups(&[]));
+        let required = state(Some("team-a,on-call;auditors"));
+        assert!(required.admits_groups(&groups(&["team-a", "on-call"])));
+        assert!(required.admits_groups(&groups(&["auditors"])));
+        assert!(!required.admits_groups(&groups(&["team-a"])));
+        assert!(!required.admits_groups(&groups(&["system:authenticated"])));
+        // kcp's admins and workspace bootstrapper always satisfy them.
+        assert!(required.admits_groups(&groups(&["system:kcp:admin"])));
+        assert!(required.admits_groups(&groups(&["system:kcp:tenancy:workspace-bootstrapper"])));
     }
 }
