@@ -9,28 +9,17 @@
 //! (`conversion webhook for <gvk> failed: <reason>`); the reasons here read like
 //! kube-apiserver's (`Post "<url>": ...`, `expected response.uid=...`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures::future::BoxFuture;
-use http::{Request, Uri, header};
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
 use kcp_apis::custom::Webhook;
 use kcp_registry::custom::WebhookConverter;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
+
+use crate::webhook_client::{Endpoint, go_quote};
 
 /// kube-apiserver's default timeout for webhook calls.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The largest ConversionReview answer read (converted lists can be large).
-const MAX_RESPONSE_BYTES: usize = 64 << 20;
 
 /// The ConversionReview versions this server sends, in the order it prefers them.
 const REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
@@ -78,7 +67,12 @@ impl WebhookConverter for HttpsConversionWebhooks {
                 "request": {"uid": uid, "desiredAPIVersion": desired_api_version, "objects": objects},
             });
             let body = serde_json::to_vec(&review).map_err(|e| e.to_string())?;
-            let call = post(url, webhook.ca_bundle.as_deref(), body);
+            let endpoint = Endpoint {
+                url: url.to_string(),
+                ca_bundle: webhook.ca_bundle.clone(),
+                ..Endpoint::default()
+            };
+            let call = endpoint.post(body, "ConversionReview");
             let answer = match tokio::time::timeout(self.timeout, call).await {
                 Ok(answer) => answer.map_err(|e| format!("Post {}: {e}", go_quote(url)))?,
                 Err(_) => {
@@ -88,116 +82,6 @@ impl WebhookConverter for HttpsConversionWebhooks {
             converted_objects(review_version, &uid, answer)
         })
     }
-}
-
-fn go_quote(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_default()
-}
-
-/// Posts `body` to `url` and answers the response body as JSON; errors as they read after
-/// `Post "<url>": `.
-async fn post(url: &str, ca_bundle: Option<&[u8]>, body: Vec<u8>) -> Result<Value, String> {
-    let uri: Uri = url.parse().map_err(|e| format!("invalid URL: {e}"))?;
-    if uri.scheme_str() != Some("https") {
-        return Err("only https URLs are supported".into());
-    }
-    let host = uri.host().ok_or("the URL has no host")?;
-    let host = host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string();
-    let port = uri.port_u16().unwrap_or(443);
-    let server_name = ServerName::try_from(host.clone()).map_err(|e| e.to_string())?;
-    let connector = TlsConnector::from(Arc::new(tls_config(ca_bundle)?));
-    let tcp = TcpStream::connect((host.as_str(), port))
-        .await
-        .map_err(|e| format!("dial tcp {host}:{port}: {e}"))?;
-    let tls = connector
-        .connect(server_name, tcp)
-        .await
-        .map_err(|e| format!("tls: {e}"))?;
-    let (mut sender, connection) = http1::handshake(TokioIo::new(tls))
-        .await
-        .map_err(|e| e.to_string())?;
-    let driver = tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    let authority = uri.authority().map_or(host.as_str(), |a| a.as_str());
-    let request = Request::post(path)
-        .header(header::HOST, authority)
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::ACCEPT, "application/json, */*")
-        .body(Full::new(Bytes::from(body)))
-        .map_err(|e| e.to_string())?;
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|e| e.to_string());
-    let result = match response {
-        Ok(response) => {
-            let status = response.status();
-            let bytes = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
-                .collect()
-                .await
-                .map_err(|e| e.to_string())?
-                .to_bytes();
-            if !status.is_success() {
-                let text = String::from_utf8_lossy(&bytes);
-                let text = text.trim();
-                Err(if text.is_empty() {
-                    format!(
-                        "the server responded with the status code {} but did not return more information",
-                        status.as_u16()
-                    )
-                } else {
-                    format!(
-                        "the server responded with the status code {}: {text}",
-                        status.as_u16()
-                    )
-                })
-            } else {
-                serde_json::from_slice(&bytes)
-                    .map_err(|e| format!("the response is not a JSON ConversionReview: {e}"))
-            }
-        }
-        Err(error) => Err(error),
-    };
-    driver.abort();
-    result
-}
-
-/// A client configuration trusting `ca_bundle` (PEM), or the system's roots without one.
-fn tls_config(ca_bundle: Option<&[u8]>) -> Result<rustls::ClientConfig, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    match ca_bundle.filter(|b| !b.trim_ascii().is_empty()) {
-        Some(pem) => {
-            for cert in CertificateDer::pem_slice_iter(pem) {
-                let cert = cert.map_err(|e| format!("unable to load root certificates: {e}"))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| format!("unable to load root certificates: {e}"))?;
-            }
-            if roots.is_empty() {
-                return Err(
-                    "unable to load root certificates: unable to parse bytes as PEM block".into(),
-                );
-            }
-        }
-        None => {
-            for cert in rustls_native_certs::load_native_certs().certs {
-                let _ = roots.add(cert);
-            }
-        }
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(config)
 }
 
 /// The converted objects of a webhook's ConversionReview, checked as kube-apiserver checks

@@ -39,6 +39,7 @@ mod table;
 mod test_support;
 pub mod version;
 mod watch;
+pub mod webhook_client;
 mod wildcard;
 mod workspaces;
 mod yaml;

@@ -53,6 +53,15 @@ impl Router {
         }
     }
 
+    /// The same router asking `webhook` about what RBAC does not allow.
+    pub fn with_authorization_webhook(
+        mut self,
+        webhook: crate::authz::webhook::AuthorizationWebhook,
+    ) -> Self {
+        self.authz = self.authz.with_webhook(webhook);
+        self
+    }
+
     /// The same router with other in-flight limits and request timeout.
     pub fn with_limits(mut self, config: LimitConfig) -> Self {
         self.limits = Limits::new(config);

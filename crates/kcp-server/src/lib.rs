@@ -21,11 +21,30 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use kcp_apiserver::authn::TokenAuthenticator;
+use kcp_apiserver::authn::webhook::TokenWebhook;
+use kcp_apiserver::authz::webhook::AuthorizationWebhook;
 use kcp_apiserver::limits::LimitConfig;
 use kcp_apiserver::router::Router;
+use kcp_apiserver::webhook_client::Endpoint;
 use kcp_apiserver::{ServeHandle, ServeOptions, serve};
 use kcp_controllers::Controllers;
 use kcp_registry::{CrdFollower, Registry};
+
+/// The router, with the authorization webhook the options name.
+fn router(
+    options: &Options,
+    authn: TokenAuthenticator,
+    registry: Registry,
+) -> anyhow::Result<Router> {
+    let router = Router::new(authn, registry);
+    let Some(path) = &options.authorization_webhook_config_file else {
+        return Ok(router);
+    };
+    let endpoint = Endpoint::from_kubeconfig_file(path).map_err(anyhow::Error::msg)?;
+    let webhook = AuthorizationWebhook::new(endpoint, &options.authorization_webhook_version)
+        .map_err(anyhow::Error::msg)?;
+    Ok(router.with_authorization_webhook(webhook))
+}
 
 /// The logical cluster that exists from the first start.
 const ROOT_CLUSTER: &str = "root";
@@ -72,6 +91,17 @@ impl Server {
         let admin_tokens = admin::load_or_create(root, &kubeconfig)?;
         let mut authn = TokenAuthenticator::default().with_anonymous(options.anonymous_auth);
         admin_tokens.register(&mut authn);
+        if let Some(path) = &options.authentication_token_webhook_config_file {
+            let endpoint = Endpoint::from_kubeconfig_file(path).map_err(anyhow::Error::msg)?;
+            let webhook = TokenWebhook::new(
+                endpoint,
+                &options.authentication_token_webhook_version,
+                options.api_audiences.clone(),
+                options.authentication_token_webhook_cache_ttl,
+            )
+            .map_err(anyhow::Error::msg)?;
+            authn = authn.with_webhook(webhook);
+        }
         if let Some(path) = &options.token_auth_file {
             for (token, user) in token_file::load(path)? {
                 authn.add(kcp_apiserver::authn::token_digest(&token), user);
@@ -109,7 +139,7 @@ impl Server {
         let serving = serve(
             listener,
             Arc::new(pki.server_config(client_ca.as_deref())?),
-            Arc::new(Router::new(authn, registry).with_limits(limits)),
+            Arc::new(router(&options, authn, registry)?.with_limits(limits)),
             serve_options,
         );
         tracing::info!(

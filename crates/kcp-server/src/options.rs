@@ -44,6 +44,23 @@ pub struct Options {
     /// for authorization to decide, as kube-apiserver's default; `false`: they get 401.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub anonymous_auth: bool,
+    /// A kubeconfig-format file naming a webhook asked (with TokenReviews) about bearer tokens
+    /// nothing else accepts.
+    #[arg(long)]
+    pub authentication_token_webhook_config_file: Option<PathBuf>,
+    /// The TokenReview version sent to the token webhook (v1 or v1beta1).
+    #[arg(long, default_value = "v1beta1")]
+    pub authentication_token_webhook_version: String,
+    /// How long the token webhook's accepted tokens are remembered.
+    #[arg(long, default_value = "2m", value_parser = crate::compactor::parse_duration)]
+    pub authentication_token_webhook_cache_ttl: std::time::Duration,
+    /// A kubeconfig-format file naming a webhook asked (with SubjectAccessReviews) about
+    /// requests RBAC does not allow.
+    #[arg(long)]
+    pub authorization_webhook_config_file: Option<PathBuf>,
+    /// The SubjectAccessReview version sent to the authorization webhook (v1 or v1beta1).
+    #[arg(long, default_value = "v1beta1")]
+    pub authorization_webhook_version: String,
     /// The PEM PKCS#8 ECDSA P-256 private key that signs service account tokens; without it,
     /// one made at the first start and kept as `service-account.key` in the root directory.
     #[arg(long)]

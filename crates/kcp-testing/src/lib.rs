@@ -9,6 +9,8 @@
 //! - [`crd`]: CustomResourceDefinition manifests built from their parts, so each test writes only
 //!   what is particular to its CRD.
 //! - [`patches`]: hostile JSON patches several tests send.
+//! - `https` (feature `https`): a JSON-over-HTTPS server with a certificate for 127.0.0.1, for
+//!   the webhooks tests play (conversion, authentication, authorization).
 //! - [`kubeconfig`]: the admin tokens a server wrote into its kubeconfig.
 //! - [`output`]: reading what a child process (kubectl, mostly) printed, requiring success or
 //!   failure, and the lines of one still running, as it prints them.
@@ -24,6 +26,8 @@ mod architecture;
 pub mod crd;
 #[cfg(feature = "etcd")]
 pub mod etcd;
+#[cfg(feature = "https")]
+pub mod https;
 pub mod kubeconfig;
 pub mod output;
 pub mod patches;

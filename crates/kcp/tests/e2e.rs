@@ -37,6 +37,7 @@ mod e2e {
     pub mod tenant_matrix;
     pub mod validation;
     pub mod watch;
+    pub mod webhooks;
     pub mod wildcard;
     pub mod workspace_plugin;
     pub mod workspaces;

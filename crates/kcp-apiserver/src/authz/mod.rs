@@ -15,6 +15,8 @@
 //!    bindings able to name the bootstrap ClusterRoles ([`bootstrap`]) without a copy, and the
 //!    bootstrap bindings that hold everywhere (discovery for every authenticated user,
 //!    `cluster-admin` for `system:kcp:admin`).
+//! 6. An authorization webhook, if configured ([`webhook`]), about what the above did not
+//!    allow (required groups excepted: their denial is final).
 //!
 //! Impersonation ([`impersonation`]) is authorized by the same chain (verb `impersonate`) before
 //! the request is authorized as the impersonated user.
@@ -26,6 +28,7 @@ mod bootstrap;
 pub mod impersonation;
 mod policies;
 pub mod reviews;
+pub mod webhook;
 
 use std::sync::Arc;
 
@@ -60,6 +63,8 @@ pub struct Denial {
 pub struct Authorizer {
     policies: policies::Policies,
     bootstrap: Arc<Policy>,
+    /// Asked last, about what RBAC does not allow (`--authorization-webhook-config-file`).
+    webhook: Option<Arc<webhook::AuthorizationWebhook>>,
 }
 
 impl Authorizer {
@@ -67,7 +72,14 @@ impl Authorizer {
         Authorizer {
             policies: policies::Policies::new(registry, bootstrap::cluster_roles()),
             bootstrap: Arc::new(bootstrap::policy()),
+            webhook: None,
         }
+    }
+
+    /// The same chain asking `webhook` about what RBAC does not allow.
+    pub fn with_webhook(mut self, webhook: webhook::AuthorizationWebhook) -> Authorizer {
+        self.webhook = Some(Arc::new(webhook));
+        self
     }
 
     /// `user` as the registry's admission sees them, able to ask this authorizer.
@@ -178,10 +190,16 @@ impl Authorizer {
         let enters =
             local_service_account(subject, cluster) || self.may_enter(&state.policy, subject);
         if enters && self.grants(&state.policy, &attributes) {
-            Ok(Decision::Allow)
-        } else {
-            Ok(deny("access denied".into()))
+            return Ok(Decision::Allow);
         }
+        let Some(webhook) = &self.webhook else {
+            return Ok(deny("access denied".into()));
+        };
+        Ok(match webhook.decide(subject, cluster, verb, target).await {
+            webhook::Answer::Allowed => Decision::Allow,
+            webhook::Answer::Refused(reason) if reason.is_empty() => deny("access denied".into()),
+            webhook::Answer::Refused(reason) => deny(reason),
+        })
     }
 
     /// Whether a logical cluster's `policy`, or the bootstrap bindings that hold everywhere,

@@ -300,48 +300,13 @@ fn conversion_none_serves_every_version_of_the_stored_objects() {
 }
 
 /// A conversion webhook between `v1` (`spec.size`) and `v2` (`spec.dimensions.size`), served
-/// over HTTPS with a self-signed certificate for 127.0.0.1.
+/// over HTTPS with a self-signed certificate for 127.0.0.1 ([`kcp_testing::https`]).
 mod webhook {
     use super::*;
 
-    use std::convert::Infallible;
     use std::net::SocketAddr;
 
-    use bytes::Bytes;
-    use http_body_util::{BodyExt, Full};
-    use hyper::service::service_fn;
-    use hyper_util::rt::TokioIo;
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    use tokio::net::TcpListener;
-    use tokio_rustls::TlsAcceptor;
-
-    pub struct Certificate {
-        pub ca_pem: String,
-        tls: Arc<rustls::ServerConfig>,
-    }
-
-    pub fn certificate() -> Certificate {
-        let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
-        let cert_pem = certified.cert.pem();
-        let key_pem = certified.signing_key.serialize_pem();
-        let certs = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
-            .collect::<Result<Vec<_>, _>>()
-            .unwrap();
-        let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).unwrap();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .unwrap();
-        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Certificate {
-            ca_pem: cert_pem,
-            tls: Arc::new(tls),
-        }
-    }
+    pub use kcp_testing::https::{Certificate, certificate};
 
     /// `spec` of a Widget at `to` from `spec` at `from`.
     fn convert_spec(spec: &Value, from: &str, to: &str) -> Value {
@@ -392,47 +357,11 @@ mod webhook {
         certificate: &Certificate,
         calls: Arc<AtomicUsize>,
     ) -> (SocketAddr, tokio::task::JoinHandle<()>) {
-        let listener = TcpListener::bind(address).await.unwrap();
-        let address = listener.local_addr().unwrap();
-        let acceptor = TlsAcceptor::from(certificate.tls.clone());
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((tcp, _)) = listener.accept().await else {
-                    continue;
-                };
-                let acceptor = acceptor.clone();
-                let calls = calls.clone();
-                tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(tcp).await else {
-                        return;
-                    };
-                    let service =
-                        service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                            let calls = calls.clone();
-                            async move {
-                                let body =
-                                    request.into_body().collect().await.map(|b| b.to_bytes());
-                                let review: Value = body
-                                    .ok()
-                                    .and_then(|b| serde_json::from_slice(&b).ok())
-                                    .unwrap_or_default();
-                                calls.fetch_add(1, Ordering::SeqCst);
-                                let answer = serde_json::to_vec(&review_answer(&review)).unwrap();
-                                Ok::<_, Infallible>(
-                                    hyper::Response::builder()
-                                        .header("Content-Type", "application/json")
-                                        .body(Full::new(Bytes::from(answer)))
-                                        .unwrap(),
-                                )
-                            }
-                        });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(tls), service)
-                        .await;
-                });
-            }
+        let handler = Arc::new(move |_: &str, review: Value| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            review_answer(&review)
         });
-        (address, task)
+        kcp_testing::https::serve(address, certificate, handler).await
     }
 }
 

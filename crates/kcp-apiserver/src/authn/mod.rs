@@ -8,12 +8,16 @@
 //! `Bearer tok extra` carries `tok`.
 //!
 //! A token that is not one of the static tokens may be a service account token, which the
-//! registry verifies and looks up ([`kcp_registry::serviceaccounts`]).
+//! registry verifies and looks up ([`kcp_registry::serviceaccounts`]), or one a token webhook
+//! accepts ([`webhook`]).
 //!
 //! Owns: parsing the header and looking the token up. Must not know where tokens come from
 //! (the composition root adds them) or what a user may do.
 
+pub mod webhook;
+
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use kcp_registry::{Registry, RegistryError};
 use ring::digest::{SHA256, digest};
@@ -80,6 +84,8 @@ pub struct TokenAuthenticator {
     users: HashMap<[u8; 32], User>,
     /// Who a request without credentials is, when anonymous requests are enabled.
     anonymous: Option<User>,
+    /// Asked about tokens nothing else accepts (`--authentication-token-webhook-config-file`).
+    webhook: Option<Arc<webhook::TokenWebhook>>,
 }
 
 /// The user of requests without credentials (`--anonymous-auth`).
@@ -117,6 +123,12 @@ impl TokenAuthenticator {
             user.groups.push(AUTHENTICATED.to_string());
         }
         self.users.insert(digest, user);
+    }
+
+    /// Asks `webhook` about tokens neither the static tokens nor service accounts accept.
+    pub fn with_webhook(mut self, webhook: webhook::TokenWebhook) -> Self {
+        self.webhook = Some(Arc::new(webhook));
+        self
     }
 
     /// Treats requests without credentials as `system:anonymous` in `system:unauthenticated`
@@ -160,17 +172,20 @@ impl TokenAuthenticator {
         if let Some(user) = self.users.get(&token_digest(token)) {
             return Ok(Some(user.clone()));
         }
-        let account = registry.authenticate_service_account(token).await?;
-        Ok(account.map(|account| {
+        if let Some(account) = registry.authenticate_service_account(token).await? {
             let mut groups = account.groups;
             groups.push(AUTHENTICATED.to_string());
-            User {
+            return Ok(Some(User {
                 name: account.name,
                 uid: account.uid,
                 groups,
                 extra: account.extra,
-            }
-        }))
+            }));
+        }
+        Ok(match &self.webhook {
+            Some(webhook) => webhook.authenticate(token).await,
+            None => None,
+        })
     }
 
     /// `user` as the logical cluster `cluster` sees them: a user scoped to other clusters (a
