@@ -1,7 +1,10 @@
 //! The ClusterRoles every logical cluster may bind without holding a copy, as kcp's bootstrap
 //! policy provides them: Kubernetes' `cluster-admin`, `admin`, `edit` and `view` (over the APIs
-//! this server serves), `system:discovery`, `system:basic-user`, and kcp's `system:kcp:workspace:access` (verb
-//! `access` on `/`, which entering a workspace needs); and the bindings that hold everywhere.
+//! this server serves), `system:discovery`, `system:basic-user`, and kcp's own:
+//! `system:kcp:workspace:access` (verb `access` on `/`, which entering a workspace needs),
+//! `system:kcp:tenancy:reader`, `system:kcp:metrics-reader`, and the roles of kcp's system
+//! groups (`system:kcp:admin`, the workspace bootstrapper, the logical cluster admins); and the
+//! bindings that hold everywhere.
 //! Kept once in memory for all workspaces.
 
 use kcp_apimachinery::rbac::Policy;
@@ -80,6 +83,41 @@ pub(crate) fn cluster_roles() -> Vec<Value> {
         part_of("system:aggregate-to-edit", "edit", edit_rules),
         part_of("system:aggregate-to-view", "view", view_rules),
         cluster_role(
+            "system:kcp:tenancy:reader",
+            vec![
+                json!({"apiGroups": ["tenancy.kcp.io"], "resources": ["workspaces", "workspacetypes"], "verbs": READ}),
+                json!({"apiGroups": ["core.kcp.io"], "resources": ["logicalclusters"], "verbs": READ}),
+            ],
+        ),
+        cluster_role(
+            "system:kcp:tenancy:workspace-bootstrapper",
+            vec![
+                json!({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}),
+                json!({"nonResourceURLs": ["*"], "verbs": ["*"]}),
+            ],
+        ),
+        cluster_role(
+            "system:kcp:logical-cluster-admin",
+            vec![
+                json!({"apiGroups": ["core.kcp.io"], "resources": ["logicalclusters", "logicalclusters/status"], "verbs": ["*"]}),
+                json!({"apiGroups": ["tenancy.kcp.io"], "resources": ["workspaces"], "verbs": ["delete", "update", "get"]}),
+            ],
+        ),
+        cluster_role(
+            "system:kcp:external-logical-cluster-admin",
+            vec![
+                json!({"apiGroups": ["core.kcp.io"], "resources": ["logicalclusters", "logicalclusters/status"], "verbs": ["delete", "update", "get"]}),
+                json!({"apiGroups": ["tenancy.kcp.io"], "resources": ["workspaces"], "verbs": ["delete", "update", "patch", "get"]}),
+                json!({"apiGroups": [""], "resources": ["serviceaccounts", "secrets"], "verbs": ["get"]}),
+                json!({"nonResourceURLs": ["/"], "verbs": ["access"]}),
+                json!({"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}),
+            ],
+        ),
+        cluster_role(
+            "system:kcp:metrics-reader",
+            vec![json!({"nonResourceURLs": ["/metrics"], "verbs": ["get"]})],
+        ),
+        cluster_role(
             "system:kcp:workspace:access",
             vec![json!({"nonResourceURLs": ["/"], "verbs": ["access"]})],
         ),
@@ -120,6 +158,21 @@ pub(crate) fn cluster_role_bindings() -> Vec<Value> {
         ("system:discovery", "system:discovery", "system:authenticated"),
         ("system:basic-user", "system:basic-user", "system:authenticated"),
         ("system:kcp:admin:cluster-admin", "cluster-admin", "system:kcp:admin"),
+        (
+            "system:kcp:tenancy:workspace-bootstrapper",
+            "system:kcp:tenancy:workspace-bootstrapper",
+            "system:kcp:tenancy:workspace-bootstrapper",
+        ),
+        (
+            "system:kcp:logical-cluster-admin",
+            "system:kcp:logical-cluster-admin",
+            "system:kcp:logical-cluster-admin",
+        ),
+        (
+            "system:kcp:external-logical-cluster-admin",
+            "system:kcp:external-logical-cluster-admin",
+            "system:kcp:external-logical-cluster-admin",
+        ),
     ]
     .iter()
     .map(|(name, role, group)| {

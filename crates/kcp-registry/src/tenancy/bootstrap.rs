@@ -13,17 +13,18 @@ use super::{LOGICAL_CLUSTER, PATH_ANNOTATION, ROOT, TYPE_ANNOTATION};
 use crate::error::RegistryError;
 use crate::store::{Registry, Target};
 
-/// kcp's root policy: every authenticated user may enter root (verb `access` on `/`, through
-/// the bootstrap ClusterRole `system:kcp:workspace:access`).
-fn authenticated_access() -> Value {
+/// A ClusterRoleBinding `name` of the ClusterRole `role` to every authenticated user. kcp's
+/// root policy has three: entering root (`system:kcp:workspace:access`), reading workspaces
+/// (`system:kcp:tenancy:reader`), and using the universal workspace types.
+fn bind_authenticated(name: &str, role: &str) -> Value {
     json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
-        "metadata": {"name": "system:kcp:tenancy:authenticated:access"},
+        "metadata": {"name": name},
         "roleRef": {
             "apiGroup": "rbac.authorization.k8s.io",
             "kind": "ClusterRole",
-            "name": "system:kcp:workspace:access",
+            "name": role,
         },
         "subjects": [{
             "apiGroup": "rbac.authorization.k8s.io",
@@ -34,7 +35,7 @@ fn authenticated_access() -> Value {
 }
 
 /// kcp's root policy: verb `use` on the WorkspaceTypes `universal`, `organization` and
-/// `team`, which creating a workspace of that type needs...
+/// `team`, which creating a workspace of that type needs (granted to every authenticated user).
 fn workspace_type_use() -> Value {
     json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -45,25 +46,6 @@ fn workspace_type_use() -> Value {
             "resources": ["workspacetypes"],
             "resourceNames": ["universal", "organization", "team"],
             "verbs": ["use"],
-        }],
-    })
-}
-
-/// ... granted to every authenticated user.
-fn authenticated_workspace_type_use() -> Value {
-    json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": "system:kcp:authenticated:universal-workspacetype-use"},
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": "system:kcp:universal-workspacetype-use",
-        },
-        "subjects": [{
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "Group",
-            "name": "system:authenticated",
         }],
     })
 }
@@ -189,9 +171,28 @@ impl Registry {
             ..bindings
         };
         for (target, object) in [
-            (bindings, authenticated_access()),
+            (
+                bindings,
+                bind_authenticated(
+                    "system:kcp:tenancy:authenticated:access",
+                    "system:kcp:workspace:access",
+                ),
+            ),
+            (
+                bindings,
+                bind_authenticated(
+                    "system:kcp:authenticated:tenancy:reader",
+                    "system:kcp:tenancy:reader",
+                ),
+            ),
             (roles, workspace_type_use()),
-            (bindings, authenticated_workspace_type_use()),
+            (
+                bindings,
+                bind_authenticated(
+                    "system:kcp:authenticated:universal-workspacetype-use",
+                    "system:kcp:universal-workspacetype-use",
+                ),
+            ),
         ] {
             match self.create(target, object).await {
                 Ok(_) | Err(RegistryError::AlreadyExists { .. }) => {}
