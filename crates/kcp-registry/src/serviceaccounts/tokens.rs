@@ -158,8 +158,17 @@ struct Issuer {
     iss: String,
 }
 
+/// Tokens whose signature was checked, by SHA-256 digest, with their claims and expiry.
+type Remembered = std::collections::HashMap<[u8; 32], (Verified, Option<i64>)>;
+
+/// Verified tokens remembered at most; the memory starts over when full.
+const MAX_REMEMBERED: usize = 10_000;
+
 /// Issues and verifies service account tokens.
 pub struct ServiceAccountTokens {
+    /// Signatures already checked: a token is verified once, not on every request (its
+    /// times are still checked each time; the caller's lookups are not remembered).
+    remembered: std::sync::Mutex<Remembered>,
     signing: EncodingKey,
     key_id: String,
     verifying: Vec<(DecodingKey, Algorithm)>,
@@ -215,6 +224,7 @@ impl ServiceAccountTokens {
             false => config.audiences,
         };
         Ok(ServiceAccountTokens {
+            remembered: std::sync::Mutex::default(),
             signing: EncodingKey::from_ec_der(&der),
             key_id,
             verifying,
@@ -300,6 +310,28 @@ impl ServiceAccountTokens {
         if token.matches('.').count() != 2 {
             return None;
         }
+        let digest = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
+        let mut key = [0u8; 32];
+        key.copy_from_slice(digest.as_ref());
+        let now = jsonwebtoken::get_current_timestamp() as i64;
+        if let Some((verified, expires)) = self.remembered.lock().unwrap().get(&key) {
+            if expires.is_none_or(|at| now <= at + LEEWAY_SECONDS as i64) {
+                return Some(verified.clone());
+            }
+            return None;
+        }
+        let (verified, expires) = self.verify_signed(token)?;
+        let mut remembered = self.remembered.lock().unwrap();
+        if remembered.len() >= MAX_REMEMBERED {
+            remembered.clear();
+        }
+        remembered.insert(key, (verified.clone(), expires));
+        Some(verified)
+    }
+
+    /// What `token` says and when it expires, its signature, issuer, audience and times
+    /// checked.
+    fn verify_signed(&self, token: &str) -> Option<(Verified, Option<i64>)> {
         let payload = token.split('.').nth(1)?;
         let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(payload.trim_end_matches('='))
@@ -311,7 +343,7 @@ impl ServiceAccountTokens {
                 validation.validate_exp = false;
                 validation.validate_aud = false;
             })?;
-            return Some(Verified {
+            let verified = Verified {
                 subject: TokenSubject {
                     cluster: claims.cluster_name,
                     namespace: claims.namespace,
@@ -321,7 +353,8 @@ impl ServiceAccountTokens {
                 form: Form::Legacy {
                     secret: claims.secret_name,
                 },
-            });
+            };
+            return Some((verified, None));
         }
         if !self.issuers.contains(&issuer.iss) {
             return None;
@@ -332,7 +365,7 @@ impl ServiceAccountTokens {
             validation.set_audience(&self.audiences);
             validation.validate_nbf = true;
         })?;
-        Some(Verified {
+        let verified = Verified {
             subject: TokenSubject {
                 cluster: claims.kubernetes.cluster_name,
                 namespace: claims.kubernetes.namespace,
@@ -343,7 +376,8 @@ impl ServiceAccountTokens {
                 id: claims.jti,
                 secret: claims.kubernetes.secret,
             },
-        })
+        };
+        Some((verified, Some(claims.exp)))
     }
 
     /// The claims of `token` under the first key whose signature matches.
@@ -490,6 +524,23 @@ mod tests {
                 secret: "robot-token".into()
             }
         );
+    }
+
+    #[test]
+    fn a_token_is_verified_once_and_its_expiry_still_holds() {
+        let tokens = tokens();
+        let audiences = tokens.api_audiences().to_vec();
+        let token = tokens
+            .issue_bound(&subject(), &audiences, now(), 600, None)
+            .unwrap();
+        let first = tokens.verify(&token).unwrap();
+        assert_eq!(tokens.remembered.lock().unwrap().len(), 1);
+        assert_eq!(tokens.verify(&token), Some(first));
+        // Remembered, but past its expiry (and the leeway): refused.
+        for (_, expires) in tokens.remembered.lock().unwrap().values_mut() {
+            *expires = Some(now() - 2 * LEEWAY_SECONDS as i64);
+        }
+        assert_eq!(tokens.verify(&token), None);
     }
 
     #[test]

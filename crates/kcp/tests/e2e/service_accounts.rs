@@ -190,6 +190,48 @@ fn service_account_tokens_work_in_their_workspace_only_and_while_their_account_s
         stderr(&create)
     );
 
+    // Audiences and lifetimes as asked: a token for another audience is not for this server.
+    let claims = |token: &str| {
+        use base64::Engine;
+        let payload = token.split('.').nth(1).unwrap();
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload)
+            .unwrap();
+        serde_json::from_slice::<serde_json::Value>(&bytes).unwrap()
+    };
+    assert_eq!(
+        claims(&token)["aud"],
+        serde_json::json!(["https://kcp.default.svc"])
+    );
+    assert_eq!(claims(&token)["iss"], "https://kcp.default.svc");
+    let vault = kcp
+        .kubectl_in_ok(
+            &home,
+            &[
+                "create",
+                "token",
+                "robot",
+                "-n",
+                "default",
+                "--audience=vault",
+                "--duration=20m",
+            ],
+        )
+        .trim()
+        .to_string();
+    let vault_claims = claims(&vault);
+    assert_eq!(vault_claims["aud"], serde_json::json!(["vault"]));
+    assert_eq!(
+        vault_claims["exp"].as_i64().unwrap() - vault_claims["iat"].as_i64().unwrap(),
+        1200
+    );
+    let elsewhere_token = with_token(&kcp, &vault, &home, &["get", "configmaps", "-n", "default"]);
+    assert!(
+        stderr(&elsewhere_token).contains("Unauthorized"),
+        "{}",
+        stderr(&elsewhere_token)
+    );
+
     // A TokenRequest is validated as Kubernetes validates it.
     let short = kcp.kubectl_in(
         &home,
