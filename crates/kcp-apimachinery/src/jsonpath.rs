@@ -4,7 +4,10 @@
 //! text form the JSONPath printer gives a value.
 //!
 //! Supported steps: `.name`, `['name']` / `["name"]`, `[n]` (negative counts from the end),
-//! `[*]` and `.*` (every element or field value), and `..name` (every `name` below).
+//! `[*]` and `.*` (every element or field value), `..name` (every `name` below), and filters
+//! `[?(@.path)]` (elements where the path exists) and `[?(@.path <op> <literal>)]` with `==`,
+//! `!=`, `<`, `<=`, `>`, `>=` against a quoted string, a number or a boolean (the most common
+//! printer column there is: `.status.conditions[?(@.type=="Ready")].status`).
 
 use serde_json::Value;
 
@@ -16,6 +19,94 @@ enum Step {
     Wildcard,
     /// `..name`: the field `name` of the value itself and of everything below it.
     Descend(String),
+    /// `[?(@.path <op> literal)]`: the array's elements the condition holds for.
+    Filter(Box<Filter>),
+}
+
+/// A filter's condition: a path from the element, and optionally a comparison.
+#[derive(Debug, Clone, PartialEq)]
+struct Filter {
+    path: JsonPath,
+    comparison: Option<(Op, Value)>,
+}
+
+impl Eq for Filter {}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Filter {
+    fn parse(expression: &str) -> Option<Filter> {
+        let expression = expression.trim();
+        let relative = expression.strip_prefix('@')?;
+        const OPS: [(&str, Op); 6] = [
+            ("==", Op::Eq),
+            ("!=", Op::Ne),
+            ("<=", Op::Le),
+            (">=", Op::Ge),
+            ("<", Op::Lt),
+            (">", Op::Gt),
+        ];
+        let found = OPS
+            .iter()
+            .filter_map(|(text, op)| relative.find(text).map(|at| (at, *text, *op)))
+            .min_by_key(|(at, text, _)| (*at, std::cmp::Reverse(text.len())));
+        let Some((at, text, op)) = found else {
+            return Some(Filter {
+                path: JsonPath::parse(relative).ok()?,
+                comparison: None,
+            });
+        };
+        let path = JsonPath::parse(relative[..at].trim()).ok()?;
+        let literal = relative[at + text.len()..].trim();
+        let value = match quoted(literal) {
+            Some(string) => Value::String(string.to_string()),
+            None => serde_json::from_str::<Value>(literal)
+                .ok()
+                .filter(|v| v.is_number() || v.is_boolean())?,
+        };
+        Some(Filter {
+            path,
+            comparison: Some((op, value)),
+        })
+    }
+
+    /// Whether `element` passes.
+    fn holds(&self, element: &Value) -> bool {
+        let Some(found) = self.path.first(element) else {
+            return false;
+        };
+        let Some((op, wanted)) = &self.comparison else {
+            return true;
+        };
+        let order = match (found, wanted) {
+            (Value::String(a), Value::String(b)) => Some(a.cmp(b)),
+            (Value::Number(a), Value::Number(b)) => a
+                .as_f64()
+                .zip(b.as_f64())
+                .and_then(|(a, b)| a.partial_cmp(&b)),
+            (Value::Bool(a), Value::Bool(b)) => Some(a.cmp(b)),
+            _ => None,
+        };
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        match (op, order) {
+            (Op::Eq, Some(order)) => order == Equal,
+            (Op::Ne, Some(order)) => order != Equal,
+            (Op::Ne, None) => true,
+            (Op::Lt, Some(order)) => order == Less,
+            (Op::Le, Some(order)) => order != Greater,
+            (Op::Gt, Some(order)) => order == Greater,
+            (Op::Ge, Some(order)) => order != Less,
+            _ => false,
+        }
+    }
 }
 
 /// A parsed path.
@@ -70,6 +161,33 @@ impl JsonPath {
                         _ => steps.push(Step::Field(name)),
                     }
                     i = next;
+                }
+                '[' if chars.get(i + 1) == Some(&'?') => {
+                    // The filter runs to the first `)]` outside quotes.
+                    let mut quote: Option<char> = None;
+                    let mut close = None;
+                    for (at, c) in chars.iter().enumerate().skip(i + 2) {
+                        match (quote, c) {
+                            (Some(q), c) if *c == q => quote = None,
+                            (Some(_), _) => {}
+                            (None, '"' | '\'') => quote = Some(*c),
+                            (None, ')') if chars.get(at + 1) == Some(&']') => {
+                                close = Some(at);
+                                break;
+                            }
+                            _ => {}
+                        }
+                    }
+                    let close = close.ok_or_else(|| error("unterminated filter"))?;
+                    let inner: String = chars[i + 2..close].iter().collect();
+                    let inner = inner
+                        .trim()
+                        .strip_prefix('(')
+                        .ok_or_else(|| error("a filter starts with ?("))?;
+                    let filter = Filter::parse(inner)
+                        .ok_or_else(|| error(&format!("invalid filter {inner:?}")))?;
+                    steps.push(Step::Filter(Box::new(filter)));
+                    i = close + 2;
                 }
                 '[' => {
                     let close = chars[i..]
@@ -128,6 +246,11 @@ impl JsonPath {
                         _ => {}
                     },
                     Step::Descend(name) => descend(value, name, &mut next),
+                    Step::Filter(filter) => {
+                        if let Value::Array(items) = value {
+                            next.extend(items.iter().filter(|item| filter.holds(item)));
+                        }
+                    }
                 }
             }
             current = next;
@@ -251,6 +374,40 @@ mod tests {
         assert_eq!(find(".spec['x.y']", &object), [json!(1)]);
         assert_eq!(find("..name", &object), [json!("a"), json!("b")]);
         assert_eq!(find(".", &object), std::slice::from_ref(&object));
+    }
+
+    #[test]
+    fn filters_pick_the_elements_their_condition_holds_for() {
+        let object = json!({"status": {"conditions": [
+            {"type": "Synced", "status": "False", "age": 3},
+            {"type": "Ready", "status": "True", "age": 7, "reason": "Up"},
+        ]}});
+        assert_eq!(
+            find(r#".status.conditions[?(@.type=="Ready")].status"#, &object),
+            vec![json!("True")]
+        );
+        assert_eq!(
+            find(".status.conditions[?(@.type=='Synced')].status", &object),
+            vec![json!("False")]
+        );
+        assert_eq!(
+            find(r#"{.status.conditions[?(@.type!="Ready")].type}"#, &object),
+            vec![json!("Synced")]
+        );
+        assert_eq!(
+            find(".status.conditions[?(@.age > 5)].type", &object),
+            vec![json!("Ready")]
+        );
+        assert_eq!(
+            find(".status.conditions[?(@.reason)].type", &object),
+            vec![json!("Ready")]
+        );
+        assert!(find(r#".status.conditions[?(@.type=="Gone")].status"#, &object).is_empty());
+        // A `)]` inside the quoted literal does not end the filter.
+        let odd = json!({"items": [{"name": "a)]b", "v": 1}]});
+        assert_eq!(find(r#".items[?(@.name=="a)]b")].v"#, &odd), vec![json!(1)]);
+        assert!(JsonPath::parse(".items[?(@.name==)]").is_err());
+        assert!(JsonPath::parse(".items[?(@.name==\"x\"").is_err());
     }
 
     #[test]

@@ -7,6 +7,9 @@
 //!   `NamespaceTerminating`); `default`, `kube-system` and `kube-public` are never deleted (403).
 //! - [`Plugin::Tenancy`], kcp's plugins for its own kinds: Workspaces, LogicalClusters,
 //!   WorkspaceTypes, their reserved metadata and finalizers ([`crate::tenancy`]).
+//! - [`Plugin::ReservedCrd`], kcp's `ReservedCRDGroups` and `ReservedCRDAnnotations`: CRDs
+//!   written through the API may not use `*apis.kcp.io` groups or `apis.kcp.io` annotations
+//!   (`crate::reserved_crds`).
 //! - [`Plugin::RbacEscalation`], Kubernetes' RBAC rules for users' writes of roles and
 //!   bindings: a role may hold only rules its writer holds (or verb `escalate`), a binding may
 //!   grant only a role whose rules its writer holds (or verb `bind` on it)
@@ -26,6 +29,7 @@ use crate::store::{Registry, Target, decode, namespaces};
 pub enum Plugin {
     NamespaceLifecycle,
     Tenancy,
+    ReservedCrd,
     RbacEscalation,
 }
 
@@ -33,6 +37,7 @@ pub enum Plugin {
 pub const ORDER: &[Plugin] = &[
     Plugin::NamespaceLifecycle,
     Plugin::Tenancy,
+    Plugin::ReservedCrd,
     Plugin::RbacEscalation,
 ];
 
@@ -55,6 +60,7 @@ impl Registry {
                     _ => {}
                 },
                 Plugin::Tenancy => self.admit_tenancy_create(target, object).await?,
+                Plugin::ReservedCrd => self.admit_reserved_crd(target, object)?,
                 Plugin::RbacEscalation => self.admit_rbac_write(target, object).await?,
             }
         }
@@ -73,6 +79,7 @@ impl Registry {
             match plugin {
                 Plugin::NamespaceLifecycle => {}
                 Plugin::Tenancy => self.admit_tenancy_update(target, name, stored, next)?,
+                Plugin::ReservedCrd => self.admit_reserved_crd(target, next)?,
                 Plugin::RbacEscalation => self.admit_rbac_write(target, next).await?,
             }
         }
@@ -102,7 +109,7 @@ impl Registry {
                     }
                 }
                 Plugin::Tenancy => self.admit_tenancy_delete(target, name).await?,
-                Plugin::RbacEscalation => {}
+                Plugin::ReservedCrd | Plugin::RbacEscalation => {}
             }
         }
         Ok(())

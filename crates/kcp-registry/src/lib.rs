@@ -32,6 +32,7 @@ mod list;
 mod meta;
 mod names;
 mod namespaces;
+mod reserved_crds;
 pub mod serviceaccounts;
 mod store;
 pub mod strategy;

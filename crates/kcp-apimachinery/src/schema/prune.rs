@@ -24,6 +24,11 @@ fn prune_at(schema: &Value, value: &mut Value, path: &str, root: bool, pruned: &
         Value::Object(fields) => {
             let properties = schema.get("properties").and_then(Value::as_object);
             let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            // `additionalProperties: true` keeps any key; its value has no schema, so an object
+            // there keeps nothing (as Kubernetes prunes against no schema).
+            let any_key = schema.get("additionalProperties") == Some(&Value::Bool(true));
+            let no_schema = Value::Object(Default::default());
+            let additional = additional.or(any_key.then_some(&no_schema));
             if additional.is_none() && !preserve {
                 fields.retain(|name, _| {
                     let keep = properties.is_some_and(|p| p.contains_key(name))
@@ -157,6 +162,18 @@ mod tests {
         assert_eq!(object["spec"]["free"]["anything"]["goes"], 1);
         assert_eq!(object["spec"]["template"]["kind"], "Pod");
         assert_eq!(object["apiVersion"], "x.io/v1");
+    }
+
+    #[test]
+    fn additional_properties_true_keeps_any_key_with_schemaless_values() {
+        let schema = json!({"type": "object", "properties": {"spec": {
+            "type": "object",
+            "properties": {"a": {"type": "string"}},
+            "additionalProperties": true,
+        }}});
+        let mut object = json!({"spec": {"a": "1", "b": 2, "c": {"deep": 1}}});
+        assert_eq!(prune(&schema, &mut object), vec!["spec.c.deep"]);
+        assert_eq!(object["spec"], json!({"a": "1", "b": 2, "c": {}}));
     }
 
     #[test]

@@ -82,7 +82,8 @@ fn invariants(schema: &Value, level: Level, path: &str, errors: &mut Vec<FieldEr
                 "must not be used at the root",
             ));
         }
-        if properties.is_some() {
+        // `true` (any value allowed) may stand beside properties; `false` or a schema may not.
+        if properties.is_some_and(|p| !p.is_empty()) && *additional != Value::Bool(true) {
             errors.push(forbidden(
                 child(path, "additionalProperties"),
                 "additionalProperties and properties are mutual exclusive",
@@ -125,6 +126,7 @@ fn invariants(schema: &Value, level: Level, path: &str, errors: &mut Vec<FieldEr
         ));
     }
     junctors(schema, level, path, errors);
+    list_type_errors(schema, path, errors);
     if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
         && let Err(error) = regex::Regex::new(pattern)
     {
@@ -191,6 +193,124 @@ fn invariants(schema: &Value, level: Level, path: &str, errors: &mut Vec<FieldEr
             child(path, "properties"),
             "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
         ));
+    }
+}
+
+/// `x-kubernetes-list-type` and `-list-map-keys`, as kube-apiserver checks them: a known list
+/// type; keys only with type `map`, and a `map` list with keys naming scalar, required (or
+/// defaulted), non-nullable properties of object items.
+fn list_type_errors(schema: &Value, path: &str, errors: &mut Vec<FieldError>) {
+    let list_type = schema.get("x-kubernetes-list-type").and_then(Value::as_str);
+    let keys: Vec<&str> = schema["x-kubernetes-list-map-keys"]
+        .as_array()
+        .map(|keys| keys.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let go_keys = format!(
+        "[]string{{{}}}",
+        keys.iter()
+            .map(|k| format!("{k:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if let Some(kind) = list_type
+        && !["atomic", "set", "map"].contains(&kind)
+    {
+        errors.push(FieldError::new(
+            "FieldValueNotSupported",
+            &child(path, "x-kubernetes-list-type"),
+            format!("Unsupported value: {kind:?}: supported values: \"atomic\", \"set\", \"map\""),
+        ));
+    }
+    const KEYS_NEED_MAP: &str = "must be map if x-kubernetes-list-map-keys is non-empty";
+    if !keys.is_empty() {
+        match list_type {
+            None => errors.push(required(
+                child(path, "x-kubernetes-list-type"),
+                KEYS_NEED_MAP,
+            )),
+            Some("map") => {}
+            Some(other) => errors.push(invalid(
+                child(path, "x-kubernetes-list-type"),
+                &format!("{other:?}"),
+                KEYS_NEED_MAP,
+            )),
+        }
+    }
+    if list_type != Some("map") {
+        return;
+    }
+    if keys.is_empty() {
+        errors.push(required(
+            child(path, "x-kubernetes-list-map-keys"),
+            "must not be empty if x-kubernetes-list-type is map",
+        ));
+    }
+    let Some(items) = schema.get("items").filter(|i| i.is_object()) else {
+        errors.push(required(
+            child(path, "items"),
+            "must have a schema if x-kubernetes-list-type is map",
+        ));
+        return;
+    };
+    let item_type = text(items, "type");
+    if item_type != "object" {
+        errors.push(invalid(
+            child(&child(path, "items"), "type"),
+            &format!("{item_type:?}"),
+            "must be object if parent array's x-kubernetes-list-type is map",
+        ));
+        return;
+    }
+    if flag(items, "nullable") {
+        errors.push(forbidden(
+            child(&child(path, "items"), "nullable"),
+            "cannot be nullable when x-kubernetes-list-type is map",
+        ));
+    }
+    let properties = items.get("properties").and_then(Value::as_object);
+    let required_keys: Vec<&str> = items["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut seen = Vec::new();
+    for name in &keys {
+        let item_path = key(&child(path, "items"), "properties", name);
+        match properties.and_then(|p| p.get(*name)) {
+            Some(property) => {
+                if matches!(text(property, "type"), "array" | "object") {
+                    errors.push(invalid(
+                        child(&item_path, "type"),
+                        "\"object\"",
+                        "must be a scalar type if parent array's x-kubernetes-list-type is map",
+                    ));
+                }
+                if !required_keys.contains(name) && property.get("default").is_none() {
+                    errors.push(required(
+                        child(&item_path, "default"),
+                        "this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property",
+                    ));
+                }
+                if flag(property, "nullable") {
+                    errors.push(forbidden(
+                        child(&item_path, "nullable"),
+                        "this property is in x-kubernetes-list-map-keys, so it cannot be nullable",
+                    ));
+                }
+            }
+            None => errors.push(invalid(
+                child(path, "x-kubernetes-list-map-keys"),
+                &go_keys,
+                "entries must all be names of item properties",
+            )),
+        }
+        if seen.contains(name) {
+            errors.push(invalid(
+                child(path, "x-kubernetes-list-map-keys"),
+                &go_keys,
+                "must not contain duplicate entries",
+            ));
+        }
+        seen.push(name);
     }
 }
 
@@ -379,6 +499,73 @@ mod tests {
             },
         }))
         .is_empty());
+    }
+
+    #[test]
+    fn list_map_keys_need_a_map_list_of_objects_with_required_scalar_keys() {
+        let root = "spec.versions[0].schema.openAPIV3Schema.properties[spec]";
+        let schema = |list: Value| json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"ports": list}}}});
+        let ports = format!("{root}.properties[ports]");
+        assert_eq!(
+            messages(schema(
+                json!({"type": "array", "x-kubernetes-list-type": "map", "items": {"type": "object"}})
+            )),
+            vec![format!(
+                "{ports}.x-kubernetes-list-map-keys: Required value: must not be empty if x-kubernetes-list-type is map"
+            )]
+        );
+        assert_eq!(
+            messages(schema(
+                json!({"type": "array", "x-kubernetes-list-type": "set", "x-kubernetes-list-map-keys": ["name"], "items": {"type": "string"}})
+            )),
+            vec![format!(
+                "{ports}.x-kubernetes-list-type: Invalid value: \"set\": must be map if x-kubernetes-list-map-keys is non-empty"
+            )]
+        );
+        assert_eq!(
+            messages(schema(
+                json!({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name", "port"],
+                "items": {"type": "object", "required": ["port"], "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}}})
+            )),
+            vec![format!(
+                "{ports}.items.properties[name].default: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property"
+            )]
+        );
+        assert_eq!(
+            messages(schema(
+                json!({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["nope"],
+                "items": {"type": "object", "properties": {"name": {"type": "string"}}}})
+            )),
+            vec![format!(
+                "{ports}.x-kubernetes-list-map-keys: Invalid value: []string{{\"nope\"}}: entries must all be names of item properties"
+            )]
+        );
+        assert_eq!(
+            messages(schema(
+                json!({"type": "array", "x-kubernetes-list-type": "bag", "items": {"type": "string"}})
+            )),
+            vec![format!(
+                "{ports}.x-kubernetes-list-type: Unsupported value: \"bag\": supported values: \"atomic\", \"set\", \"map\""
+            )]
+        );
+        let fine = json!({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+            "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}});
+        assert_eq!(messages(schema(fine)), Vec::<String>::new());
+    }
+
+    #[test]
+    fn additional_properties_true_may_stand_beside_properties() {
+        let schema = |additional: Value| {
+            json!({"type": "object", "properties": {"spec": {
+                "type": "object",
+                "properties": {"a": {"type": "string"}},
+                "additionalProperties": additional,
+            }}})
+        };
+        assert_eq!(messages(schema(json!(true))), Vec::<String>::new());
+        let forbidden = "spec.versions[0].schema.openAPIV3Schema.properties[spec].additionalProperties: Forbidden: additionalProperties and properties are mutual exclusive";
+        assert!(messages(schema(json!(false))).contains(&forbidden.to_string()));
+        assert!(messages(schema(json!({"type": "string"}))).contains(&forbidden.to_string()));
     }
 
     #[test]

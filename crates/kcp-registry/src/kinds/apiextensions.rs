@@ -42,6 +42,7 @@ impl Kind for CustomResourceDefinition {
     fn validate_create(&self, _: &Resource, object: &Value, errs: &mut Errors) {
         metadata::validate_named(object, self.name_rule(), name_error(object), errs);
         validate(object, errs);
+        validate_api_approval(object, None, errs);
     }
 
     fn validate_update(&self, _: &Resource, new: &Value, old: &Value, errs: &mut Errors) {
@@ -49,6 +50,7 @@ impl Kind for CustomResourceDefinition {
         metadata::validate_named(new, self.name_rule(), name_error(new), errs);
         validate(new, errs);
         validate_update(new, old, errs);
+        validate_api_approval(new, Some(old), errs);
     }
 
     fn prepare_create(&self, resource: &Resource, part: Part, object: &mut Value) {
@@ -264,6 +266,18 @@ fn validate(object: &Value, errs: &mut Errors) {
             Some(schema) if schema.is_object() => schema_errors(schema, &schema_path, errs),
             _ => errs.push(required(schema_path, "schemas are required")),
         }
+        for (j, column) in version["additionalPrinterColumns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let path = index(
+                &format!("{}.additionalPrinterColumns", index("spec.versions", i)),
+                j,
+            );
+            validate_printer_column(column, &path, errs);
+        }
         if let Some(scale) = version["subresources"].get("scale") {
             let path = format!("{}.subresources.scale", index("spec.versions", i));
             validate_scale(scale, &path, errs);
@@ -345,6 +359,122 @@ fn validate(object: &Value, errs: &mut Errors) {
             errs.push(forbidden(
                 "spec.conversion.conversionReviewVersions",
                 "should not be set when strategy is not set to Webhook",
+            ));
+        }
+    }
+}
+
+/// A printer column, as kube-apiserver checks it: a name, a type and format it knows, and a
+/// simple JSON path (its messages name the path `JSONPath`, after its internal field).
+fn validate_printer_column(column: &Value, path: &str, errs: &mut Errors) {
+    const TYPES: &str = "boolean,date,integer,number,string";
+    const FORMATS: &str = "byte,date,date-time,double,float,int32,int64,password";
+    if text(column, "name").is_empty() {
+        errs.push(required(format!("{path}.name"), ""));
+    }
+    let kind = text(column, "type");
+    if kind.is_empty() {
+        errs.push(required(
+            format!("{path}.type"),
+            &format!("must be one of {TYPES}"),
+        ));
+    } else if !TYPES.split(',').any(|t| t == kind) {
+        errs.push(invalid(
+            format!("{path}.type"),
+            Bad::Str(kind),
+            &format!("must be one of {TYPES}"),
+        ));
+    }
+    let format = text(column, "format");
+    if !format.is_empty() && !FORMATS.split(',').any(|f| f == format) {
+        errs.push(invalid(
+            format!("{path}.format"),
+            Bad::Str(format),
+            &format!("must be one of {FORMATS}"),
+        ));
+    }
+    let json_path = text(column, "jsonPath");
+    if json_path.is_empty() {
+        errs.push(required(format!("{path}.JSONPath"), ""));
+    } else if !json_path.starts_with('.') {
+        errs.push(invalid(
+            format!("{path}.JSONPath"),
+            Bad::Str(json_path),
+            "must be a simple json path starting with .",
+        ));
+    }
+}
+
+/// The annotation approving a CRD in a group the Kubernetes community protects.
+const API_APPROVED: &str = "api-approved.kubernetes.io";
+
+/// Where a CRD stands on Kubernetes' API approval.
+#[derive(Debug, PartialEq, Eq)]
+enum Approval {
+    Missing,
+    Bypassed,
+    Approved,
+    Invalid,
+}
+
+fn approval(crd: &Value) -> Approval {
+    let annotation = crd["metadata"]["annotations"][API_APPROVED]
+        .as_str()
+        .unwrap_or_default();
+    let is_url = annotation.split_once("://").is_some_and(|(scheme, rest)| {
+        scheme
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+            && !rest
+                .split(['/', '?', '#'])
+                .next()
+                .unwrap_or_default()
+                .is_empty()
+            && !annotation.contains(char::is_whitespace)
+    });
+    match annotation {
+        "" => Approval::Missing,
+        _ if annotation.starts_with("unapproved") => Approval::Bypassed,
+        _ if is_url => Approval::Approved,
+        _ => Approval::Invalid,
+    }
+}
+
+/// CRDs in `k8s.io` and `kubernetes.io` groups (and their subdomains) need the approval
+/// annotation, a URL or a reason starting with `unapproved`; an update that leaves the
+/// approval as it was passes.
+fn validate_api_approval(new: &Value, old: Option<&Value>, errs: &mut Errors) {
+    let group = text(&new["spec"], "group");
+    let protected = ["k8s.io", "kubernetes.io"]
+        .iter()
+        .any(|domain| group == *domain || group.ends_with(&format!(".{domain}")));
+    if !protected {
+        return;
+    }
+    let state = approval(new);
+    if old.is_some_and(|old| approval(old) == state) {
+        return;
+    }
+    let path = format!("metadata.annotations[{API_APPROVED}]");
+    let link = "see https://github.com/kubernetes/enhancements/pull/1111";
+    match state {
+        Approval::Approved | Approval::Bypassed => {}
+        Approval::Missing => errs.push(required(
+            path,
+            &format!("protected groups must have approval annotation \"{API_APPROVED}\", {link}"),
+        )),
+        Approval::Invalid => {
+            let value = text(&new["metadata"]["annotations"], API_APPROVED);
+            errs.push(invalid(
+                path,
+                Bad::Str(value),
+                &format!(
+                    "protected groups must have approval annotation \"{API_APPROVED}\" with either a URL or a reason starting with \"unapproved\", {link}"
+                ),
             ));
         }
     }
@@ -520,7 +650,7 @@ fn established(crd: &Value) -> bool {
 mod tests {
     use serde_json::{Value, json};
 
-    use super::{validate, validate_update};
+    use super::{validate, validate_api_approval, validate_update};
 
     fn crd_with_schema(schema: Value) -> Value {
         json!({"metadata": {"name": "widgets.example.com"}, "spec": {
@@ -643,6 +773,69 @@ mod tests {
                 "spec.names.kind: Invalid value: \"Gadget\": field is immutable",
             ]
         );
+    }
+
+    #[test]
+    fn printer_columns_need_a_name_a_known_type_and_a_simple_path() {
+        let mut crd = crd_with_schema(json!({"type": "object"}));
+        crd["spec"]["versions"][0]["additionalPrinterColumns"] = json!([
+            {"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"},
+            {"name": "", "type": "text", "format": "hex", "jsonPath": "status.phase"},
+        ]);
+        let path = "spec.versions[0].additionalPrinterColumns[1]";
+        assert_eq!(
+            errors(&crd),
+            vec![
+                format!("FieldValueRequired {path}.name: Required value"),
+                format!(
+                    "FieldValueInvalid {path}.type: Invalid value: \"text\": must be one of boolean,date,integer,number,string"
+                ),
+                format!(
+                    "FieldValueInvalid {path}.format: Invalid value: \"hex\": must be one of byte,date,date-time,double,float,int32,int64,password"
+                ),
+                format!(
+                    "FieldValueInvalid {path}.JSONPath: Invalid value: \"status.phase\": must be a simple json path starting with ."
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn protected_groups_need_the_approval_annotation() {
+        let mut crd = crd_with_schema(json!({"type": "object"}));
+        crd["spec"]["group"] = json!("things.k8s.io");
+        let mut errs = Vec::new();
+        validate_api_approval(&crd, None, &mut errs);
+        assert_eq!(errs.len(), 1);
+        assert_eq!(
+            errs[0].field,
+            "metadata.annotations[api-approved.kubernetes.io]"
+        );
+        assert_eq!(
+            errs[0].message,
+            "Required value: protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111"
+        );
+        let verdict = |annotation: &str| {
+            let mut crd = crd.clone();
+            crd["metadata"]["annotations"] = json!({"api-approved.kubernetes.io": annotation});
+            let mut errs = Vec::new();
+            validate_api_approval(&crd, None, &mut errs);
+            errs.len()
+        };
+        assert_eq!(
+            verdict("https://github.com/kubernetes/kubernetes/pull/78458"),
+            0
+        );
+        assert_eq!(verdict("unapproved, experimental"), 0);
+        assert_eq!(verdict("maybe"), 1);
+        // An update that keeps the approval as it was passes, even without one.
+        let mut errs = Vec::new();
+        validate_api_approval(&crd, Some(&crd), &mut errs);
+        assert!(errs.is_empty());
+        // Other groups need nothing.
+        crd["spec"]["group"] = json!("example.com");
+        validate_api_approval(&crd, None, &mut errs);
+        assert!(errs.is_empty());
     }
 
     #[test]

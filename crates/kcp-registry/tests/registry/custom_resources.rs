@@ -176,3 +176,37 @@ async fn custom_resources_are_freed_once_no_cluster_serves_their_spec() {
     assert_eq!(registry.live_custom_resource_specs(), 0);
     assert!(original.upgrade().is_none());
 }
+
+#[tokio::test]
+async fn apis_kcp_io_groups_and_annotations_are_kcps() {
+    let registry = Registry::new(Arc::new(MemoryStorage::new()));
+    let target = cluster_wide("root:a", crds());
+    let mut reserved_group = crd();
+    reserved_group["metadata"]["name"] = json!("widgets.things.apis.kcp.io");
+    reserved_group["spec"]["group"] = json!("things.apis.kcp.io");
+    let error = registry
+        .create(target, reserved_group.clone())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        r#"customresourcedefinitions.apiextensions.k8s.io "widgets.things.apis.kcp.io" is forbidden: things.apis.kcp.io is a reserved group"#
+    );
+    let mut annotated = crd();
+    annotated["metadata"]["annotations"] =
+        json!({"apis.kcp.io/bound-crd": "", "example.com/ok": "yes"});
+    let error = registry
+        .create(target, annotated.clone())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        r#"customresourcedefinitions.apiextensions.k8s.io "widgets.example.com" is forbidden: apis.kcp.io/bound-crd is a reserved annotation"#
+    );
+    // The server's own writes may use them.
+    registry
+        .privileged()
+        .create(target, annotated)
+        .await
+        .unwrap();
+}

@@ -28,6 +28,7 @@ fn widgets_crd() -> String {
             - {name: First, type: string, jsonPath: ".spec.parts[*].name"}
             - {name: Second, type: string, jsonPath: ".spec.parts[1].name"}
             - {name: Ready, type: boolean, jsonPath: .status.ready, priority: 1}
+            - {name: Synced, type: string, jsonPath: '.status.conditions[?(@.type=="Synced")].status', priority: 1}
             - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
             selectableFields:
             - jsonPath: .spec.color
@@ -54,6 +55,9 @@ fn widgets_crd() -> String {
                       replicas: {type: integer}
                       selector: {type: string}
                       ready: {type: boolean}
+                      conditions:
+                        type: array
+                        items: {type: object, properties: {type: {type: string}, status: {type: string}}}
             "#,
         )
         .yaml()
@@ -134,7 +138,7 @@ fn printer_columns_names_and_categories() {
             "--subresource=status",
             "--type=merge",
             "-p",
-            r#"{"status":{"ready":true}}"#,
+            r#"{"status":{"ready":true,"conditions":[{"type":"Ready","status":"False"},{"type":"Synced","status":"True"}]}}"#,
         ],
     );
     let gadget =
@@ -161,15 +165,15 @@ fn printer_columns_names_and_categories() {
     assert_eq!(table[2][0], "w2");
     assert!(table[2][1].ends_with(['s', 'm']), "{:?}", table[2]);
 
-    // Priority 1 columns only with -o wide.
+    // Priority 1 columns only with -o wide; a filter picks the condition of its type.
     let wide = words(&kcp.kubectl_in_ok(cluster, &["get", "widgets", "-n", "ns", "-o", "wide"]));
     assert_eq!(
         wide[0],
         [
-            "NAME", "REPLICAS", "COLOR", "FIRST", "SECOND", "READY", "AGE"
+            "NAME", "REPLICAS", "COLOR", "FIRST", "SECOND", "READY", "SYNCED", "AGE"
         ]
     );
-    assert_eq!(wide[1][5], "true");
+    assert_eq!(wide[1][5..7], ["true", "True"]);
     assert_eq!(wide[2].len(), 2, "{:?}", wide[2]);
 
     // Without declared columns: NAME and AGE.
