@@ -88,6 +88,17 @@ pub fn resource_list(served: &Served, group: &str, version: &str) -> Option<Valu
     }))
 }
 
+/// Kubernetes' `storageVersionHash`: the first 8 bytes of the SHA-256 of
+/// `<group>/<storage version>/<kind>`, in base64.
+pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
+    use base64::Engine;
+    let digest = ring::digest::digest(
+        &ring::digest::SHA256,
+        format!("{group}/{version}/{kind}").as_bytes(),
+    );
+    base64::engine::general_purpose::STANDARD.encode(&digest.as_ref()[..8])
+}
+
 fn resource_document(r: &Resource) -> Value {
     let mut document = json!({
         "name": r.name,
@@ -96,6 +107,13 @@ fn resource_document(r: &Resource) -> Value {
         "kind": r.kind,
         "verbs": r.verbs,
     });
+    // Stored resources name their storage version's hash; reviews, never stored, do not.
+    if r.verbs != ["create"] {
+        let version = r
+            .custom()
+            .map_or(r.version.as_ref(), |custom| custom.storage_version.as_str());
+        document["storageVersionHash"] = json!(storage_version_hash(&r.group, version, &r.kind));
+    }
     if !r.short_names.is_empty() {
         document["shortNames"] = json!(r.short_names);
     }
@@ -108,6 +126,32 @@ fn resource_document(r: &Resource) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stored_resources_carry_kubernetes_storage_version_hash() {
+        // kube-apiserver's values for configmaps and clusterroles.
+        assert_eq!(storage_version_hash("", "v1", "ConfigMap"), "qFsyl6wFWjQ=");
+        assert_eq!(
+            storage_version_hash("rbac.authorization.k8s.io", "v1", "ClusterRole"),
+            "bYE5ZWDrJ44="
+        );
+        let list = resource_list(&Served::builtin(), "", "v1").unwrap();
+        let configmaps = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "configmaps")
+            .unwrap();
+        assert_eq!(configmaps["storageVersionHash"], "qFsyl6wFWjQ=");
+        let reviews = resource_list(&Served::builtin(), "authorization.k8s.io", "v1").unwrap();
+        assert!(
+            reviews["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r.get("storageVersionHash").is_none())
+        );
+    }
 
     #[test]
     fn core_resources_and_their_subresources_are_listed() {

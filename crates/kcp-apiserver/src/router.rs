@@ -12,7 +12,7 @@
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use kcp_registry::Registry;
 
 use std::sync::Arc;
@@ -383,13 +383,9 @@ impl Router {
                 }
             }
             RequestInfo::Resource(resource) => {
-                let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
-                    Ok(collected) => collected.to_bytes(),
-                    Err(error)
-                        if error
-                            .downcast_ref::<http_body_util::LengthLimitError>()
-                            .is_some() =>
-                    {
+                let body = match read_limited(body, MAX_BODY_BYTES).await {
+                    Ok(Some(collected)) => collected,
+                    Ok(None) => {
                         return failure_as(
                             encoding,
                             StatusCode::PAYLOAD_TOO_LARGE,
@@ -438,6 +434,43 @@ impl Router {
             }
         }
     }
+}
+
+/// How much of an oversized body is read (and dropped) before the 413 is answered, and for how
+/// long: a client still sending would otherwise see its HTTP/2 stream reset instead of the
+/// answer. Past either bound the answer goes out anyway.
+const DRAIN_BYTES: usize = 4 * MAX_BODY_BYTES;
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The whole body if it holds at most `limit` bytes; `None` if it holds more (the rest read
+/// and dropped, within bounds).
+async fn read_limited<B>(body: B, limit: usize) -> Result<Option<Bytes>, String>
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let mut body = std::pin::pin!(body);
+    let mut collected = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|error| error.into().to_string())?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if collected.len() + data.len() > limit {
+            let drain = async {
+                let mut drained = 0usize;
+                while drained < DRAIN_BYTES
+                    && let Some(Ok(frame)) = body.frame().await
+                {
+                    drained += frame.data_ref().map_or(0, Bytes::len);
+                }
+            };
+            let _ = tokio::time::timeout(DRAIN_TIME, drain).await;
+            return Ok(None);
+        }
+        collected.extend_from_slice(&data);
+    }
+    Ok(Some(collected.freeze()))
 }
 
 /// Whether `request` is a TokenRequest (`serviceaccounts/<name>/token`).

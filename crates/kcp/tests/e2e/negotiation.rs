@@ -430,3 +430,34 @@ async fn kube_rs_aggregated_discovery_resolves_built_in_kinds() {
     assert_eq!(capabilities.scope, Scope::Namespaced);
     assert!(capabilities.supports_operation("watch"));
 }
+
+#[test]
+fn an_oversized_body_is_answered_413_over_http2_and_http1() {
+    let kcp = Kcp::shared("negotiation-oversized");
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("big.json");
+    std::fs::write(&body, vec![b'a'; 4_500_000]).unwrap();
+    let data = format!("@{}", body.display());
+    for protocol in ["--http2", "--http1.1"] {
+        let output = curl(
+            &kcp,
+            "/api/v1/namespaces/default/configmaps",
+            &[
+                protocol,
+                "-X",
+                "POST",
+                "-H",
+                "Content-Type: application/json",
+                // No `100 Continue` before the answer.
+                "-H",
+                "Expect:",
+                "--data-binary",
+                &data,
+            ],
+        );
+        let (head, answer) = split_response(&output);
+        assert!(head.contains(" 413"), "{protocol}: {head}");
+        let status: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+        assert_eq!(status["reason"], "RequestEntityTooLarge", "{protocol}");
+    }
+}
