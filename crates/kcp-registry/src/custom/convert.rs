@@ -1,5 +1,6 @@
 //! Versions of custom resources: objects are stored at the CRD's storage version and served at
-//! the version a request names. Strategy `None` only rewrites `apiVersion`; strategy `Webhook`
+//! the version a request names, pruned to that version's schema on the way out. Strategy `None`
+//! only rewrites `apiVersion`; strategy `Webhook`
 //! asks the CRD's conversion webhook through a [`WebhookConverter`] the composition root
 //! provides (the registry knows no HTTP). Reads also fill in the schema's defaults, so a default
 //! added to a CRD shows on objects stored before it.
@@ -150,6 +151,7 @@ impl Registry {
         }
         let mut objects = self.convert(resource, objects, &resource.version).await?;
         for object in &mut objects {
+            prune_as_read(resource, object);
             default_as_read(resource, object);
         }
         Ok(objects)
@@ -169,6 +171,18 @@ impl Registry {
             .await?
             .pop()
             .unwrap_or_default())
+    }
+}
+
+/// Prunes what the served version's schema does not declare, as kube-apiserver decodes objects
+/// from storage: an object stored at another version (or before a schema change) may hold
+/// fields this version does not know.
+fn prune_as_read(resource: &Resource, object: &mut Value) {
+    if let Some(custom) = resource.custom()
+        && let Some(schema) = &custom.schema
+        && !schema["x-kubernetes-preserve-unknown-fields"].as_bool().unwrap_or(false)
+    {
+        kcp_apimachinery::schema::prune(schema, object);
     }
 }
 

@@ -93,14 +93,20 @@ async fn objects_are_stored_at_the_storage_version_and_served_at_any() {
         cluster_wide("root", resource)
     }
     let created = registry
-        .create(at(&beta), json!({"metadata": {"name": "w"}, "spec": {}}))
+        .create(
+            at(&beta),
+            json!({"metadata": {"name": "w"}, "spec": {"extra": "beta only"}}),
+        )
         .await
         .unwrap();
     assert_eq!(created["apiVersion"], "example.com/v1beta1");
-    // Read at v1: converted, and defaulted by v1's schema on the way out.
+    // Read at v1: converted, pruned to v1's schema and defaulted by it on the way out.
     let read = registry.get(at(&v1), "w").await.unwrap();
     assert_eq!(read["apiVersion"], "example.com/v1");
-    assert_eq!(read["spec"]["size"], 1);
+    assert_eq!(read["spec"], json!({"size": 1}));
+    // At v1beta1, which preserves unknown fields, nothing was lost.
+    let read = registry.get(at(&beta), "w").await.unwrap();
+    assert_eq!(read["spec"]["extra"], "beta only");
     let listed = registry
         .list(at(&beta), ListOptions::default())
         .await
