@@ -130,6 +130,34 @@ pub fn set_nested_field(object: &mut Value, path: &str, value: Value) -> Result<
     Ok(())
 }
 
+/// `value` as Go's `%#v` prints an unstructured value (what a field error shows for a value
+/// that is not a string or a number): `map[string]interface {}{"a":"x", "b":1}`,
+/// `[]interface {}{"a"}`, `interface {}(nil)`.
+pub fn go_sharp(value: &Value) -> String {
+    match value {
+        Value::Null => "interface {}(nil)".to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => serde_json::to_string(s).unwrap_or_default(),
+        Value::Array(items) => format!(
+            "[]interface {{}}{{{}}}",
+            items.iter().map(go_sharp).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(fields) => {
+            let mut keys: Vec<&String> = fields.keys().collect();
+            keys.sort();
+            let entries: Vec<String> = keys
+                .into_iter()
+                .map(|key| {
+                    let key_text = serde_json::to_string(key).unwrap_or_default();
+                    format!("{key_text}:{}", go_sharp(&fields[key]))
+                })
+                .collect();
+            format!("map[string]interface {{}}{{{}}}", entries.join(", "))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

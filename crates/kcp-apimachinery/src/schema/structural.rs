@@ -127,6 +127,11 @@ fn invariants(schema: &Value, level: Level, path: &str, errors: &mut Vec<FieldEr
     }
     junctors(schema, level, path, errors);
     list_type_errors(schema, path, errors);
+    if level != Level::Root
+        && let Some(default) = schema.get("default")
+    {
+        default_errors(schema, default, path, errors);
+    }
     if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
         && let Err(error) = regex::Regex::new(pattern)
     {
@@ -194,6 +199,25 @@ fn invariants(schema: &Value, level: Level, path: &str, errors: &mut Vec<FieldEr
             "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
         ));
     }
+}
+
+/// A `default`, as kube-apiserver checks it: it must be valid against its own schema and hold
+/// no field the schema would prune.
+fn default_errors(schema: &Value, default: &Value, path: &str, errors: &mut Vec<FieldError>) {
+    let at = child(path, "default");
+    let mut pruned = default.clone();
+    if !super::prune(schema, &mut pruned).is_empty() {
+        errors.push(FieldError::new(
+            "FieldValueInvalid",
+            &at,
+            format!(
+                "Invalid value: {}: must not have unknown fields",
+                crate::unstructured::go_sharp(default)
+            ),
+        ));
+        return;
+    }
+    errors.extend(super::validate(schema, default, &at));
 }
 
 /// `x-kubernetes-list-type` and `-list-map-keys`, as kube-apiserver checks them: a known list
@@ -551,6 +575,37 @@ mod tests {
         let fine = json!({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
             "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}});
         assert_eq!(messages(schema(fine)), Vec::<String>::new());
+    }
+
+    #[test]
+    fn defaults_must_be_valid_against_their_schema() {
+        let root = "spec.versions[0].schema.openAPIV3Schema.properties[spec]";
+        let schema = |size: Value| json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"size": size}}}});
+        assert_eq!(
+            messages(schema(json!({"type": "integer", "default": "three"}))),
+            vec![format!(
+                "{root}.properties[size].default: Invalid value: \"string\": {root}.properties[size].default in body must be of type integer: \"string\""
+            )]
+        );
+        assert_eq!(
+            messages(schema(
+                json!({"type": "integer", "minimum": 1, "default": 0})
+            ))
+            .len(),
+            1
+        );
+        assert_eq!(
+            messages(schema(
+                json!({"type": "object", "properties": {"a": {"type": "string"}}, "default": {"b": "x"}})
+            )),
+            vec![format!(
+                "{root}.properties[size].default: Invalid value: map[string]interface {{}}{{\"b\":\"x\"}}: must not have unknown fields"
+            )]
+        );
+        assert_eq!(
+            messages(schema(json!({"type": "integer", "default": 3}))),
+            Vec::<String>::new()
+        );
     }
 
     #[test]

@@ -180,7 +180,9 @@ impl Registry {
 fn prune_as_read(resource: &Resource, object: &mut Value) {
     if let Some(custom) = resource.custom()
         && let Some(schema) = &custom.schema
-        && !schema["x-kubernetes-preserve-unknown-fields"].as_bool().unwrap_or(false)
+        && !schema["x-kubernetes-preserve-unknown-fields"]
+            .as_bool()
+            .unwrap_or(false)
     {
         kcp_apimachinery::schema::prune(schema, object);
     }
