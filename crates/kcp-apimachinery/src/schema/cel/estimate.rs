@@ -39,6 +39,9 @@ const MAP_LITERAL: u64 = 30;
 /// and of its comprehensions whose elements are.
 pub(super) struct Estimate {
     pub(super) cost: u64,
+    /// The first field selected from an object type that does not declare it, which cel-go's
+    /// checker refuses (`undefined field '<name>'`).
+    pub(super) undefined_field: Option<String>,
     pub(super) small: HashSet<u64>,
     pub(super) small_elements: HashSet<u64>,
 }
@@ -50,10 +53,12 @@ pub(super) fn estimate(expression: &IdedExpr, self_ty: &Ty) -> Estimate {
         scopes: Vec::new(),
         small: HashSet::new(),
         small_elements: HashSet::new(),
+        undefined_field: None,
     };
     let cost = estimator.visit(expression).cost;
     Estimate {
         cost,
+        undefined_field: estimator.undefined_field,
         small: estimator.small,
         small_elements: estimator.small_elements,
     }
@@ -87,6 +92,7 @@ struct Estimator<'a> {
     scopes: Vec<(String, Ty)>,
     small: HashSet<u64>,
     small_elements: HashSet<u64>,
+    undefined_field: Option<String>,
 }
 
 impl Estimator<'_> {
@@ -96,6 +102,12 @@ impl Estimator<'_> {
             Expr::Ident(name) => Info::new(1, self.variable(name).unwrap_or_else(Ty::unknown)),
             Expr::Select(select) => {
                 let operand = self.visit(&select.operand);
+                if let Kind::Object(fields) = &operand.ty.kind
+                    && !fields.contains_key(&select.field)
+                    && self.undefined_field.is_none()
+                {
+                    self.undefined_field = Some(select.field.clone());
+                }
                 let ty = if select.test {
                     Ty::scalar(Kind::Bool)
                 } else {
@@ -157,12 +169,14 @@ impl Estimator<'_> {
         let range = self.visit(&c.iter_range);
         let init = self.visit(&c.accu_init);
         let count = range.ty.size();
-        let item = match &range.ty.kind {
-            Kind::List(item) => (**item).clone(),
-            Kind::Map(_) => Ty::string(super::types::MAX_REQUEST_BYTES),
-            _ => Ty::unknown(),
+        let (item, small_elements) = match &range.ty.kind {
+            Kind::List(item) => ((**item).clone(), item.is_small()),
+            // Kubernetes sizes a map's keys by their declared type, a `string` with no maximum,
+            // which its estimator takes as size 0: rules over keys cost what their maps' entry
+            // counts make them. (At run time keys are metered as they are: not small.)
+            Kind::Map(_) => (Ty::string(0), false),
+            _ => (Ty::unknown(), false),
         };
-        let small_elements = item.is_small();
         self.scopes.push((c.accu_var.clone(), init.ty.clone()));
         self.scopes.push((c.iter_var.clone(), item));
         let condition = self.visit(&c.loop_cond);
@@ -415,6 +429,18 @@ mod tests {
             list["maxItems"] = json!(n);
         }
         json!({"type": "object", "properties": {"items": list}})
+    }
+
+    #[test]
+    fn map_keys_count_as_kubernetes_sizes_them() {
+        // Gateway API's annotation-key rule: 16 keys, each split, as Kubernetes estimates it.
+        let annotations = json!({
+            "type": "object",
+            "maxProperties": 16,
+            "additionalProperties": {"type": "string", "maxLength": 4096},
+        });
+        let rule = r#"self.all(key, key.split("/")[0].size() < 253)"#;
+        assert!(cost(rule, annotations) < 1_000);
     }
 
     #[test]

@@ -412,6 +412,7 @@ mod tests {
     fn nothing_small() -> Estimate {
         Estimate {
             cost: 0,
+            undefined_field: None,
             small: HashSet::new(),
             small_elements: HashSet::new(),
         }

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::super::{FieldError, child, index};
 use super::estimate::{STATIC_ESTIMATED_COST_LIMIT, estimate};
 use super::instrument::{Instrumented, instrument};
-use super::syntax::parse;
+use super::syntax::{parse, undefined_field};
 use super::types::Ty;
 use super::{Findings, cost_message};
 use crate::labels::validation::go_quote;
@@ -204,6 +204,14 @@ pub(super) fn compile(
         let at = |field: &str| child(&index(&child(path, "x-kubernetes-validations"), i), field);
         let source = text(raw, "rule");
         let program = match parse(source) {
+            Ok(expression) if let Some(field) = estimate(&expression, self_ty).undefined_field => {
+                findings.error(invalid(
+                    at("rule"),
+                    &go_rule(raw),
+                    &format!("compilation failed: {}", undefined_field(source, &field)),
+                ));
+                None
+            }
             Ok(expression) => {
                 let estimate = estimate(&expression, self_ty);
                 let cost = estimate.cost.saturating_mul(cardinality);
@@ -233,6 +241,19 @@ pub(super) fn compile(
         let message_expression = match text(raw, "messageExpression") {
             "" => Ok(None),
             source => match parse(source) {
+                Ok(expression)
+                    if let Some(field) = estimate(&expression, self_ty).undefined_field =>
+                {
+                    findings.error(invalid(
+                        at("messageExpression"),
+                        &go_rule(raw),
+                        &format!(
+                            "messageExpression compilation failed: {}",
+                            undefined_field(source, &field)
+                        ),
+                    ));
+                    Err(())
+                }
                 Ok(expression) => {
                     let estimate = estimate(&expression, self_ty);
                     if estimate.cost > STATIC_ESTIMATED_COST_LIMIT {

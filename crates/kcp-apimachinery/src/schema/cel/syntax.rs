@@ -76,6 +76,43 @@ fn at_name(source: &str, problem: &Unsupported) -> String {
         }
         Unsupported::Unspecified => (0, "unsupported expression".to_string()),
     };
+    report_at(source, offset, &message)
+}
+
+/// cel-go's checker on a field the operand's type does not declare, at the `.` before it.
+pub(super) fn undefined_field(source: &str, field: &str) -> String {
+    let offset = field_selection(source, field).unwrap_or(0);
+    report_at(source, offset, &format!("undefined field '{field}'"))
+}
+
+/// The offset of the first `.field` outside string literals (not followed by more of a name).
+fn field_selection(source: &str, field: &str) -> Option<usize> {
+    let bytes = source.as_bytes();
+    let needle = format!(".{field}");
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            Some(_) if b == b'\\' => i += 1,
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None if b == b'"' || b == b'\'' => quote = Some(b),
+            None if source[i..].starts_with(&needle) => {
+                let after = bytes.get(i + needle.len());
+                if !after.is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_') {
+                    return Some(i);
+                }
+            }
+            None => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// An error report as cel-go writes it: position, message, and the line with a caret.
+fn report_at(source: &str, offset: usize, message: &str) -> String {
     let before = &source[..offset];
     let line_start = before.rfind('\n').map_or(0, |n| n + 1);
     let line = before.matches('\n').count() + 1;

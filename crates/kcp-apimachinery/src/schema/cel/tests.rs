@@ -76,7 +76,7 @@ fn message_replaces_the_default() {
 fn message_expression_is_evaluated_and_falls_back_when_unusable() {
     let v = spec_with(json!([
         {"rule": "self.a < self.b", "messageExpression": "'a is ' + string(self.a) + ', b is ' + string(self.b)"},
-        {"rule": "self.a < self.b", "message": "static", "messageExpression": "self.missing"},
+        {"rule": "self.a < self.b", "message": "static", "messageExpression": "string(self.a / 0)"},
         {"rule": "self.a < self.b", "message": "static", "messageExpression": "'  '"},
         {"rule": "self.a < self.b", "messageExpression": "self.a"},
     ]));
@@ -238,7 +238,7 @@ fn root_rules_see_name_and_kind_but_not_other_metadata() {
         "type": "object",
         "x-kubernetes-validations": [
             {"rule": "self.metadata.name.startsWith('a')", "message": "name must start with a"},
-            {"rule": "self.kind == 'Widget' && !has(self.metadata.labels)"},
+            {"rule": "self.kind == 'Widget'"},
         ],
         "properties": {"metadata": {"type": "object"}},
     }));
@@ -247,6 +247,44 @@ fn root_rules_see_name_and_kind_but_not_other_metadata() {
     assert_eq!(
         failures(&v, object, None),
         ["<nil>: Invalid value: \"object\": name must start with a"]
+    );
+    // Other metadata is not declared to CEL: naming it does not compile, as in cel-go.
+    let refused = compile_errors(json!({
+        "type": "object",
+        "x-kubernetes-validations": [{"rule": "!has(self.metadata.labels)"}],
+        "properties": {"metadata": {"type": "object"}},
+    }));
+    assert_eq!(refused.len(), 1);
+    assert!(
+        refused[0].ends_with("compilation failed: ERROR: <input>:1:19: undefined field 'labels'\n | !has(self.metadata.labels)\n | ..................^"),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn rules_naming_undeclared_fields_do_not_compile() {
+    let refused = compile_errors(json!({
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}},
+            "x-kubernetes-validations": [
+                {"rule": "self.a > 0 && self.b > 0"},
+                {"rule": "self.a > 0", "messageExpression": "'b is ' + string(self.b)"},
+                {"rule": "self.a > 0 && 'self.b' != ''"},
+            ],
+        }},
+    }));
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(
+        refused[0].ends_with("rule: Invalid value: apiextensions.ValidationRule{Rule:\"self.a > 0 && self.b > 0\", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:19: undefined field 'b'\n | self.a > 0 && self.b > 0\n | ..................^"),
+        "{refused:?}"
+    );
+    assert!(
+        refused[1].contains(
+            "messageExpression compilation failed: ERROR: <input>:1:22: undefined field 'b'"
+        ),
+        "{refused:?}"
     );
 }
 
