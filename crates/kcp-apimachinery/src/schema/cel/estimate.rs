@@ -42,6 +42,8 @@ pub(super) struct Estimate {
     /// The first field selected from an object type that does not declare it, which cel-go's
     /// checker refuses (`undefined field '<name>'`).
     pub(super) undefined_field: Option<String>,
+    /// The expression's type, as far as the estimate knows it (`Dyn` where it does not).
+    pub(super) result: Ty,
     pub(super) small: HashSet<u64>,
     pub(super) small_elements: HashSet<u64>,
 }
@@ -55,9 +57,10 @@ pub(super) fn estimate(expression: &IdedExpr, self_ty: &Ty) -> Estimate {
         small_elements: HashSet::new(),
         undefined_field: None,
     };
-    let cost = estimator.visit(expression).cost;
+    let info = estimator.visit(expression);
     Estimate {
-        cost,
+        cost: info.cost,
+        result: info.ty,
         undefined_field: estimator.undefined_field,
         small: estimator.small,
         small_elements: estimator.small_elements,

@@ -12,7 +12,7 @@ use super::super::{FieldError, child, index};
 use super::estimate::{STATIC_ESTIMATED_COST_LIMIT, estimate};
 use super::instrument::{Instrumented, instrument};
 use super::syntax::{parse, undefined_field};
-use super::types::Ty;
+use super::types::{Kind, Ty};
 use super::{Findings, cost_message};
 use crate::labels::validation::go_quote;
 use crate::object::text;
@@ -64,6 +64,21 @@ fn has_newlines(s: &str) -> bool {
 
 /// Go's `%#v` of the rule, which Kubernetes shows as the invalid value of a rule that does
 /// not compile.
+/// Whether `expression` certainly evaluates to something other than `wanted`: a literal, a
+/// variable or a field whose type the schema gives (calls and operators are left to run time,
+/// where a wrong type fails the rule).
+fn evaluates_to_other_than(expression: &IdedExpr, self_ty: &Ty, wanted: &Kind) -> bool {
+    use kube_cel::cel::common::ast::Expr;
+    if !matches!(
+        expression.expr,
+        Expr::Literal(_) | Expr::Ident(_) | Expr::Select(_)
+    ) {
+        return false;
+    }
+    let found = estimate(expression, self_ty).result.kind;
+    found != Kind::Dyn && std::mem::discriminant(&found) != std::mem::discriminant(wanted)
+}
+
 fn go_rule(rule: &Value) -> String {
     let reason = match rule.get("reason").and_then(Value::as_str) {
         None => "(*apiextensions.FieldValueErrorReason)(nil)",
@@ -212,6 +227,14 @@ pub(super) fn compile(
                 ));
                 None
             }
+            Ok(expression) if evaluates_to_other_than(&expression, self_ty, &Kind::Bool) => {
+                findings.error(invalid(
+                    at("rule"),
+                    &go_rule(raw),
+                    "cel expression must evaluate to a bool",
+                ));
+                None
+            }
             Ok(expression) => {
                 let estimate = estimate(&expression, self_ty);
                 let cost = estimate.cost.saturating_mul(cardinality);
@@ -241,6 +264,14 @@ pub(super) fn compile(
         let message_expression = match text(raw, "messageExpression") {
             "" => Ok(None),
             source => match parse(source) {
+                Ok(expression) if evaluates_to_other_than(&expression, self_ty, &Kind::String) => {
+                    findings.error(invalid(
+                        at("messageExpression"),
+                        &go_rule(raw),
+                        "messageExpression must evaluate to a string",
+                    ));
+                    Err(())
+                }
                 Ok(expression)
                     if let Some(field) = estimate(&expression, self_ty).undefined_field =>
                 {

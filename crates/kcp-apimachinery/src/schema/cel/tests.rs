@@ -78,7 +78,7 @@ fn message_expression_is_evaluated_and_falls_back_when_unusable() {
         {"rule": "self.a < self.b", "messageExpression": "'a is ' + string(self.a) + ', b is ' + string(self.b)"},
         {"rule": "self.a < self.b", "message": "static", "messageExpression": "string(self.a / 0)"},
         {"rule": "self.a < self.b", "message": "static", "messageExpression": "'  '"},
-        {"rule": "self.a < self.b", "messageExpression": "self.a"},
+        {"rule": "self.a < self.b", "messageExpression": "string(self.a) == ''"},
     ]));
     assert_eq!(
         failures(&v, json!({"spec": {"a": 3, "b": 2}}), None),
@@ -88,6 +88,36 @@ fn message_expression_is_evaluated_and_falls_back_when_unusable() {
             "spec: Invalid value: \"object\": static",
             "spec: Invalid value: \"object\": failed rule: self.a < self.b",
         ]
+    );
+}
+
+#[test]
+fn rules_must_be_bool_and_message_expressions_strings() {
+    let refused = compile_errors(json!({
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "name": {"type": "string"}},
+            "x-kubernetes-validations": [
+                {"rule": "self.name"},
+                {"rule": "self.a > 0", "messageExpression": "self.a"},
+                {"rule": "self.a > 0", "messageExpression": "self.name"},
+            ],
+        }},
+    }));
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(refused[0].contains("x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:\"self.name\""), "{refused:?}");
+    assert!(
+        refused[0].ends_with(": cel expression must evaluate to a bool"),
+        "{refused:?}"
+    );
+    assert!(
+        refused[1].contains("x-kubernetes-validations[1].messageExpression: Invalid value:"),
+        "{refused:?}"
+    );
+    assert!(
+        refused[1].ends_with(": messageExpression must evaluate to a string"),
+        "{refused:?}"
     );
 }
 
