@@ -111,12 +111,14 @@ impl Estimator<'_> {
                 {
                     self.undefined_field = Some(select.field.clone());
                 }
-                let ty = if select.test {
-                    Ty::scalar(Kind::Bool)
+                // A presence test (`has(...)`) costs nothing beyond its operand, as Kubernetes
+                // configures CEL's estimator; a selection costs one.
+                if select.test {
+                    Info::new(operand.cost, Ty::scalar(Kind::Bool))
                 } else {
-                    field(&operand.ty, &select.field)
-                };
-                Info::new(operand.cost.saturating_add(1), ty)
+                    let ty = field(&operand.ty, &select.field);
+                    Info::new(operand.cost.saturating_add(1), ty)
+                }
             }
             Expr::Call(call) => self.call(call),
             Expr::List(list) => {
@@ -432,6 +434,15 @@ mod tests {
             list["maxItems"] = json!(n);
         }
         json!({"type": "object", "properties": {"items": list}})
+    }
+
+    #[test]
+    fn presence_tests_cost_only_their_operand() {
+        let item = json!({"type": "object", "properties": {
+            "a": {"type": "string"}, "b": {"type": "string"}}});
+        // Kyverno's one-of rule: four tests of `self` (1 each) and two negations.
+        let rule = "(has(self.a) && !has(self.b)) || (!has(self.a) && has(self.b))";
+        assert_eq!(cost(rule, item), 6);
     }
 
     #[test]
