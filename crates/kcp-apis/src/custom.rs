@@ -526,6 +526,7 @@ mod tests {
         assert!(c[0].custom().unwrap().has_defaults);
         let d = interner.resources(&spec(json!({
             "type": "object",
+            "properties": {"spec": {"type": "object"}},
             "x-kubernetes-validations": [{"rule": "has(self.spec)"}],
         })));
         assert!(d[0].custom().unwrap().cel.is_some());
