@@ -168,6 +168,8 @@ pub struct Registry {
     requester: Option<Arc<Requester>>,
     /// Issues and accepts service account tokens; without it none are.
     service_account_tokens: Option<Arc<crate::serviceaccounts::ServiceAccountTokens>>,
+    /// What authenticating those tokens read, kept until their objects change.
+    service_account_lookups: Arc<crate::serviceaccounts::Lookups>,
 }
 
 /// The user a write is made for, as admission needs it: kcp records who created a workspace,
@@ -234,7 +236,12 @@ impl Registry {
             converter: None,
             requester: None,
             service_account_tokens: None,
+            service_account_lookups: Arc::default(),
         }
+    }
+
+    pub(crate) fn service_account_lookups(&self) -> &Arc<crate::serviceaccounts::Lookups> {
+        &self.service_account_lookups
     }
 
     pub(crate) fn set_service_account_tokens(

@@ -4,14 +4,18 @@
 //! deleted and re-created account's old tokens fail), a bound token only while the Secret it is
 //! bound to does, and a legacy token only while its Secret holds it.
 //!
+//! The lookups are kept between requests and dropped on writes to their objects
+//! ([`lookups`]).
+//!
 //! Owns: the TokenRequest subresource and the lookups. Must not know HTTP or who may ask
 //! (the API server authorizes `create serviceaccounts/token` first).
 
+mod lookups;
+pub(crate) use lookups::Lookups;
 pub mod tokens;
 
 use std::sync::Arc;
 
-use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::error::{Cause, RegistryError};
@@ -190,48 +194,43 @@ impl Registry {
             return Ok(None);
         };
         let subject = &verified.subject;
-        let in_namespace = |resource: &'static str| Target {
-            cluster: &subject.cluster,
-            resource: core(resource),
-            namespace: Some(&subject.namespace),
+        let lookups = self.service_account_lookups();
+        let key = |resource: &'static str, name: &str| {
+            (
+                subject.cluster.clone(),
+                resource,
+                subject.namespace.clone(),
+                name.to_string(),
+            )
         };
-        let exists = |found: Result<Value, RegistryError>| match found {
-            Ok(object) => Ok(Some(object)),
-            Err(RegistryError::NotFound { .. }) => Ok(None),
-            Err(error) => Err(error),
-        };
-        let account = exists(
-            self.get(in_namespace("serviceaccounts"), &subject.name)
-                .await,
-        )?;
-        let Some(account) = account else {
-            tracing::debug!(account = %subject.name, "service account token of a missing account");
-            return Ok(None);
-        };
-        if account["metadata"]["uid"].as_str() != Some(&subject.uid) {
-            tracing::debug!(account = %subject.name, "service account token of a re-created account");
-            return Ok(None);
+        let account = lookups
+            .seen(self, key("serviceaccounts", &subject.name))
+            .await?;
+        match account {
+            None => {
+                tracing::debug!(account = %subject.name, "service account token of a missing account");
+                return Ok(None);
+            }
+            Some(account) if account.uid != subject.uid => {
+                tracing::debug!(account = %subject.name, "service account token of a re-created account");
+                return Ok(None);
+            }
+            Some(_) => {}
         }
         let mut extra = std::collections::BTreeMap::new();
         match &verified.form {
             Form::Bound { id, secret } => {
                 if let Some(bound) = secret {
-                    let found = exists(self.get(in_namespace("secrets"), &bound.name).await)?;
-                    if found
-                        .as_ref()
-                        .and_then(|s| s["metadata"]["uid"].as_str())
-                        .is_none_or(|uid| uid != bound.uid)
-                    {
+                    let found = lookups.seen(self, key("secrets", &bound.name)).await?;
+                    if found.is_none_or(|secret| secret.uid != bound.uid) {
                         return Ok(None);
                     }
                 }
                 extra.insert(CREDENTIAL_ID.to_string(), vec![format!("JTI={id}")]);
             }
             Form::Legacy { secret } => {
-                let found = exists(self.get(in_namespace("secrets"), secret).await)?;
-                let held = found.as_ref().and_then(|s| s["data"]["token"].as_str());
-                let held = held
-                    .and_then(|data| base64::engine::general_purpose::STANDARD.decode(data).ok());
+                let found = lookups.seen(self, key("secrets", secret)).await?;
+                let held = found.and_then(|secret| secret.token);
                 if held.as_deref() != Some(token.as_bytes()) {
                     return Ok(None);
                 }
@@ -262,5 +261,70 @@ fn invalid(field: &str, value: &str, message: &str) -> Cause {
         reason: "FieldValueInvalid",
         field: field.into(),
         message: format!("Invalid value: {value}: {message}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn registry() -> Registry {
+        let tokens = ServiceAccountTokens::new(TokenConfig {
+            signing_key_pem: tokens::generate_signing_key().unwrap(),
+            verifying_keys_pem: Vec::new(),
+            issuers: Vec::new(),
+            audiences: Vec::new(),
+            max_expiration_seconds: None,
+            root_ca_pem: Vec::new(),
+        })
+        .unwrap();
+        Registry::new(Arc::new(kcp_storage::MemoryStorage::new()))
+            .with_service_account_tokens(Arc::new(tokens))
+    }
+
+    #[tokio::test]
+    async fn a_kept_lookup_goes_with_its_account() {
+        let registry = registry();
+        registry.ensure_namespace("c1", "default").await.unwrap();
+        let accounts = Target {
+            cluster: "c1",
+            resource: core("serviceaccounts"),
+            namespace: Some("default"),
+        };
+        registry
+            .create(accounts, json!({"metadata": {"name": "robot"}}))
+            .await
+            .unwrap();
+        let answer = registry
+            .request_token("c1", "default", "robot", json!({"spec": {}}))
+            .await
+            .unwrap();
+        let token = answer["status"]["token"].as_str().unwrap().to_string();
+        // Read once, then kept: both authenticate.
+        for _ in 0..2 {
+            let user = registry.authenticate_service_account(&token).await.unwrap();
+            assert_eq!(user.unwrap().name, "system:serviceaccount:default:robot");
+        }
+        registry.delete(accounts, "robot").await.unwrap();
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            if registry
+                .authenticate_service_account(&token)
+                .await
+                .unwrap()
+                .is_none()
+            {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the deletion is never seen"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
     }
 }
