@@ -12,6 +12,7 @@
 //! a field selector (callers check [`fields::Selector::requirements`] against their own list).
 
 pub mod dns;
+pub mod fieldpath;
 pub mod fields;
 pub mod json;
 pub mod jsonpath;
