@@ -521,7 +521,7 @@ impl Registry {
             );
             carry_server_fields(target.resource, &stored, &mut next);
             self.admit_update(&target, name, &stored, &mut next).await?;
-            check_update(&target, name, &next, &stored).await?;
+            check_update(&target, self.part, name, &next, &stored).await?;
             if unchanged(target.resource, &stored, &next) {
                 return Ok(stored);
             }
@@ -585,7 +585,7 @@ impl Registry {
             carry_server_fields(target.resource, &stored, &mut patched);
             self.admit_update(&target, name, &stored, &mut patched)
                 .await?;
-            check_update(&target, name, &patched, &stored).await?;
+            check_update(&target, self.part, name, &patched, &stored).await?;
             if unchanged(target.resource, &stored, &patched) {
                 return Ok((stored, found));
             }
@@ -770,11 +770,12 @@ fn normalize(target: &Target<'_>, body: Value) -> Result<Value, RegistryError> {
 /// Fails with the 422 of `next` replacing `stored` if it breaks the kind's rules.
 async fn check_update(
     target: &Target<'_>,
+    part: Part,
     name: &str,
     next: &Value,
     stored: &Value,
 ) -> Result<(), RegistryError> {
-    let mut causes = validation::validate_update(target.resource, next, stored);
+    let mut causes = validation::validate_update(target.resource, part, next, stored);
     validation::check_rules(target.resource, next, Some(stored), &mut causes).await;
     if causes.is_empty() {
         Ok(())

@@ -23,6 +23,9 @@ pub enum Part {
     Status,
     /// The `finalize` subresource of namespaces: only `.spec.finalizers` changes.
     Finalize,
+    /// The `approval` subresource of CertificateSigningRequests: only `.status.conditions`
+    /// changes.
+    Approval,
     /// Everything, status included, on create and update: for the server's own controllers,
     /// which also may delete the namespaces no user may (see [`crate::Registry::privileged`]).
     Everything,
@@ -34,6 +37,7 @@ impl Part {
         match name {
             "status" => Some(Part::Status),
             "finalize" => Some(Part::Finalize),
+            "approval" => Some(Part::Approval),
             _ => None,
         }
     }
@@ -80,7 +84,7 @@ pub(crate) fn update_of_part(
             copy_field(&requested, &mut next, "status");
             next
         }
-        Part::Finalize => stored.clone(),
+        Part::Finalize | Part::Approval => stored.clone(),
     }
 }
 

@@ -13,8 +13,9 @@ use crate::error::RegistryError;
 use crate::kinds::printing::{self, Column, col};
 use crate::kinds::{Kind, conditions_list_strategy};
 use crate::names::NameRule;
+use crate::strategy::{self, Part};
 use crate::validation::field::{
-    Bad, Errors, duplicate, go_bytes, index, invalid, not_supported, required, too_long,
+    Bad, Errors, duplicate, forbidden, go_bytes, index, invalid, not_supported, required, too_long,
 };
 use crate::validation::formats::decode_base64;
 use crate::validation::{decode_error, json_type};
@@ -57,8 +58,47 @@ impl Kind for CertificateSigningRequest {
         decode(object)
     }
 
-    fn validate(&self, object: &Value, _old: Option<&Value>, errs: &mut Errors) {
+    fn validate(&self, object: &Value, old: Option<&Value>, errs: &mut Errors) {
         validate(object, errs);
+        validate_conditions(object, old, errs);
+    }
+
+    fn validate_update_of_part(&self, part: Part, new: &Value, old: &Value, errs: &mut Errors) {
+        validate_condition_changes(part, new, old, errs);
+    }
+
+    /// As Kubernetes' strategies: the main resource keeps the stored status, `status` keeps the
+    /// spec, `approval` changes only the conditions; new conditions get their times.
+    fn prepare_update(
+        &self,
+        resource: &Resource,
+        part: Part,
+        stored: &Value,
+        requested: Value,
+    ) -> Value {
+        let mut next = match part {
+            Part::Approval => {
+                let mut next = stored.clone();
+                let conditions = requested["status"]["conditions"].clone();
+                if !next["status"].is_object() {
+                    next["status"] = json!({});
+                }
+                match conditions {
+                    Value::Null => {
+                        if let Some(status) = next["status"].as_object_mut() {
+                            status.remove("conditions");
+                        }
+                    }
+                    conditions => next["status"]["conditions"] = conditions,
+                }
+                next
+            }
+            _ => strategy::update_of_part(resource, part, stored, requested),
+        };
+        if matches!(part, Part::Status | Part::Approval) {
+            stamp_conditions(&mut next, stored);
+        }
+        next
     }
 
     /// As Kubernetes' strategy: the requester's name, uid, groups and extra replace whatever
@@ -107,6 +147,150 @@ impl Kind for CertificateSigningRequest {
             json!(duration),
             json!(csr_condition(object)),
         ]
+    }
+}
+
+/// Conditions whose status may only be `True`.
+const TRUE_ONLY: [&str; 3] = ["Approved", "Denied", "Failed"];
+
+fn conditions(csr: &Value) -> &[Value] {
+    csr["status"]["conditions"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
+fn of_type<'a>(csr: &'a Value, kind: &str) -> Vec<&'a Value> {
+    conditions(csr)
+        .iter()
+        .filter(|c| c["type"] == kind)
+        .collect()
+}
+
+/// `status.conditions`, as Kubernetes validates them: a type (unless the stored object
+/// already had an empty one) and a status (`True` only for Approved, Denied and Failed), not
+/// both Approved and Denied, no type twice (each unless the stored object already did).
+fn validate_conditions(csr: &Value, old: Option<&Value>, errs: &mut Errors) {
+    let had = |test: &dyn Fn(&Value) -> bool| old.is_some_and(test);
+    let allow_empty_type = had(&|old| {
+        conditions(old)
+            .iter()
+            .any(|c| object::text(c, "type").is_empty())
+    });
+    let allow_duplicates = had(&|old| {
+        let mut seen = Vec::new();
+        conditions(old).iter().any(|c| {
+            let kind = object::text(c, "type");
+            let again = seen.contains(&kind);
+            seen.push(kind);
+            again
+        })
+    });
+    let allow_both =
+        had(&|old| !of_type(old, "Approved").is_empty() && !of_type(old, "Denied").is_empty());
+    let mut seen: Vec<&str> = Vec::new();
+    let (mut approved, mut denied) = (false, false);
+    for (i, condition) in conditions(csr).iter().enumerate() {
+        let path = index("status.conditions", i);
+        let kind = object::text(condition, "type");
+        if kind.is_empty() && !allow_empty_type {
+            errs.push(required(format!("{path}.type"), ""));
+        }
+        let status = object::text(condition, "status");
+        let allowed: &[&str] = if TRUE_ONLY.contains(&kind) {
+            &["True"]
+        } else {
+            &["False", "True", "Unknown"]
+        };
+        if status.is_empty() {
+            errs.push(required(format!("{path}.status"), ""));
+        } else if !allowed.contains(&status) {
+            errs.push(not_supported(
+                format!("{path}.status"),
+                Bad::Str(status),
+                allowed,
+            ));
+        }
+        if !allow_both {
+            let exclusive = match kind {
+                "Approved" => {
+                    approved = true;
+                    denied
+                }
+                "Denied" => {
+                    denied = true;
+                    approved
+                }
+                _ => false,
+            };
+            if exclusive {
+                errs.push(invalid(
+                    format!("{path}.type"),
+                    Bad::Str(kind),
+                    "Approved and Denied conditions are mutually exclusive",
+                ));
+            }
+        }
+        if !allow_duplicates {
+            if seen.contains(&kind) {
+                errs.push(duplicate(format!("{path}.type"), Bad::Str(kind)));
+            }
+            seen.push(kind);
+        }
+    }
+}
+
+/// What an update may do to the conditions: never remove an Approved, Denied or Failed one,
+/// and add or change Approved and Denied only through `approval`.
+fn validate_condition_changes(part: Part, new: &Value, old: &Value, errs: &mut Errors) {
+    for kind in TRUE_ONLY {
+        if of_type(new, kind).len() < of_type(old, kind).len() {
+            errs.push(forbidden(
+                "status.conditions",
+                &format!("updates may not remove a condition of type {kind:?}"),
+            ));
+        }
+    }
+    if part == Part::Approval {
+        return;
+    }
+    for kind in ["Approved", "Denied"] {
+        let (before, after) = (of_type(old, kind), of_type(new, kind));
+        if after.len() > before.len() {
+            errs.push(forbidden(
+                "status.conditions",
+                &format!("updates may not add a condition of type {kind:?}"),
+            ));
+        } else if after.len() == before.len() && after != before {
+            errs.push(forbidden(
+                "status.conditions",
+                &format!("updates may not modify a condition of type {kind:?}"),
+            ));
+        }
+    }
+}
+
+/// New conditions' `lastUpdateTime` (now) and `lastTransitionTime` (the stored condition's of
+/// the same type and status, else now), as Kubernetes fills them.
+fn stamp_conditions(next: &mut Value, stored: &Value) {
+    let now = crate::meta::now();
+    let previous: Vec<Value> = conditions(stored).to_vec();
+    let Some(list) = next["status"]["conditions"].as_array_mut() else {
+        return;
+    };
+    for condition in list.iter_mut().filter(|c| c.is_object()) {
+        if object::text(condition, "lastUpdateTime").is_empty() {
+            condition["lastUpdateTime"] = json!(now);
+        }
+        if object::text(condition, "lastTransitionTime").is_empty() {
+            let kept = previous.iter().find(|old| {
+                old["type"] == condition["type"]
+                    && old["status"] == condition["status"]
+                    && !object::text(old, "lastTransitionTime").is_empty()
+            });
+            condition["lastTransitionTime"] =
+                kept.map_or_else(|| json!(now), |old| old["lastTransitionTime"].clone());
+        }
     }
 }
 

@@ -96,6 +96,11 @@ pub trait Kind: Sync + Send {
         self.validate(new, Some(old), errs);
     }
 
+    /// Rules an update has through some parts and not others (a CertificateSigningRequest's
+    /// approval conditions may change through `approval` only), after `validate_update`.
+    fn validate_update_of_part(&self, _part: Part, _new: &Value, _old: &Value, _errs: &mut Errors) {
+    }
+
     /// The kind's own rules, after the metadata ones (`old`: the stored object on update).
     fn validate(&self, _object: &Value, _old: Option<&Value>, _errs: &mut Errors) {}
 

@@ -90,9 +90,16 @@ pub(crate) fn validate_create(resource: &Resource, object: &Value) -> Vec<Cause>
 }
 
 /// The problems of `new` replacing `old`.
-pub(crate) fn validate_update(resource: &Resource, new: &Value, old: &Value) -> Vec<Cause> {
+pub(crate) fn validate_update(
+    resource: &Resource,
+    part: crate::strategy::Part,
+    new: &Value,
+    old: &Value,
+) -> Vec<Cause> {
     let mut errs = Errors::new();
-    kinds::rules(resource).validate_update(resource, new, old, &mut errs);
+    let rules = kinds::rules(resource);
+    rules.validate_update(resource, new, old, &mut errs);
+    rules.validate_update_of_part(part, new, old, &mut errs);
     errs
 }
 

@@ -28,7 +28,7 @@ fn update_errors(group: &str, kind: &str, mut old: Value, mut new: Value) -> Vec
     let resource = resource(group, kind);
     prepare(resource, &mut old).expect("old decodes");
     prepare(resource, &mut new).expect("new decodes");
-    validate_update(resource, &new, &old)
+    validate_update(resource, crate::strategy::Part::Whole, &new, &old)
         .into_iter()
         .map(|c| format!("{}: {}", c.field, c.message))
         .collect()
@@ -381,7 +381,15 @@ fn secrets() {
     let secrets = resource("", "Secret");
     let mut new = named("s", json!({"data": {"k": "djE="}}));
     prepare(secrets, &mut new).unwrap();
-    assert!(validate_update(secrets, &new, &named("s", json!({}))).is_empty());
+    assert!(
+        validate_update(
+            secrets,
+            crate::strategy::Part::Whole,
+            &new,
+            &named("s", json!({}))
+        )
+        .is_empty()
+    );
     let immutable = named("s", json!({"immutable": true, "data": {"k": "djE="}}));
     assert_eq!(
         update_errors(
@@ -652,7 +660,7 @@ fn rbac_bindings() {
     let bindings = resource("rbac.authorization.k8s.io", "RoleBinding");
     let mut new = old.clone();
     prepare(bindings, &mut new).unwrap();
-    assert!(validate_update(bindings, &new, &old).is_empty());
+    assert!(validate_update(bindings, crate::strategy::Part::Whole, &new, &old).is_empty());
     assert!(
         update_errors(
             "rbac.authorization.k8s.io",

@@ -302,3 +302,109 @@ fn typed_create_commands_send_protobuf_and_work() {
         "{described}"
     );
 }
+
+/// A CertificateSigningRequest of a fresh key for `name`, as YAML.
+fn csr_yaml(name: &str) -> String {
+    use base64::Engine;
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    let pem = params.serialize_request(&key).unwrap().pem().unwrap();
+    format!(
+        "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata:\n  name: {name}\nspec:\n  request: {}\n  signerName: example.com/signer\n  usages: [client auth]\n",
+        base64::engine::general_purpose::STANDARD.encode(pem)
+    )
+}
+
+#[test]
+fn certificate_signing_requests_are_approved_through_their_approval_subresource() {
+    let kcp = Kcp::shared("resources-csr-approval");
+    let dir = tempfile::tempdir().unwrap();
+    let home = kcp.home().to_string();
+    let file = super::support::write_file(dir.path(), "csr.yaml", &csr_yaml("alpha"));
+    kcp.kubectl_in_ok(&home, &["create", "-f", &file, "--validate=false"]);
+    let csrs = format!("/clusters/{home}/apis/certificates.k8s.io/v1/certificatesigningrequests");
+    let approval = &format!("{csrs}/alpha/approval");
+    let status = &format!("{csrs}/alpha/status");
+    let with_conditions = |conditions: serde_json::Value| {
+        let mut csr = kcp_testing::output::json(
+            &kcp.kubectl_in_ok(&home, &["get", "csr", "alpha", "-o", "json"]),
+        );
+        csr["status"] = serde_json::json!({"conditions": conditions});
+        csr["spec"]["signerName"] = serde_json::json!("example.com/changed");
+        super::support::write_file(dir.path(), "next.json", &csr.to_string())
+    };
+    let approved = serde_json::json!([{"type": "Approved", "status": "True", "reason": "Test", "message": "ok"}]);
+    // Not through status: approval is a separate concern.
+    let refused = kcp.kubectl_in_err(
+        &home,
+        &[
+            "replace",
+            "--raw",
+            status,
+            "-f",
+            &with_conditions(approved.clone()),
+        ],
+    );
+    assert!(
+        refused.contains(
+            r#"status.conditions: Forbidden: updates may not add a condition of type "Approved""#
+        ),
+        "{refused}"
+    );
+    // Through approval: only the conditions change, stamped with their times.
+    kcp.kubectl_in_ok(
+        &home,
+        &[
+            "replace",
+            "--raw",
+            approval,
+            "-f",
+            &with_conditions(approved),
+        ],
+    );
+    let csr = kcp_testing::output::json(
+        &kcp.kubectl_in_ok(&home, &["get", "csr", "alpha", "-o", "json"]),
+    );
+    assert_eq!(csr["spec"]["signerName"], "example.com/signer");
+    let condition = &csr["status"]["conditions"][0];
+    assert_eq!(condition["type"], "Approved");
+    assert!(condition["lastUpdateTime"].is_string());
+    assert!(condition["lastTransitionTime"].is_string());
+    let table = kcp.kubectl_in_ok(&home, &["get", "csr", "alpha"]);
+    assert!(table.contains("Approved"), "{table}");
+    // Approved and Denied exclude each other, and an approval is never taken back.
+    let both = kcp.kubectl_in_err(
+        &home,
+        &[
+            "replace",
+            "--raw",
+            approval,
+            "-f",
+            &with_conditions(serde_json::json!([
+                {"type": "Approved", "status": "True"},
+                {"type": "Denied", "status": "True"},
+            ])),
+        ],
+    );
+    assert!(
+        both.contains(r#"status.conditions[1].type: Invalid value: "Denied": Approved and Denied conditions are mutually exclusive"#),
+        "{both}"
+    );
+    let removed = kcp.kubectl_in_err(
+        &home,
+        &[
+            "replace",
+            "--raw",
+            approval,
+            "-f",
+            &with_conditions(serde_json::json!([])),
+        ],
+    );
+    assert!(
+        removed.contains(r#"updates may not remove a condition of type "Approved""#),
+        "{removed}"
+    );
+}

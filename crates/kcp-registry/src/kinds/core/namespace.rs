@@ -72,7 +72,9 @@ impl Kind for Namespace {
                 set_spec_finalizers(&mut next, &spec_finalizers(stored));
                 next
             }
-            Part::Status => strategy::update_of_part(resource, part, stored, requested),
+            Part::Status | Part::Approval => {
+                strategy::update_of_part(resource, part, stored, requested)
+            }
             Part::Finalize => {
                 let mut next = stored.clone();
                 set_spec_finalizers(&mut next, &spec_finalizers(&requested));
