@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use base64::Engine;
 use k8s_pb::api::authentication::v1 as authentication;
 use k8s_pb::api::authorization::v1 as authorization;
+use k8s_pb::api::certificates::v1 as certificates;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::api::rbac::v1 as rbac;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
@@ -130,10 +131,117 @@ pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
                 "rules",
                 role.rules.into_iter().map(policy_rule).collect(),
             );
-            if role.aggregation_rule.is_some() {
-                return Err(ProtobufError::Unsupported(
-                    "aggregated ClusterRoles are not decoded from protobuf; send JSON".into(),
-                ));
+            if let Some(rule) = role.aggregation_rule {
+                let selectors: Vec<Value> = rule
+                    .cluster_role_selectors
+                    .into_iter()
+                    .map(label_selector)
+                    .collect();
+                object.insert(
+                    "aggregationRule".into(),
+                    json!({"clusterRoleSelectors": selectors}),
+                );
+            }
+            object
+        }
+        ("v1", "ResourceQuota") => {
+            let quota = core::ResourceQuota::decode(raw.as_slice()).map_err(malformed)?;
+            let mut object = with_metadata(quota.metadata);
+            if let Some(spec) = quota.spec {
+                let mut fields = Map::new();
+                put_map(&mut fields, "hard", quantities(spec.hard));
+                put(&mut fields, "scopes", string_list(spec.scopes));
+                if let Some(selector) = spec.scope_selector {
+                    let expressions: Vec<Value> = selector
+                        .match_expressions
+                        .into_iter()
+                        .map(|e| {
+                            let mut expression = string_fields([
+                                ("scopeName", e.scope_name),
+                                ("operator", e.operator),
+                            ]);
+                            if let Some(values) = string_list(e.values) {
+                                expression["values"] = values;
+                            }
+                            expression
+                        })
+                        .collect();
+                    fields.insert(
+                        "scopeSelector".into(),
+                        json!({"matchExpressions": expressions}),
+                    );
+                }
+                object.insert("spec".into(), Value::Object(fields));
+            }
+            object
+        }
+        ("certificates.k8s.io/v1", "CertificateSigningRequest") => {
+            let csr = certificates::CertificateSigningRequest::decode(raw.as_slice())
+                .map_err(malformed)?;
+            let mut object = with_metadata(csr.metadata);
+            if let Some(spec) = csr.spec {
+                let mut fields = Map::new();
+                let encode = |bytes: Vec<u8>| {
+                    Value::String(base64::engine::general_purpose::STANDARD.encode(bytes))
+                };
+                put(&mut fields, "request", spec.request.map(encode));
+                put(
+                    &mut fields,
+                    "signerName",
+                    spec.signer_name.map(Value::String),
+                );
+                put(
+                    &mut fields,
+                    "expirationSeconds",
+                    spec.expiration_seconds.map(Value::from),
+                );
+                put(&mut fields, "usages", string_list(spec.usages));
+                put(&mut fields, "username", spec.username.map(Value::String));
+                put(&mut fields, "uid", spec.uid.map(Value::String));
+                put(&mut fields, "groups", string_list(spec.groups));
+                put_map(
+                    &mut fields,
+                    "extra",
+                    spec.extra
+                        .into_iter()
+                        .map(|(k, v)| (k, json!(v.items)))
+                        .collect(),
+                );
+                object.insert("spec".into(), Value::Object(fields));
+            }
+            if let Some(status) = csr.status {
+                let mut fields = Map::new();
+                let conditions: Vec<Value> = status
+                    .conditions
+                    .into_iter()
+                    .map(|c| {
+                        let mut condition = Map::new();
+                        put(&mut condition, "type", c.r#type.map(Value::String));
+                        put(&mut condition, "status", c.status.map(Value::String));
+                        put(&mut condition, "reason", c.reason.map(Value::String));
+                        put(&mut condition, "message", c.message.map(Value::String));
+                        put(
+                            &mut condition,
+                            "lastUpdateTime",
+                            c.last_update_time.and_then(time),
+                        );
+                        put(
+                            &mut condition,
+                            "lastTransitionTime",
+                            c.last_transition_time.and_then(time),
+                        );
+                        Value::Object(condition)
+                    })
+                    .collect();
+                put_list(&mut fields, "conditions", conditions);
+                put(
+                    &mut fields,
+                    "certificate",
+                    status.certificate.map(|bytes| {
+                        Value::String(base64::engine::general_purpose::STANDARD.encode(bytes))
+                    }),
+                );
+                object.insert("status".into(), Value::Object(fields));
             }
             object
         }
@@ -266,6 +374,48 @@ fn access_attributes(
         );
     }
     Value::Object(spec)
+}
+
+/// A `LabelSelector` as JSON.
+fn label_selector(selector: meta::LabelSelector) -> Value {
+    let mut object = Map::new();
+    put_map(
+        &mut object,
+        "matchLabels",
+        selector
+            .match_labels
+            .into_iter()
+            .map(|(k, v)| (k, json!(v)))
+            .collect(),
+    );
+    let expressions: Vec<Value> = selector
+        .match_expressions
+        .into_iter()
+        .map(|e| {
+            let mut expression = string_fields([("key", e.key), ("operator", e.operator)]);
+            if let Some(values) = string_list(e.values) {
+                expression["values"] = values;
+            }
+            expression
+        })
+        .collect();
+    put_list(&mut object, "matchExpressions", expressions);
+    Value::Object(object)
+}
+
+/// Resource quantities as their JSON strings.
+fn quantities(
+    map: BTreeMap<String, k8s_pb::apimachinery::pkg::api::resource::Quantity>,
+) -> Map<String, Value> {
+    map.into_iter()
+        .map(|(k, q)| (k, json!(q.string.unwrap_or_default())))
+        .collect()
+}
+
+/// A `metav1.Time` as RFC 3339 (seconds, UTC), as Kubernetes writes it in JSON.
+fn time(time: meta::Time) -> Option<Value> {
+    let at = jiff::Timestamp::from_second(time.seconds?).ok()?;
+    Some(Value::String(at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()))
 }
 
 fn malformed(error: prost::DecodeError) -> ProtobufError {

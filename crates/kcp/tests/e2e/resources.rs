@@ -408,3 +408,82 @@ fn certificate_signing_requests_are_approved_through_their_approval_subresource(
         "{removed}"
     );
 }
+
+#[test]
+fn typed_kubectl_commands_send_protobuf_the_server_reads() {
+    let kcp = Kcp::shared("resources-protobuf-commands");
+    let dir = tempfile::tempdir().unwrap();
+    let home = kcp.home().to_string();
+    // kubectl create quota: a ResourceQuota in protobuf.
+    kcp.kubectl_in_ok(
+        &home,
+        &[
+            "create",
+            "quota",
+            "q",
+            "-n",
+            "default",
+            "--hard=cpu=1,pods=2",
+            "--scopes=NotBestEffort",
+        ],
+    );
+    let hard = kcp.kubectl_in_ok(
+        &home,
+        &[
+            "get",
+            "quota",
+            "q",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.spec.hard.pods}/{.spec.scopes[0]}",
+        ],
+    );
+    assert_eq!(hard, "2/NotBestEffort");
+    // kubectl create clusterrole --aggregation-rule: an aggregated ClusterRole in protobuf.
+    kcp.kubectl_in_ok(
+        &home,
+        &[
+            "create",
+            "clusterrole",
+            "monitoring",
+            "--aggregation-rule=example.com/aggregate-to-monitoring=true",
+        ],
+    );
+    let selector = kcp.kubectl_in_ok(
+        &home,
+        &[
+            "get",
+            "clusterrole",
+            "monitoring",
+            "-o",
+            "jsonpath={.aggregationRule.clusterRoleSelectors[0].matchLabels}",
+        ],
+    );
+    assert_eq!(
+        kcp_testing::output::json(&selector),
+        serde_json::json!({"example.com/aggregate-to-monitoring": "true"})
+    );
+    // kubectl certificate approve and deny: CertificateSigningRequests in protobuf, through
+    // the approval subresource.
+    for name in ["beta", "gamma"] {
+        let file = super::support::write_file(dir.path(), &format!("{name}.yaml"), &csr_yaml(name));
+        kcp.kubectl_in_ok(&home, &["create", "-f", &file, "--validate=false"]);
+    }
+    kcp.kubectl_in_ok(&home, &["certificate", "approve", "beta"]);
+    kcp.kubectl_in_ok(&home, &["certificate", "deny", "gamma"]);
+    let conditions = |name: &str| {
+        kcp.kubectl_in_ok(
+            &home,
+            &[
+                "get",
+                "csr",
+                name,
+                "-o",
+                "jsonpath={.status.conditions[*].type}",
+            ],
+        )
+    };
+    assert_eq!(conditions("beta"), "Approved");
+    assert_eq!(conditions("gamma"), "Denied");
+}
