@@ -25,6 +25,7 @@ pub mod limits;
 pub mod metrics;
 mod negotiation;
 pub mod openapi;
+pub mod openapi_v2;
 pub mod protobuf;
 pub mod request_info;
 mod resource_version;

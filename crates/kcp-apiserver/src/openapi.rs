@@ -177,6 +177,20 @@ fn served_documents(served: &Served) -> Vec<(String, DocumentRef)> {
     all
 }
 
+/// The `components.schemas` of every OpenAPI v3 document `served` has (for `/openapi/v2`).
+pub(crate) fn component_schemas(served: &Served) -> Vec<Map<String, Value>> {
+    served_documents(served)
+        .iter()
+        .filter_map(|(_, document)| {
+            let mut value: Value = serde_json::from_slice(&document.bytes).ok()?;
+            match value["components"]["schemas"].take() {
+                Value::Object(schemas) => Some(schemas),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
 enum DocumentRef {
     Builtin(&'static Document),
     Custom(Arc<Document>),

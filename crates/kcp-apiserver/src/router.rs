@@ -346,6 +346,14 @@ impl Router {
                     .unwrap_or_else(|_| Response::new(crate::status::full(Bytes::new())))
             }
             RequestInfo::NonResource { path, cluster, .. }
+                if read_only && path.trim_end_matches('/') == "/openapi/v2" =>
+            {
+                crate::openapi_v2::serve(
+                    &Served::of(&self.registry, cluster.as_deref()),
+                    &parts.headers,
+                )
+            }
+            RequestInfo::NonResource { path, cluster, .. }
                 if read_only && (path == "/openapi/v3" || path.starts_with("/openapi/v3/")) =>
             {
                 let prefix = requested_cluster

@@ -121,3 +121,42 @@ fn unknown_fields_are_refused_warned_or_dropped_as_kubectl_asks() {
         "{patch:?}"
     );
 }
+
+#[test]
+fn openapi_v2_serves_definitions_kubectl_validates_and_explains_with() {
+    let kcp = Kcp::shared("openapi-v2");
+    let dir = tempfile::tempdir().unwrap();
+    let home = kcp.home().to_string();
+    // A `kind: List` document: kubectl validates it with the v2 definitions (in protobuf).
+    let list = super::support::write_file(
+        dir.path(),
+        "list.yaml",
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: from-list\n    namespace: default\n  data:\n    a: b\n",
+    );
+    let applied = kcp.kubectl_in_ok(&home, &["apply", "-f", &list]);
+    assert_eq!(applied.trim(), "configmap/from-list created");
+    let explained = kcp.kubectl_in_ok(
+        &home,
+        &["explain", "configmap.data", "--output=plaintext-openapiv2"],
+    );
+    assert!(
+        explained.contains("FIELD:    data <map[string]string>"),
+        "{explained}"
+    );
+    // In JSON, with the group-version-kind extensions kubectl maps kinds by.
+    let raw = kcp.kubectl_in_ok(
+        &home,
+        &["get", "--raw", &format!("/clusters/{home}/openapi/v2")],
+    );
+    let document = kcp_testing::output::json(&raw);
+    assert_eq!(document["swagger"], "2.0");
+    let configmap = &document["definitions"]["io.k8s.api.core.v1.ConfigMap"];
+    assert_eq!(
+        configmap["x-kubernetes-group-version-kind"][0]["kind"],
+        "ConfigMap"
+    );
+    assert_eq!(
+        configmap["properties"]["metadata"]["$ref"],
+        "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    );
+}
