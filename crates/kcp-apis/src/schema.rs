@@ -65,6 +65,18 @@ impl Catalogue {
             }
             schemas.insert(format!("{name}List"), list_schema(resource, &name));
         }
+        // Kubernetes never requires `metadata` (the server fills it in); `k8s-openapi`'s types
+        // do, which kubectl's client-side validation would enforce.
+        for schema in schemas.values_mut() {
+            if let Value::Object(schema) = schema
+                && let Some(Value::Array(required)) = schema.get_mut("required")
+            {
+                required.retain(|field| field != "metadata");
+                if required.is_empty() {
+                    schema.remove("required");
+                }
+            }
+        }
         // `JSON` (CRD defaults, enums, examples) holds any JSON value, not only objects.
         if let Some(Value::Object(any)) = schemas.get_mut(ANY_JSON) {
             any.remove("type");

@@ -143,6 +143,17 @@ fn openapi_v2_serves_definitions_kubectl_validates_and_explains_with() {
         explained.contains("FIELD:    data <map[string]string>"),
         "{explained}"
     );
+    // A review kubectl validates before it creates it: no kind requires its metadata.
+    let review = super::support::write_file(
+        dir.path(),
+        "sar.json",
+        r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"nobody","resourceAttributes":{"verb":"get","resource":"configmaps"}}}"#,
+    );
+    let allowed = kcp.kubectl_in_ok(
+        &home,
+        &["create", "-f", &review, "-o", "jsonpath={.status.allowed}"],
+    );
+    assert_eq!(allowed, "false");
     // In JSON, with the group-version-kind extensions kubectl maps kinds by.
     let raw = kcp.kubectl_in_ok(
         &home,
@@ -159,4 +170,16 @@ fn openapi_v2_serves_definitions_kubectl_validates_and_explains_with() {
         configmap["properties"]["metadata"]["$ref"],
         "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
     );
+    let requiring_metadata: Vec<&String> = document["definitions"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, schema)| {
+            schema["required"]
+                .as_array()
+                .is_some_and(|r| r.contains(&serde_json::json!("metadata")))
+        })
+        .map(|(name, _)| name)
+        .collect();
+    assert!(requiring_metadata.is_empty(), "{requiring_metadata:?}");
 }

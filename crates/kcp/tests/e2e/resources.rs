@@ -324,7 +324,7 @@ fn certificate_signing_requests_are_approved_through_their_approval_subresource(
     let dir = tempfile::tempdir().unwrap();
     let home = kcp.home().to_string();
     let file = super::support::write_file(dir.path(), "csr.yaml", &csr_yaml("alpha"));
-    kcp.kubectl_in_ok(&home, &["create", "-f", &file, "--validate=false"]);
+    kcp.kubectl_in_ok(&home, &["create", "-f", &file]);
     let csrs = format!("/clusters/{home}/apis/certificates.k8s.io/v1/certificatesigningrequests");
     let approval = &format!("{csrs}/alpha/approval");
     let status = &format!("{csrs}/alpha/status");
@@ -468,7 +468,7 @@ fn typed_kubectl_commands_send_protobuf_the_server_reads() {
     // the approval subresource.
     for name in ["beta", "gamma"] {
         let file = super::support::write_file(dir.path(), &format!("{name}.yaml"), &csr_yaml(name));
-        kcp.kubectl_in_ok(&home, &["create", "-f", &file, "--validate=false"]);
+        kcp.kubectl_in_ok(&home, &["create", "-f", &file]);
     }
     kcp.kubectl_in_ok(&home, &["certificate", "approve", "beta"]);
     kcp.kubectl_in_ok(&home, &["certificate", "deny", "gamma"]);

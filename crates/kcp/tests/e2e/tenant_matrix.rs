@@ -491,7 +491,7 @@ fn every_identity_gets_what_is_granted_in_each_workspace_and_nothing_else() {
         ),
     );
     kcp_testing::wait::until("ann may create CSRs", || {
-        let out = ann(&parent, &["create", "-f", &csr, "--validate=false"]);
+        let out = ann(&parent, &["create", "-f", &csr]);
         match out.status.success() {
             true => Ok(()),
             false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
