@@ -22,7 +22,9 @@
 //! the request is authorized as the impersonated user.
 //!
 //! A denial is answered with kube-apiserver's 403 `Status` and its words (see
-//! [`kcp_apimachinery::rbac::forbidden_message`]), followed by kcp's reason.
+//! [`kcp_apimachinery::rbac::forbidden_message`]), followed by kcp's reason, which kcp makes
+//! `access denied` whichever step refused (it anonymizes its authorizers' reasons); access
+//! reviews report the same reason.
 
 mod bootstrap;
 pub mod impersonation;
@@ -175,7 +177,7 @@ impl Authorizer {
         if cluster == ALL_CLUSTERS {
             return Ok(match everywhere() {
                 true => Decision::Allow,
-                false => deny("wildcard requests are for privileged identities".into()),
+                false => deny("access denied".into()),
             });
         }
         let exempt = exempt_from_required_groups(subject);
@@ -184,10 +186,10 @@ impl Authorizer {
         }
         let state = self.policies.of(cluster).await?;
         if !exempt && !state.admits_groups(&subject.groups) {
+            // kcp words every denial of its chain the same way (it anonymizes the reasons).
             let required = state.required_groups.as_deref().unwrap_or_default();
-            return Ok(deny(format!(
-                "user is not a member of required groups: {required}"
-            )));
+            tracing::debug!(user = %subject.name, cluster, required, "not a member of required groups");
+            return Ok(deny("access denied".into()));
         }
         let enters =
             local_service_account(subject, cluster) || self.may_enter(&state.policy, subject);
