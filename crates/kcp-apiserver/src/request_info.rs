@@ -86,12 +86,12 @@ pub fn parse(method: &Method, path: &str, query: Option<&str>) -> RequestInfo {
     let subresource = (parts.len() > 2).then(|| parts[2..].join("/"));
 
     let watch_param = query.is_some_and(|q| {
-        q.split('&').any(|pair| {
-            matches!(
-                pair.split_once('=').unwrap_or((pair, "")),
-                ("watch", "true" | "1")
-            )
-        })
+        q.split('&')
+            .find_map(|pair| match pair.split_once('=').unwrap_or((pair, "")) {
+                ("watch", value) => Some(query_bool(value)),
+                _ => None,
+            })
+            .unwrap_or(false)
     });
     let verb = match *method {
         Method::GET | Method::HEAD if legacy_watch || (watch_param && subresource.is_none()) => {
@@ -142,6 +142,12 @@ fn percent_decode(segment: &str) -> String {
         }
     }
     String::from_utf8(decoded).unwrap_or_else(|_| segment.to_string())
+}
+
+/// A boolean query parameter's value as Kubernetes reads it: `0` and `false` (in any case)
+/// are false, anything else is true (`True`, as the Python client sends, `1`, even empty).
+pub fn query_bool(value: &str) -> bool {
+    value != "0" && !value.eq_ignore_ascii_case("false")
 }
 
 #[cfg(test)]
@@ -235,12 +241,32 @@ mod tests {
                 "watch",
             ),
             (Method::GET, "/api/v1/configmaps", Some("watch=1"), "watch"),
+            // As the Python client writes booleans, and anything Kubernetes reads as true.
+            (
+                Method::GET,
+                "/api/v1/configmaps",
+                Some("watch=True"),
+                "watch",
+            ),
+            (
+                Method::GET,
+                "/api/v1/configmaps",
+                Some("watch=yes"),
+                "watch",
+            ),
             (
                 Method::GET,
                 "/api/v1/configmaps",
                 Some("watch=false"),
                 "list",
             ),
+            (
+                Method::GET,
+                "/api/v1/configmaps",
+                Some("watch=FALSE"),
+                "list",
+            ),
+            (Method::GET, "/api/v1/configmaps", Some("watch=0"), "list"),
             (
                 Method::GET,
                 "/api/v1/watch/namespaces/ns/configmaps",

@@ -146,11 +146,16 @@ pub async fn serve(
     crate::resource_version::check_watch(params)?;
     // Without sendInitialEvents, an unset or "0" resourceVersion starts with the current state.
     let send_initial = match params.get("sendInitialEvents") {
-        Some(value) => value == "true",
+        Some(value) => crate::request_info::query_bool(value),
         None => from == 0,
     };
-    let bookmark_initial_end = params.get("sendInitialEvents") == Some("true");
-    let bookmarks = params.get("allowWatchBookmarks") == Some("true");
+    let flag = |name| {
+        params
+            .get(name)
+            .is_some_and(crate::request_info::query_bool)
+    };
+    let bookmark_initial_end = flag("sendInitialEvents");
+    let bookmarks = flag("allowWatchBookmarks");
     let timeout = watch_timeout(params)?;
 
     // Once the request is understood, failures are ERROR events, as kube-apiserver sends them.

@@ -30,6 +30,7 @@ mod e2e {
     pub mod openapi;
     pub mod outputs;
     pub mod patch;
+    pub mod python_client;
     pub mod resources;
     pub mod service_accounts;
     pub mod start;

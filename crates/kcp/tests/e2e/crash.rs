@@ -52,7 +52,14 @@ async fn acknowledged_creates_survive_sigkill() {
 
     for round in 0..ROUNDS {
         let running = kcp.take().unwrap();
-        let api: Api<ConfigMap> = Api::namespaced(running.kube_client().await, NAMESPACE);
+        // No retries: kube-rs retries 429, 503 and 504 for minutes, which would hide an
+        // answer the server should not give here; every failure is counted instead.
+        let mut config = running.kube_config_in(running.home()).await;
+        config.default_retry = false;
+        let api: Api<ConfigMap> =
+            Api::namespaced(kube::Client::try_from(config).unwrap(), NAMESPACE);
+        let failures: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+        let failed = Arc::clone(&failures);
         // Kill once this many creates are acknowledged, with up to IN_FLIGHT still in flight.
         let kill_after = rng.usize(IN_FLIGHT..CREATES_PER_ROUND - IN_FLIGHT);
         let (acks, mut acked) = tokio::sync::mpsc::unbounded_channel();
@@ -63,10 +70,15 @@ async fn acknowledged_creates_survive_sigkill() {
                 .for_each_concurrent(IN_FLIGHT, |i| {
                     let (api, acks) = (api.clone(), acks.clone());
                     let acked_count = Arc::clone(&acked_count);
+                    let failed = Arc::clone(&failed);
                     async move {
                         let (name, data) = configmap_content(round, i);
                         let object = configmap(&name, &data);
-                        if api.create(&PostParams::default(), &object).await.is_ok() {
+                        let created = api.create(&PostParams::default(), &object).await;
+                        if let Err(error) = &created {
+                            failed.lock().unwrap().push(error.to_string());
+                        }
+                        if created.is_ok() {
                             let _ = acks.send((name, data));
                             // SIGKILL right in the answer's path, no graceful stop, so the
                             // writes in flight (and any commit still running) are cut short.
@@ -93,9 +105,10 @@ async fn acknowledged_creates_survive_sigkill() {
             acknowledged.insert(name, data);
             this_round += 1;
         }
+        let failures: Vec<String> = failures.lock().unwrap().iter().take(5).cloned().collect();
         assert!(
             this_round >= kill_after,
-            "round {round}: only {this_round} creates were acknowledged"
+            "round {round}: only {this_round} creates were acknowledged; failures: {failures:?}"
         );
 
         let restarted = start(&root).await;
