@@ -345,6 +345,15 @@ impl Router {
                     .body(crate::status::full(text))
                     .unwrap_or_else(|_| Response::new(crate::status::full(Bytes::new())))
             }
+            RequestInfo::NonResource { path, .. }
+                if read_only
+                    && matches!(
+                        path.trim_end_matches('/'),
+                        "/.well-known/openid-configuration" | "/openid/v1/jwks"
+                    ) =>
+            {
+                self.issuer_discovery(&path, &parts.headers)
+            }
             RequestInfo::NonResource { path, cluster, .. }
                 if read_only && path.trim_end_matches('/') == "/openapi/v2" =>
             {
@@ -490,6 +499,25 @@ fn is_token_request(request: &ResourceRequest) -> bool {
 }
 
 impl Router {
+    /// Service account issuer discovery, as kube-apiserver serves it: the OpenID Connect
+    /// configuration (its `jwks_uri` on the address the client used) and the signing key set.
+    fn issuer_discovery(&self, path: &str, headers: &http::HeaderMap) -> Response<Body> {
+        let Some(tokens) = self.registry.service_account_tokens() else {
+            return crate::error::ApiError::NoSuchResource.into_response(Encoding::Json);
+        };
+        let document = match path.trim_end_matches('/') {
+            "/openid/v1/jwks" => tokens.jwks(),
+            _ => {
+                let host = headers
+                    .get(header::HOST)
+                    .and_then(|h| h.to_str().ok())
+                    .unwrap_or("localhost");
+                tokens.openid_configuration(&format!("https://{host}/openid/v1/jwks"))
+            }
+        };
+        json_response(StatusCode::OK, &document)
+    }
+
     /// Answers a TokenRequest: a new token for the service account, never stored.
     async fn request_token(
         &self,

@@ -114,6 +114,16 @@ pub(crate) fn cluster_roles() -> Vec<Value> {
             ],
         ),
         cluster_role(
+            "system:service-account-issuer-discovery",
+            vec![json!({
+                "nonResourceURLs": [
+                    "/.well-known/openid-configuration", "/.well-known/openid-configuration/",
+                    "/openid/v1/jwks", "/openid/v1/jwks/",
+                ],
+                "verbs": ["get"],
+            })],
+        ),
+        cluster_role(
             "system:kcp:metrics-reader",
             vec![json!({"nonResourceURLs": ["/metrics"], "verbs": ["get"]})],
         ),
@@ -158,6 +168,11 @@ pub(crate) fn cluster_role_bindings() -> Vec<Value> {
         ("system:discovery", "system:discovery", "system:authenticated"),
         ("system:basic-user", "system:basic-user", "system:authenticated"),
         ("system:kcp:admin:cluster-admin", "cluster-admin", "system:kcp:admin"),
+        (
+            "system:service-account-issuer-discovery",
+            "system:service-account-issuer-discovery",
+            "system:serviceaccounts",
+        ),
         (
             "system:kcp:tenancy:workspace-bootstrapper",
             "system:kcp:tenancy:workspace-bootstrapper",

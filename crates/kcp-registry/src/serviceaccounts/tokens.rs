@@ -166,6 +166,8 @@ const MAX_REMEMBERED: usize = 10_000;
 
 /// Issues and verifies service account tokens.
 pub struct ServiceAccountTokens {
+    /// The signing key's public point (uncompressed SEC1: `04 || x || y`).
+    public_point: Vec<u8>,
     /// Signatures already checked: a token is verified once, not on every request (its
     /// times are still checked each time; the caller's lookups are not remembered).
     remembered: std::sync::Mutex<Remembered>,
@@ -224,6 +226,7 @@ impl ServiceAccountTokens {
             false => config.audiences,
         };
         Ok(ServiceAccountTokens {
+            public_point: point.clone(),
             remembered: std::sync::Mutex::default(),
             signing: EncodingKey::from_ec_der(&der),
             key_id,
@@ -238,6 +241,39 @@ impl ServiceAccountTokens {
     /// The CA bundle token Secrets carry.
     pub fn root_ca_pem(&self) -> &[u8] {
         &self.root_ca_pem
+    }
+
+    /// The issuer written into new tokens.
+    pub fn issuer(&self) -> &str {
+        &self.issuers[0]
+    }
+
+    /// The OpenID Connect discovery document of the issuer, with `jwks_uri` for the keys, as
+    /// kube-apiserver serves it at `/.well-known/openid-configuration`.
+    pub fn openid_configuration(&self, jwks_uri: &str) -> serde_json::Value {
+        serde_json::json!({
+            "issuer": self.issuer(),
+            "jwks_uri": jwks_uri,
+            "response_types_supported": ["id_token"],
+            "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["ES256"],
+        })
+    }
+
+    /// The signing key as a JSON Web Key Set, as kube-apiserver serves it at
+    /// `/openid/v1/jwks`.
+    pub fn jwks(&self) -> serde_json::Value {
+        let encode = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+        let (x, y) = self.public_point[1..].split_at(32);
+        serde_json::json!({"keys": [{
+            "use": "sig",
+            "kty": "EC",
+            "kid": self.key_id,
+            "crv": "P-256",
+            "alg": "ES256",
+            "x": encode(x),
+            "y": encode(y),
+        }]})
     }
 
     /// The audiences a TokenRequest without any gets (`--api-audiences`).
@@ -541,6 +577,32 @@ mod tests {
             *expires = Some(now() - 2 * LEEWAY_SECONDS as i64);
         }
         assert_eq!(tokens.verify(&token), None);
+    }
+
+    #[test]
+    fn the_jwks_key_verifies_tokens() {
+        let tokens = tokens();
+        let jwks = tokens.jwks();
+        let key = &jwks["keys"][0];
+        assert_eq!(key["kid"], tokens.key_id.as_str());
+        let decoding =
+            DecodingKey::from_ec_components(key["x"].as_str().unwrap(), key["y"].as_str().unwrap())
+                .unwrap();
+        let token = tokens
+            .issue_bound(
+                &subject(),
+                &tokens.api_audiences().to_vec(),
+                now(),
+                600,
+                None,
+            )
+            .unwrap();
+        let mut validation = Validation::new(Algorithm::ES256);
+        validation.set_audience(tokens.api_audiences());
+        assert!(jsonwebtoken::decode::<serde_json::Value>(&token, &decoding, &validation).is_ok());
+        let discovery = tokens.openid_configuration("https://example.com/openid/v1/jwks");
+        assert_eq!(discovery["issuer"], DEFAULT_ISSUER);
+        assert_eq!(discovery["jwks_uri"], "https://example.com/openid/v1/jwks");
     }
 
     #[test]

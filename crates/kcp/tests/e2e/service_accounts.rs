@@ -232,6 +232,39 @@ fn service_account_tokens_work_in_their_workspace_only_and_while_their_account_s
         stderr(&elsewhere_token)
     );
 
+    // Issuer discovery, for verifiers outside the server: the key that signed the token.
+    let discovery = kcp.kubectl(&[
+        "--context=base",
+        &format!("--token={token}"),
+        "get",
+        "--raw",
+        "/.well-known/openid-configuration",
+    ]);
+    let discovery = kcp_testing::output::json(&kcp_testing::output::stdout(&discovery));
+    assert_eq!(discovery["issuer"], "https://kcp.default.svc");
+    assert!(
+        discovery["jwks_uri"]
+            .as_str()
+            .unwrap()
+            .ends_with("/openid/v1/jwks")
+    );
+    let keys = kcp_testing::output::json(&kcp.kubectl_ok(&[
+        "--context=base",
+        "get",
+        "--raw",
+        "/openid/v1/jwks",
+    ]));
+    let header = {
+        use base64::Engine;
+        let part = token.split('.').next().unwrap();
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(part)
+            .unwrap();
+        serde_json::from_slice::<serde_json::Value>(&bytes).unwrap()
+    };
+    assert_eq!(keys["keys"][0]["kid"], header["kid"]);
+    assert_eq!(keys["keys"][0]["alg"], "ES256");
+
     // A TokenRequest is validated as Kubernetes validates it.
     let short = kcp.kubectl_in(
         &home,
