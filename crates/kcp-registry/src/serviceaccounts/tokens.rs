@@ -589,13 +589,7 @@ mod tests {
             DecodingKey::from_ec_components(key["x"].as_str().unwrap(), key["y"].as_str().unwrap())
                 .unwrap();
         let token = tokens
-            .issue_bound(
-                &subject(),
-                &tokens.api_audiences().to_vec(),
-                now(),
-                600,
-                None,
-            )
+            .issue_bound(&subject(), tokens.api_audiences(), now(), 600, None)
             .unwrap();
         let mut validation = Validation::new(Algorithm::ES256);
         validation.set_audience(tokens.api_audiences());
