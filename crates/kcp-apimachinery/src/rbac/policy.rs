@@ -39,20 +39,6 @@ impl Subject {
             _ => None,
         }
     }
-
-    /// Whether `user` is this subject (a service account is the user
-    /// `system:serviceaccount:<namespace>:<name>`).
-    pub fn includes(&self, user: &UserInfo) -> bool {
-        match self {
-            Subject::User(name) => *name == user.name,
-            Subject::Group(name) => user.groups.iter().any(|group| group == name),
-            Subject::ServiceAccount { namespace, name } => user
-                .name
-                .strip_prefix("system:serviceaccount:")
-                .and_then(|rest| rest.split_once(':'))
-                .is_some_and(|(ns, sa)| ns == namespace && sa == name),
-        }
-    }
 }
 
 /// What a binding grants: a Role of its own namespace or a ClusterRole.
@@ -95,9 +81,51 @@ impl Binding {
             subjects,
         })
     }
+}
 
-    fn applies_to(&self, user: &UserInfo) -> bool {
-        self.subjects.iter().any(|subject| subject.includes(user))
+/// Bindings in their order, indexed by the subjects they name, so a user's are found without
+/// visiting every binding (and without allocating a key per lookup).
+#[derive(Debug, Clone, Default)]
+struct Bindings {
+    all: Vec<Binding>,
+    by_user: HashMap<String, Vec<usize>>,
+    by_group: HashMap<String, Vec<usize>>,
+    /// Service accounts by `<namespace>:<name>`, as their user names end.
+    by_service_account: HashMap<String, Vec<usize>>,
+}
+
+impl Bindings {
+    fn push(&mut self, binding: Binding) {
+        let at = self.all.len();
+        for subject in &binding.subjects {
+            let (index, key) = match subject {
+                Subject::User(name) => (&mut self.by_user, name.clone()),
+                Subject::Group(name) => (&mut self.by_group, name.clone()),
+                Subject::ServiceAccount { namespace, name } => {
+                    (&mut self.by_service_account, format!("{namespace}:{name}"))
+                }
+            };
+            let held = index.entry(key).or_default();
+            if held.last() != Some(&at) {
+                held.push(at);
+            }
+        }
+        self.all.push(binding);
+    }
+
+    /// The bindings that name `user` (by name, a group, or as a service account), in order.
+    fn of<'a>(&'a self, user: &UserInfo) -> impl Iterator<Item = &'a Binding> + 'a {
+        let mut found: Vec<usize> = Vec::new();
+        found.extend(self.by_user.get(&user.name).into_iter().flatten());
+        for group in &user.groups {
+            found.extend(self.by_group.get(group).into_iter().flatten());
+        }
+        if let Some(account) = user.name.strip_prefix("system:serviceaccount:") {
+            found.extend(self.by_service_account.get(account).into_iter().flatten());
+        }
+        found.sort_unstable();
+        found.dedup();
+        found.into_iter().map(move |at| &self.all[at])
     }
 }
 
@@ -106,8 +134,8 @@ impl Binding {
 pub struct Policy {
     cluster_roles: HashMap<String, Vec<Rule>>,
     roles: HashMap<(String, String), Vec<Rule>>,
-    cluster_role_bindings: Vec<Binding>,
-    role_bindings: HashMap<String, Vec<Binding>>,
+    cluster_role_bindings: Bindings,
+    role_bindings: HashMap<String, Bindings>,
 }
 
 impl Policy {
@@ -170,10 +198,9 @@ impl Policy {
             );
             policy.roles.insert(key, Rule::all_of(role));
         }
-        policy.cluster_role_bindings = cluster_role_bindings
-            .iter()
-            .filter_map(Binding::from_json)
-            .collect();
+        for binding in cluster_role_bindings.iter().filter_map(Binding::from_json) {
+            policy.cluster_role_bindings.push(binding);
+        }
         for binding in role_bindings.iter().filter_map(Binding::from_json) {
             policy
                 .role_bindings
@@ -212,16 +239,12 @@ impl Policy {
         namespace: &'p str,
         shared: Option<&'p Policy>,
     ) -> impl Iterator<Item = &'p Rule> + 'p {
-        let cluster_wide = self
-            .cluster_role_bindings
-            .iter()
-            .filter(|binding| binding.applies_to(user));
+        let cluster_wide = self.cluster_role_bindings.of(user);
         let namespaced = (!namespace.is_empty())
             .then(|| self.role_bindings.get(namespace))
             .flatten()
             .into_iter()
-            .flatten()
-            .filter(|binding| binding.applies_to(user));
+            .flat_map(move |bindings| bindings.of(user));
         cluster_wide
             .chain(namespaced)
             .flat_map(move |binding| self.granted_by(binding, shared))
