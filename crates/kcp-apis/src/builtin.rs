@@ -461,6 +461,17 @@ pub fn groups() -> Vec<(&'static str, Vec<&'static str>)> {
     groups
 }
 
+/// The core (`""`, `v1`) resource `plural` (`namespaces`, `secrets`, `serviceaccounts`, ...).
+///
+/// # Panics
+///
+/// If the core group has no such resource (callers name them literally).
+pub fn core(plural: &str) -> &'static Resource {
+    in_group_version("", "v1")
+        .find(|r| r.name == plural)
+        .unwrap_or_else(|| panic!("the catalogue has no core resource {plural:?}"))
+}
+
 /// The RBAC resource `plural` (`roles`, `clusterroles`, `rolebindings`, `clusterrolebindings`).
 ///
 /// # Panics

@@ -26,6 +26,7 @@ mod collection;
 pub mod custom;
 mod error;
 mod escalation;
+pub mod followed;
 mod generic;
 pub mod kinds;
 mod list;

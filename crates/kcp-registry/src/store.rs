@@ -169,7 +169,7 @@ pub struct Registry {
     /// Issues and accepts service account tokens; without it none are.
     service_account_tokens: Option<Arc<crate::serviceaccounts::ServiceAccountTokens>>,
     /// What authenticating those tokens read, kept until their objects change.
-    service_account_lookups: Arc<crate::serviceaccounts::Lookups>,
+    service_account_lookups: crate::serviceaccounts::Lookups,
 }
 
 /// The user a write is made for, as admission needs it: kcp records who created a workspace,
@@ -236,11 +236,11 @@ impl Registry {
             converter: None,
             requester: None,
             service_account_tokens: None,
-            service_account_lookups: Arc::default(),
+            service_account_lookups: Default::default(),
         }
     }
 
-    pub(crate) fn service_account_lookups(&self) -> &Arc<crate::serviceaccounts::Lookups> {
+    pub(crate) fn service_account_lookups(&self) -> &crate::serviceaccounts::Lookups {
         &self.service_account_lookups
     }
 
@@ -716,9 +716,7 @@ impl Registry {
 pub type PatchWith<'a, T> = dyn Fn(&Value) -> Result<(Value, T), RegistryError> + Send + Sync + 'a;
 
 pub(crate) fn namespaces() -> &'static Resource {
-    kcp_apis::builtin::in_group_version("", "v1")
-        .find(|r| r.name == "namespaces")
-        .expect("the catalogue has namespaces")
+    kcp_apis::builtin::core("namespaces")
 }
 
 /// Checks a request body against the target and fills in apiVersion, kind and namespace.

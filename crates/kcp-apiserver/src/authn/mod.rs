@@ -32,6 +32,17 @@ pub struct User {
     pub extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
+impl User {
+    /// The user as authorization sees them.
+    pub fn info(&self) -> kcp_apimachinery::rbac::UserInfo {
+        kcp_apimachinery::rbac::UserInfo {
+            name: self.name.clone(),
+            groups: self.groups.clone(),
+            extra: self.extra.clone(),
+        }
+    }
+}
+
 /// The user a verified client certificate names, as kube-apiserver's x509 authenticator reads
 /// it: the subject's common name is the user, its organizations are the groups. Set on each
 /// request of the connection by the accept loop.

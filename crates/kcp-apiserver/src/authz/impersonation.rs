@@ -7,7 +7,7 @@
 //! `system:authenticated` (and a service account in its groups when none are given).
 
 use http::HeaderMap;
-use kcp_apimachinery::rbac::{Target, UserInfo};
+use kcp_apimachinery::rbac::Target;
 use kcp_registry::RegistryError;
 
 use super::{Authorizer, Decision};
@@ -77,11 +77,7 @@ impl Authorizer {
         cluster: &str,
         wanted: &Impersonation,
     ) -> Result<Result<User, Refused>, RegistryError> {
-        let subject = UserInfo {
-            name: caller.name.clone(),
-            groups: caller.groups.clone(),
-            extra: caller.extra.clone(),
-        };
+        let subject = caller.info();
         let service_account = wanted
             .user
             .strip_prefix("system:serviceaccount:")

@@ -93,11 +93,7 @@ impl Authorizer {
             extra: user.extra.clone(),
             access: Arc::new(UserAccess {
                 authorizer: self.clone(),
-                subject: UserInfo {
-                    name: user.name.clone(),
-                    groups: user.groups.clone(),
-                    extra: user.extra.clone(),
-                },
+                subject: user.info(),
             }),
         }
     }
@@ -111,11 +107,7 @@ impl Authorizer {
         if user.groups.iter().any(|group| group == MASTERS) {
             return Ok(Decision::Allow);
         }
-        let subject = UserInfo {
-            name: user.name.clone(),
-            groups: user.groups.clone(),
-            extra: user.extra.clone(),
-        };
+        let subject = user.info();
         let (cluster, verb, target) = match info {
             RequestInfo::Resource(request) => (
                 request.cluster.as_deref(),

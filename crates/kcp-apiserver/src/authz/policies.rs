@@ -1,21 +1,13 @@
 //! Each logical cluster's authorization state: its RBAC policy, built from its Roles,
 //! ClusterRoles and bindings, and the groups its LogicalCluster requires (kcp's
-//! `authorization.kcp.io/required-groups` annotation). Built when a request first needs it,
-//! dropped as soon as one of those objects changes.
-//!
-//! A follower watches the four RBAC resources and LogicalClusters across all logical clusters
-//! and drops the state of the cluster each event belongs to. A build that was under way when an
-//! event of its cluster arrived is not kept (its snapshot may predate the event). Only clusters
-//! whose state a request needed are held, so idle workspaces cost nothing here. While the
-//! follower is not watching (before it starts, between a failed watch and the next) no state
-//! is trusted.
+//! `authorization.kcp.io/required-groups` annotation). Built when a request first needs it and
+//! kept until one of those objects changes ([`kcp_registry::followed::Followed`] over the four
+//! RBAC resources and LogicalClusters), so idle workspaces cost nothing here.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
-use futures::StreamExt;
 use kcp_apimachinery::rbac::Policy;
+use kcp_registry::followed::Followed;
 use kcp_registry::{ListOptions, Registry, RegistryError, Target};
 use serde_json::Value;
 
@@ -56,96 +48,44 @@ impl ClusterState {
     }
 }
 
-struct Built {
-    state: Arc<ClusterState>,
-    /// The oldest snapshot revision the state was read at.
-    revision: u64,
-}
-
-struct State {
-    built: HashMap<String, Built>,
-    /// The builds under way, per cluster.
-    building: HashMap<String, usize>,
-    /// The clusters with a build under way that an event of theirs arrived during.
-    changed_while_building: std::collections::HashSet<String>,
-    /// States built before this revision are not trusted: the follower was not yet watching
-    /// (nothing is trusted before it starts) or lost track and started again.
-    trusted_from: u64,
-}
-
-impl Default for State {
-    fn default() -> State {
-        State {
-            built: HashMap::new(),
-            building: HashMap::new(),
-            changed_while_building: Default::default(),
-            trusted_from: u64::MAX,
-        }
-    }
-}
-
 /// The policies of the logical clusters requests have needed.
 #[derive(Clone)]
 pub(crate) struct Policies {
     registry: Registry,
     /// The bootstrap ClusterRoles, which a cluster's own labelled ClusterRoles aggregate into.
     shared_roles: Arc<Vec<Value>>,
-    state: Arc<Mutex<State>>,
-    /// The follower, started by the first request that needs a policy.
-    follower: Arc<std::sync::OnceLock<tokio::task::JoinHandle<()>>>,
+    kept: Arc<Followed<String, Arc<ClusterState>>>,
 }
 
 impl Policies {
     /// Policies read through `registry`, kept current by a follower the first use starts.
     pub(crate) fn new(registry: Registry, shared_roles: Vec<Value>) -> Policies {
+        let resources = RESOURCES
+            .into_iter()
+            .map(kcp_apis::builtin::rbac)
+            .chain([kcp_apis::system::logical_clusters()])
+            .collect();
         Policies {
             registry,
             shared_roles: Arc::new(shared_roles),
-            state: Arc::default(),
-            follower: Arc::default(),
+            kept: Arc::new(Followed::new("RBAC", resources, |_, event| {
+                event.cluster.clone()
+            })),
         }
     }
 
     /// The state of `cluster`, built again if one of its objects changed since.
     pub(crate) async fn of(&self, cluster: &str) -> Result<Arc<ClusterState>, RegistryError> {
-        self.follower.get_or_init(|| self.follow());
-        {
-            let mut state = self.state.lock().unwrap();
-            if let Some(built) = state.built.get(cluster)
-                && built.revision >= state.trusted_from
-            {
-                return Ok(Arc::clone(&built.state));
-            }
-            *state.building.entry(cluster.to_string()).or_default() += 1;
-        }
-        let read = self.read(cluster).await;
-        let mut state = self.state.lock().unwrap();
-        let changed = state.changed_while_building.contains(cluster);
-        match state.building.get_mut(cluster) {
-            Some(count) if *count > 1 => *count -= 1,
-            _ => {
-                state.building.remove(cluster);
-                state.changed_while_building.remove(cluster);
-            }
-        }
-        let (built, revision) = read?;
-        let built = Arc::new(built);
-        if !changed && revision >= state.trusted_from {
-            state.built.insert(
-                cluster.to_string(),
-                Built {
-                    state: Arc::clone(&built),
-                    revision,
-                },
-            );
-        }
-        Ok(built)
+        self.kept
+            .get(&self.registry, cluster, || async {
+                Ok(Arc::new(self.read(cluster).await?))
+            })
+            .await
     }
 
-    /// Reads the state of `cluster` and the oldest revision it was read at.
-    async fn read(&self, cluster: &str) -> Result<(ClusterState, u64), RegistryError> {
+    /// Reads the state of `cluster`.
+    async fn read(&self, cluster: &str) -> Result<ClusterState, RegistryError> {
         let mut objects: Vec<Vec<Value>> = Vec::with_capacity(RESOURCES.len());
-        let mut revision = u64::MAX;
         for name in RESOURCES {
             let target = Target {
                 cluster,
@@ -153,7 +93,6 @@ impl Policies {
                 namespace: None,
             };
             let listed = self.registry.list(target, ListOptions::default()).await?;
-            revision = revision.min(listed.resource_version);
             objects.push(listed.items);
         }
         let target = Target {
@@ -162,7 +101,6 @@ impl Policies {
             namespace: None,
         };
         let listed = self.registry.list(target, ListOptions::default()).await?;
-        revision = revision.min(listed.resource_version);
         let required_groups = listed.items.iter().find_map(|object| {
             object["metadata"]["annotations"][REQUIRED_GROUPS]
                 .as_str()
@@ -175,60 +113,10 @@ impl Policies {
             &objects[2],
             &objects[3],
         );
-        Ok((
-            ClusterState {
-                policy,
-                required_groups,
-            },
-            revision,
-        ))
-    }
-
-    /// Follows RBAC writes in every logical cluster for as long as the returned task runs.
-    fn follow(&self) -> tokio::task::JoinHandle<()> {
-        let policies = self.clone();
-        tokio::spawn(async move {
-            loop {
-                if let Err(error) = policies.follow_once().await {
-                    tracing::warn!(%error, "RBAC follower lost track; following again");
-                }
-                // Writes may go unseen until the next watch starts: trust no policy till then.
-                policies.state.lock().unwrap().trusted_from = u64::MAX;
-                // Not a busy loop when storage is unavailable.
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
+        Ok(ClusterState {
+            policy,
+            required_groups,
         })
-    }
-
-    /// One watch of the four resources from the current revision, until it fails. Everything
-    /// built before it started is distrusted, since writes may have been missed meanwhile.
-    async fn follow_once(&self) -> Result<(), RegistryError> {
-        let start = self.registry.current_revision().await?;
-        self.state.lock().unwrap().trusted_from = start;
-        let mut watches = Vec::new();
-        let resources = RESOURCES
-            .into_iter()
-            .map(kcp_apis::builtin::rbac)
-            .chain([kcp_apis::system::logical_clusters()]);
-        for resource in resources {
-            watches.push(
-                self.registry
-                    .watch_all_clusters(resource, start)
-                    .await?
-                    .boxed(),
-            );
-        }
-        let mut events = futures::stream::select_all(watches);
-        while let Some(event) = events.next().await {
-            let event = event?;
-            let mut state = self.state.lock().unwrap();
-            // The stale state goes at once; a build already under way is not kept.
-            state.built.remove(&event.cluster);
-            if state.building.contains_key(&event.cluster) {
-                state.changed_while_building.insert(event.cluster);
-            }
-        }
-        Err(RegistryError::Internal("the RBAC watch ended".into()))
     }
 }
 

@@ -47,7 +47,7 @@ pub async fn answer(
     let cluster = request.cluster.as_deref().unwrap_or("root");
     let status = match request.resource.as_str() {
         "selfsubjectaccessreviews" => {
-            let asker = user_info(user);
+            let asker = user.info();
             access_status(
                 authorizer,
                 "SelfSubjectAccessReview",
@@ -95,7 +95,7 @@ pub async fn answer(
         "selfsubjectrulesreviews" => {
             let namespace = str_at(&review["spec"], &["namespace"]).to_string();
             let rules = authorizer
-                .rules_for(&user_info(user), cluster, &namespace)
+                .rules_for(&user.info(), cluster, &namespace)
                 .await?;
             rules_status(&rules)
         }
@@ -133,14 +133,6 @@ pub async fn answer(
         }
     }
     Ok(review)
-}
-
-fn user_info(user: &User) -> UserInfo {
-    UserInfo {
-        name: user.name.clone(),
-        groups: user.groups.clone(),
-        extra: user.extra.clone(),
-    }
 }
 
 /// A `UserInfo` as Kubernetes writes it (empty uid and extra left out).

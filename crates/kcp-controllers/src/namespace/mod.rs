@@ -21,9 +21,7 @@ pub use reconcile::reconcile;
 const CONTENT_REMAINING_DELAY: Duration = Duration::from_secs(1);
 
 fn namespaces() -> &'static kcp_apis::builtin::Resource {
-    kcp_apis::builtin::in_group_version("", "v1")
-        .find(|r| r.name == "namespaces")
-        .expect("the catalogue has namespaces")
+    kcp_apis::builtin::core("namespaces")
 }
 
 fn deleting(namespace: &Value) -> bool {

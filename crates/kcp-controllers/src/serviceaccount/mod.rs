@@ -12,17 +12,12 @@
 pub mod cleanup;
 pub mod token_secret;
 
+use kcp_apis::builtin::core;
 use kcp_registry::{Registry, Target};
 use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::driver::{Controller, Key};
-
-fn core(resource: &str) -> &'static kcp_apis::builtin::Resource {
-    kcp_apis::builtin::in_group_version("", "v1")
-        .find(|r| r.name == resource)
-        .expect("a core resource")
-}
 
 pub(crate) fn secrets<'a>(key: &'a Key) -> Target<'a> {
     Target {

@@ -18,6 +18,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use kcp_apis::builtin::core;
+
 use crate::error::{Cause, RegistryError};
 use crate::store::{Registry, Target};
 use tokens::{BoundObject, Form};
@@ -44,12 +46,6 @@ pub struct ServiceAccountUser {
     pub uid: String,
     pub groups: Vec<String>,
     pub extra: std::collections::BTreeMap<String, Vec<String>>,
-}
-
-fn core(resource: &str) -> &'static kcp_apis::builtin::Resource {
-    kcp_apis::builtin::in_group_version("", "v1")
-        .find(|r| r.name == resource)
-        .expect("a core resource")
 }
 
 impl Registry {

@@ -9,14 +9,6 @@ use kcp_testing::wait;
 
 use super::support::{Kcp, write_file};
 
-/// Runs kubectl in `cluster` as the token file's user with `token`.
-fn as_user(kcp: &Kcp, token: &str, cluster: &str, args: &[&str]) -> std::process::Output {
-    let token = format!("--token={token}");
-    let mut all = vec![token.as_str()];
-    all.extend_from_slice(args);
-    kcp.kubectl_in(cluster, &all)
-}
-
 /// A server of its own whose token file holds `lines` (`token,user,uid[,"groups"]`), with its
 /// temporary directory (files the test writes go there too).
 fn start_with_tokens(lines: &str) -> (tempfile::TempDir, Kcp) {
@@ -71,15 +63,13 @@ fn rbac_grants_hold_in_their_workspace_only() {
     );
 
     // What the grants allow.
-    let created = as_user(
-        &kcp,
+    let created = kcp.kubectl_in_as(
         "alice-token",
         &a,
         &["create", "configmap", "mine", "-n", "default"],
     );
     assert!(created.status.success(), "{}", stderr(&created));
-    let listed = as_user(
-        &kcp,
+    let listed = kcp.kubectl_in_as(
         "alice-token",
         &a,
         &["get", "configmaps", "-n", "default", "-o", "name"],
@@ -90,8 +80,7 @@ fn rbac_grants_hold_in_their_workspace_only() {
     );
 
     // Elsewhere in a: kube-apiserver's words, and kcp's reason.
-    let denied = stderr(&as_user(
-        &kcp,
+    let denied = stderr(&kcp.kubectl_in_as(
         "alice-token",
         &a,
         &["get", "configmaps", "-n", "kube-system"],
@@ -101,23 +90,17 @@ fn rbac_grants_hold_in_their_workspace_only() {
         "{denied}"
     );
     // A namespace is addressed inside itself, as kube-apiserver reads the path.
-    let denied = stderr(&as_user(
-        &kcp,
-        "alice-token",
-        &a,
-        &["delete", "namespace", "default"],
-    ));
+    let denied = stderr(&kcp.kubectl_in_as("alice-token", &a, &["delete", "namespace", "default"]));
     assert!(
         denied.contains(r#"namespaces "default" is forbidden: User "alice" cannot delete resource "namespaces" in API group "" in the namespace "default""#),
         "{denied}"
     );
-    let denied = stderr(&as_user(&kcp, "alice-token", &a, &["get", "namespaces"]));
+    let denied = stderr(&kcp.kubectl_in_as("alice-token", &a, &["get", "namespaces"]));
     assert!(
         denied.contains(r#"namespaces is forbidden: User "alice" cannot list resource "namespaces" in API group "" at the cluster scope"#),
         "{denied}"
     );
-    let denied = stderr(&as_user(
-        &kcp,
+    let denied = stderr(&kcp.kubectl_in_as(
         "alice-token",
         &a,
         &[
@@ -133,21 +116,16 @@ fn rbac_grants_hold_in_their_workspace_only() {
     // b is closed to alice, and a to bob, whatever they ask (discovery included).
     for (token, user, cluster) in [("alice-token", "alice", &b), ("bob-token", "bob", &a)] {
         // kubectl stops at discovery, which is refused too.
-        let denied = stderr(&as_user(
-            &kcp,
-            token,
-            cluster,
-            &["get", "configmaps", "-n", "default"],
-        ));
+        let denied =
+            stderr(&kcp.kubectl_in_as(token, cluster, &["get", "configmaps", "-n", "default"]));
         assert!(denied.contains("Error from server (Forbidden)"), "{denied}");
         let path = format!("/clusters/{cluster}/api/v1/namespaces/default/configmaps");
-        let denied = stderr(&as_user(&kcp, token, cluster, &["get", "--raw", &path]));
+        let denied = stderr(&kcp.kubectl_in_as(token, cluster, &["get", "--raw", &path]));
         assert!(
             denied.contains(&format!(r#"User "{user}" cannot list resource "configmaps" in API group "" in the namespace "default": access denied"#)),
             "{denied}"
         );
-        let discovery = as_user(
-            &kcp,
+        let discovery = kcp.kubectl_in_as(
             token,
             cluster,
             &["get", "--raw", &format!("/clusters/{cluster}/api")],
@@ -161,33 +139,18 @@ fn rbac_grants_hold_in_their_workspace_only() {
         );
     }
     // Root lets every authenticated user in, and grants nothing more.
-    let root = as_user(
-        &kcp,
-        "bob-token",
-        "root",
-        &["get", "--raw", "/clusters/root/api"],
-    );
+    let root = kcp.kubectl_in_as("bob-token", "root", &["get", "--raw", "/clusters/root/api"]);
     assert!(root.status.success(), "{}", stderr(&root));
-    let denied = stderr(&as_user(
-        &kcp,
-        "bob-token",
-        "root",
-        &["get", "configmaps", "-n", "default"],
-    ));
+    let denied =
+        stderr(&kcp.kubectl_in_as("bob-token", "root", &["get", "configmaps", "-n", "default"]));
     assert!(
         denied.contains(r#"User "bob" cannot list resource "configmaps" in API group "" in the namespace "default""#),
         "{denied}"
     );
     // Wildcard requests are for privileged identities.
-    let denied = stderr(&as_user(
-        &kcp,
-        "alice-token",
-        "*",
-        &["get", "configmaps", "-A"],
-    ));
+    let denied = stderr(&kcp.kubectl_in_as("alice-token", "*", &["get", "configmaps", "-A"]));
     assert!(denied.contains("Error from server (Forbidden)"), "{denied}");
-    let denied = stderr(&as_user(
-        &kcp,
+    let denied = stderr(&kcp.kubectl_in_as(
         "alice-token",
         "*",
         &["get", "--raw", "/clusters/*/api/v1/configmaps"],
@@ -241,8 +204,7 @@ fn rbac_grants_hold_in_their_workspace_only() {
     kcp.stop();
     let tokens = dir.path().join("tokens.csv").to_string_lossy().into_owned();
     let kcp = Kcp::start(&dir.path().join("root"), &["--token-auth-file", &tokens]);
-    let listed = as_user(
-        &kcp,
+    let listed = kcp.kubectl_in_as(
         "alice-token",
         &a,
         &["get", "configmaps", "-n", "default", "-o", "name"],
@@ -253,8 +215,7 @@ fn rbac_grants_hold_in_their_workspace_only() {
         "{}",
         stderr(&listed)
     );
-    let denied = stderr(&as_user(
-        &kcp,
+    let denied = stderr(&kcp.kubectl_in_as(
         "bob-token",
         &a,
         &["get", "--raw", &format!("/clusters/{a}/api")],
@@ -267,24 +228,15 @@ fn rbac_grants_hold_in_their_workspace_only() {
         &["delete", "rolebinding", "alice-edit", "-n", "default"],
     );
     wait::until("alice's revoked grant no longer works", || {
-        let output = as_user(
-            &kcp,
-            "alice-token",
-            &a,
-            &["get", "configmaps", "-n", "default"],
-        );
+        let output = kcp.kubectl_in_as("alice-token", &a, &["get", "configmaps", "-n", "default"]);
         if output.status.success() {
             Err(String::from_utf8_lossy(&output.stdout).into_owned())
         } else {
             Ok(())
         }
     });
-    let denied = stderr(&as_user(
-        &kcp,
-        "alice-token",
-        &a,
-        &["get", "configmaps", "-n", "default"],
-    ));
+    let denied =
+        stderr(&kcp.kubectl_in_as("alice-token", &a, &["get", "configmaps", "-n", "default"]));
     assert!(
         denied.contains(r#"User "alice" cannot list resource "configmaps""#),
         "{denied}"
@@ -321,7 +273,7 @@ fn reviews_say_what_a_user_may_do_and_who_they_are() {
     let can = |args: &[&str]| {
         let mut all = vec!["auth", "can-i"];
         all.extend_from_slice(args);
-        let output = as_user(&kcp, "carol-token", &ws, &all);
+        let output = kcp.kubectl_in_as("carol-token", &ws, &all);
         String::from_utf8_lossy(&output.stdout).trim().to_string()
     };
     assert_eq!(can(&["list", "configmaps", "-n", "default"]), "yes");
@@ -343,7 +295,7 @@ fn reviews_say_what_a_user_may_do_and_who_they_are() {
     assert_eq!(admin.trim(), "yes");
 
     // kubectl auth whoami: a SelfSubjectReview.
-    let whoami = as_user(&kcp, "carol-token", &ws, &["auth", "whoami", "-o", "json"]);
+    let whoami = kcp.kubectl_in_as("carol-token", &ws, &["auth", "whoami", "-o", "json"]);
     let whoami: serde_json::Value = serde_json::from_slice(&whoami.stdout).unwrap();
     assert_eq!(whoami["status"]["userInfo"]["username"], "carol");
     assert_eq!(
@@ -450,8 +402,7 @@ fn reviews_say_what_a_user_may_do_and_who_they_are() {
         whoami["status"]["userInfo"],
         serde_json::json!({"username": "carol", "groups": ["team-x", "system:authenticated"]})
     );
-    let refused = stderr(&as_user(
-        &kcp,
+    let refused = stderr(&kcp.kubectl_in_as(
         "carol-token",
         &ws,
         &["get", "configmaps", "-n", "default", "--as=root-user"],
@@ -480,8 +431,7 @@ fn reviews_say_what_a_user_may_do_and_who_they_are() {
     // Dave has no access to the workspace: the refusal names dave, so carol acted as him.
     let configmaps = format!("/clusters/{ws}/api/v1/namespaces/default/configmaps");
     wait::until("carol acts as dave", || {
-        let output = as_user(
-            &kcp,
+        let output = kcp.kubectl_in_as(
             "carol-token",
             &ws,
             &["get", "--raw", &configmaps, "--as=dave"],
@@ -493,8 +443,7 @@ fn reviews_say_what_a_user_may_do_and_who_they_are() {
             Err(error)
         }
     });
-    let refused = stderr(&as_user(
-        &kcp,
+    let refused = stderr(&kcp.kubectl_in_as(
         "carol-token",
         &ws,
         &[
@@ -511,8 +460,7 @@ fn reviews_say_what_a_user_may_do_and_who_they_are() {
     );
 
     // Users may not ask about others.
-    let refused = stderr(&as_user(
-        &kcp,
+    let refused = stderr(&kcp.kubectl_in_as(
         "carol-token",
         &ws,
         &["create", "--raw", &path, "-f", &review],
@@ -560,21 +508,15 @@ fn the_creator_of_a_workspace_administers_it() {
         "typed.yaml",
         "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: typed\nspec:\n  type: {name: restricted, path: root}\n",
     );
-    let refused = stderr(&as_user(
-        &kcp,
-        "dana-token",
-        "root",
-        &["create", "-f", &typed],
-    ));
+    let refused = stderr(&kcp.kubectl_in_as("dana-token", "root", &["create", "-f", &typed]));
     assert!(
         refused.contains("unable to use workspace type root:restricted: missing verb='use' permission on workspacetype"),
         "{refused}"
     );
     // The default type (organization in root) is one every authenticated user may use.
-    let created = as_user(&kcp, "dana-token", "root", &["create", "-f", &workspace]);
+    let created = kcp.kubectl_in_as("dana-token", "root", &["create", "-f", &workspace]);
     assert!(created.status.success(), "{}", stderr(&created));
-    let ready = as_user(
-        &kcp,
+    let ready = kcp.kubectl_in_as(
         "dana-token",
         "root",
         &[
@@ -626,15 +568,14 @@ fn the_creator_of_a_workspace_administers_it() {
             "--user=erin",
         ],
     ] {
-        let done = as_user(&kcp, "dana-token", ws, args);
+        let done = kcp.kubectl_in_as("dana-token", ws, args);
         assert!(done.status.success(), "{args:?}: {}", stderr(&done));
     }
     let path = format!("/clusters/{ws}/api/v1/namespaces/apps/configmaps");
-    let denied = stderr(&as_user(&kcp, "erin-token", ws, &["get", "--raw", &path]));
+    let denied = stderr(&kcp.kubectl_in_as("erin-token", ws, &["get", "--raw", &path]));
     assert!(denied.contains("access denied"), "{denied}");
     // Once the admin lets erin in, her view binding applies.
-    let granted = as_user(
-        &kcp,
+    let granted = kcp.kubectl_in_as(
         "dana-token",
         ws,
         &[
@@ -647,10 +588,9 @@ fn the_creator_of_a_workspace_administers_it() {
     );
     assert!(granted.status.success(), "{}", stderr(&granted));
     until_succeeds("erin reads the configmaps", || {
-        as_user(&kcp, "erin-token", ws, &["get", "--raw", &path])
+        kcp.kubectl_in_as("erin-token", ws, &["get", "--raw", &path])
     });
-    let refused = stderr(&as_user(
-        &kcp,
+    let refused = stderr(&kcp.kubectl_in_as(
         "erin-token",
         ws,
         &["delete", "configmap", "c", "-n", "apps"],
@@ -663,17 +603,15 @@ fn the_creator_of_a_workspace_administers_it() {
     // A user's home is theirs.
     let home = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/~";
     until_succeeds("erin's home is Ready", || {
-        as_user(&kcp, "erin-token", "root", &["get", "--raw", home])
+        kcp.kubectl_in_as("erin-token", "root", &["get", "--raw", home])
     });
-    let done = as_user(
-        &kcp,
+    let done = kcp.kubectl_in_as(
         "erin-token",
         "user:erin",
         &["create", "configmap", "mine", "-n", "default"],
     );
     assert!(done.status.success(), "{}", stderr(&done));
-    let denied = stderr(&as_user(
-        &kcp,
+    let denied = stderr(&kcp.kubectl_in_as(
         "dana-token",
         "user:erin",
         &[
@@ -709,7 +647,7 @@ fn roles_and_bindings_grant_only_what_their_writer_holds() {
     ] {
         kcp.kubectl_in_ok(&ws, args);
     }
-    let frank = |args: &[&str]| as_user(&kcp, "frank-token", &ws, args);
+    let frank = |args: &[&str]| kcp.kubectl_in_as("frank-token", &ws, args);
     // What frank holds, he may grant.
     let done = frank(&[
         "create",

@@ -9,26 +9,8 @@ use kcp_testing::wait;
 
 use super::support::Kcp;
 
-/// kubectl in `cluster` with `token` instead of the admin's.
-fn with_token(kcp: &Kcp, token: &str, cluster: &str, args: &[&str]) -> std::process::Output {
-    let token = format!("--token={token}");
-    let mut all = vec![token.as_str()];
-    all.extend_from_slice(args);
-    kcp.kubectl_in(cluster, &all)
-}
-
 fn stderr(output: &std::process::Output) -> String {
     kcp_testing::output::stderr(output)
-}
-
-/// The logical cluster behind the workspace `path` (`<parent>:<name>`).
-fn logical_cluster(kcp: &Kcp, path: &str) -> String {
-    let (parent, name) = path.rsplit_once(':').unwrap();
-    let workspace = format!("workspace/{name}");
-    kcp.kubectl_in_ok(
-        parent,
-        &["get", &workspace, "-o", "jsonpath={.spec.cluster}"],
-    )
 }
 
 #[test]
@@ -60,12 +42,11 @@ fn service_account_tokens_work_in_their_workspace_only_and_while_their_account_s
         .trim()
         .to_string();
     assert_eq!(token.matches('.').count(), 2, "a JWT: {token}");
-    let listed = with_token(&kcp, &token, &home, &["get", "configmaps", "-n", "default"]);
+    let listed = kcp.kubectl_in_as(&token, &home, &["get", "configmaps", "-n", "default"]);
     assert!(listed.status.success(), "{}", stderr(&listed));
     assert!(String::from_utf8_lossy(&listed.stdout).contains("seen"));
     // RBAC holds for it as for anyone: view, not edit.
-    let refused = with_token(
-        &kcp,
+    let refused = kcp.kubectl_in_as(
         &token,
         &home,
         &["create", "configmap", "x", "-n", "default"],
@@ -78,7 +59,7 @@ fn service_account_tokens_work_in_their_workspace_only_and_while_their_account_s
         stderr(&refused)
     );
     // Who it is: the account, its groups and uid, and the cluster it authenticated in.
-    let whoami = with_token(&kcp, &token, &home, &["auth", "whoami", "-o", "json"]);
+    let whoami = kcp.kubectl_in_as(&token, &home, &["auth", "whoami", "-o", "json"]);
     assert!(whoami.status.success(), "{}", stderr(&whoami));
     let info = kcp_testing::output::json(&String::from_utf8_lossy(&whoami.stdout));
     let info = &info["status"]["userInfo"];
@@ -104,7 +85,7 @@ fn service_account_tokens_work_in_their_workspace_only_and_while_their_account_s
             "system:authenticated"
         ])
     );
-    let cluster = logical_cluster(&kcp, &home);
+    let cluster = kcp.logical_cluster(&home);
     assert_eq!(
         info["extra"]["authentication.kcp.io/cluster-name"],
         serde_json::json!([cluster])
@@ -132,7 +113,7 @@ fn service_account_tokens_work_in_their_workspace_only_and_while_their_account_s
 
     // Elsewhere it is a foreign identity, which that workspace does not let in...
     let path = format!("/clusters/{other}/api/v1/namespaces/default/configmaps");
-    let foreign = with_token(&kcp, &token, &other, &["get", "--raw", &path]);
+    let foreign = kcp.kubectl_in_as(&token, &other, &["get", "--raw", &path]);
     assert!(
         stderr(&foreign).contains(
             r#"User "system:anonymous" cannot list resource "configmaps" in API group "" in the namespace "default": access denied"#
@@ -165,21 +146,20 @@ fn service_account_tokens_work_in_their_workspace_only_and_while_their_account_s
         ],
     );
     wait::until("the grant to the origin's group holds", || {
-        let listed = with_token(&kcp, &token, &other, &["get", "--raw", &path]);
+        let listed = kcp.kubectl_in_as(&token, &other, &["get", "--raw", &path]);
         match listed.status.success() {
             true => Ok(()),
             false => Err(String::from_utf8_lossy(&listed.stderr).into_owned()),
         }
     });
-    let elsewhere = with_token(&kcp, &token, &other, &["auth", "whoami", "-o", "json"]);
+    let elsewhere = kcp.kubectl_in_as(&token, &other, &["auth", "whoami", "-o", "json"]);
     let seen = kcp_testing::output::json(&kcp_testing::output::stdout(&elsewhere));
     assert_eq!(seen["status"]["userInfo"]["username"], "system:anonymous");
     assert_eq!(
         seen["status"]["userInfo"]["groups"],
         serde_json::json!(["system:authenticated", format!("system:cluster:{cluster}")])
     );
-    let create = with_token(
-        &kcp,
+    let create = kcp.kubectl_in_as(
         &token,
         &other,
         &["create", "configmap", "x", "-n", "default"],
@@ -225,7 +205,7 @@ fn service_account_tokens_work_in_their_workspace_only_and_while_their_account_s
         vault_claims["exp"].as_i64().unwrap() - vault_claims["iat"].as_i64().unwrap(),
         1200
     );
-    let elsewhere_token = with_token(&kcp, &vault, &home, &["get", "configmaps", "-n", "default"]);
+    let elsewhere_token = kcp.kubectl_in_as(&vault, &home, &["get", "configmaps", "-n", "default"]);
     assert!(
         stderr(&elsewhere_token).contains("Unauthorized"),
         "{}",
@@ -291,7 +271,7 @@ fn service_account_tokens_work_in_their_workspace_only_and_while_their_account_s
         &home,
         &["create", "serviceaccount", "robot", "-n", "default"],
     );
-    let stale = with_token(&kcp, &token, &home, &["get", "configmaps", "-n", "default"]);
+    let stale = kcp.kubectl_in_as(&token, &home, &["get", "configmaps", "-n", "default"]);
     assert!(
         stderr(&stale).contains("Unauthorized"),
         "{}",
@@ -301,7 +281,7 @@ fn service_account_tokens_work_in_their_workspace_only_and_while_their_account_s
         .kubectl_in_ok(&home, &["create", "token", "robot", "-n", "default"])
         .trim()
         .to_string();
-    let listed = with_token(&kcp, &fresh, &home, &["get", "configmaps", "-n", "default"]);
+    let listed = kcp.kubectl_in_as(&fresh, &home, &["get", "configmaps", "-n", "default"]);
     assert!(listed.status.success(), "{}", stderr(&listed));
 }
 
@@ -392,7 +372,7 @@ fn token_secrets_are_filled_and_their_tokens_end_with_them() {
         field("{.metadata.annotations.kubernetes\\.io/service-account\\.uid}"),
         uid
     );
-    let listed = with_token(&kcp, &token, &home, &["get", "configmaps", "-n", "default"]);
+    let listed = kcp.kubectl_in_as(&token, &home, &["get", "configmaps", "-n", "default"]);
     assert!(listed.status.success(), "{}", stderr(&listed));
 
     // The token ends with its Secret.
@@ -400,7 +380,7 @@ fn token_secrets_are_filled_and_their_tokens_end_with_them() {
         &home,
         &["delete", "secret", "builder-token", "-n", "default"],
     );
-    let ended = with_token(&kcp, &token, &home, &["get", "configmaps", "-n", "default"]);
+    let ended = kcp.kubectl_in_as(&token, &home, &["get", "configmaps", "-n", "default"]);
     assert!(
         stderr(&ended).contains("Unauthorized"),
         "{}",

@@ -255,6 +255,30 @@ impl Kcp {
     /// Creates the workspace `name` in [`Kcp::home`], waits until it is Ready and returns its
     /// path (`<home>:<name>`), for tests that want another logical cluster.
     pub fn workspace(&self, name: &str) -> String {
+        self.workspace_in(&self.home, name)
+    }
+
+    /// The logical cluster behind the workspace `path` (`<parent>:<name>`).
+    pub fn logical_cluster(&self, path: &str) -> String {
+        let (parent, name) = path.rsplit_once(':').expect("a workspace path");
+        let workspace = format!("workspace/{name}");
+        self.kubectl_in_ok(
+            parent,
+            &["get", &workspace, "-o", "jsonpath={.spec.cluster}"],
+        )
+    }
+
+    /// Runs kubectl in `cluster` with the bearer token `token` instead of the admin's.
+    pub fn kubectl_in_as(&self, token: &str, cluster: &str, args: &[&str]) -> Output {
+        let token = format!("--token={token}");
+        let mut all = vec![token.as_str()];
+        all.extend_from_slice(args);
+        self.kubectl_in(cluster, &all)
+    }
+
+    /// Creates the workspace `name` in the workspace `parent`, waits until it is Ready and
+    /// returns its path (`<parent>:<name>`).
+    pub fn workspace_in(&self, parent: &str, name: &str) -> String {
         // A file of its own: tests on servers of their own may use the same names at once.
         let manifest = tempfile::Builder::new()
             .prefix("kcp-e2e-workspace-")
@@ -269,9 +293,9 @@ impl Kcp {
         )
         .unwrap();
         let file = manifest.path().to_string_lossy().into_owned();
-        self.kubectl_in_ok(&self.home, &["create", "-f", &file]);
+        self.kubectl_in_ok(parent, &["create", "-f", &file]);
         self.kubectl_in_ok(
-            &self.home,
+            parent,
             &[
                 "wait",
                 "--for=jsonpath={.status.phase}=Ready",
@@ -279,7 +303,7 @@ impl Kcp {
                 "--timeout=10s",
             ],
         );
-        format!("{}:{name}", self.home)
+        format!("{parent}:{name}")
     }
 
     /// Waits until the CRD `name` of `cluster` is Established.

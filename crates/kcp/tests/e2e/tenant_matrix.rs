@@ -44,28 +44,6 @@ struct Identity {
     credential: Credential,
 }
 
-fn child(kcp: &Kcp, parent: &str, name: &str) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    let manifest = write_file(
-        dir.path(),
-        "ws.yaml",
-        &format!(
-            "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\n"
-        ),
-    );
-    kcp.kubectl_in_ok(parent, &["create", "-f", &manifest]);
-    kcp.kubectl_in_ok(
-        parent,
-        &[
-            "wait",
-            "--for=jsonpath={.status.phase}=Ready",
-            &format!("workspace/{name}"),
-            "--timeout=10s",
-        ],
-    );
-    format!("{parent}:{name}")
-}
-
 /// A CRD for widgets, the namespace, one object of each kind, and ClusterRoles adding widgets
 /// to `view` and `edit` in `workspace`.
 fn furnish(kcp: &Kcp, dir: &std::path::Path, workspace: &str) {
@@ -274,7 +252,10 @@ fn every_identity_gets_what_is_granted_in_each_workspace_and_nothing_else() {
     );
 
     let parent = kcp.workspace("matrix");
-    let (c1, c2) = (child(&kcp, &parent, "c1"), child(&kcp, &parent, "c2"));
+    let (c1, c2) = (
+        kcp.workspace_in(&parent, "c1"),
+        kcp.workspace_in(&parent, "c2"),
+    );
     let workspaces = [parent.clone(), c1.clone(), c2.clone()];
     for workspace in &workspaces {
         furnish(&kcp, dir.path(), workspace);

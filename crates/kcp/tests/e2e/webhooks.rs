@@ -142,16 +142,7 @@ fn webhooks_authenticate_tokens_and_authorize_what_rbac_does_not() {
     let seen = seen.lock().unwrap();
     let token_review = &seen.iter().find(|(path, _)| path == "/authn").unwrap().1;
     assert_eq!(token_review["apiVersion"], "authentication.k8s.io/v1");
-    let (parent, name) = ws.rsplit_once(':').unwrap();
-    let cluster = kcp.kubectl_in_ok(
-        parent,
-        &[
-            "get",
-            &format!("workspace/{name}"),
-            "-o",
-            "jsonpath={.spec.cluster}",
-        ],
-    );
+    let cluster = kcp.logical_cluster(&ws);
     let review = &seen
         .iter()
         .find(|(path, review)| {

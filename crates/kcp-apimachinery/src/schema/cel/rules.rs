@@ -9,7 +9,7 @@ use kube_cel::cel::common::ast::IdedExpr;
 use serde_json::Value;
 
 use super::super::{FieldError, child, index};
-use super::estimate::{STATIC_ESTIMATED_COST_LIMIT, estimate};
+use super::estimate::{Estimate, STATIC_ESTIMATED_COST_LIMIT, estimate};
 use super::instrument::{Instrumented, instrument};
 use super::syntax::{parse, undefined_field};
 use super::types::{Kind, Ty};
@@ -64,19 +64,41 @@ fn has_newlines(s: &str) -> bool {
 
 /// Go's `%#v` of the rule, which Kubernetes shows as the invalid value of a rule that does
 /// not compile.
-/// Whether `expression` certainly evaluates to something other than `wanted`: a literal, a
-/// variable or a field whose type the schema gives (calls and operators are left to run time,
-/// where a wrong type fails the rule).
-fn evaluates_to_other_than(expression: &IdedExpr, self_ty: &Ty, wanted: &Kind) -> bool {
+/// Why an expression does not compile.
+enum Refusal {
+    /// cel-go's error report (syntax, limits, an undefined field).
+    Report(String),
+    /// It certainly evaluates to another type than the one wanted.
+    Type,
+}
+
+/// `source` parsed and estimated once, or why it does not compile: its syntax, a field its
+/// object type does not declare, or a result of another type than `wanted` (known for a
+/// literal, a variable or a field whose type the schema gives; calls and operators are left to
+/// run time, where a wrong type fails the rule).
+fn compile_expression(
+    source: &str,
+    self_ty: &Ty,
+    wanted: &Kind,
+) -> Result<(IdedExpr, Estimate), Refusal> {
     use kube_cel::cel::common::ast::Expr;
-    if !matches!(
+    let expression = parse(source).map_err(Refusal::Report)?;
+    let estimate = estimate(&expression, self_ty);
+    if let Some(field) = &estimate.undefined_field {
+        return Err(Refusal::Report(undefined_field(source, field)));
+    }
+    let plain = matches!(
         expression.expr,
         Expr::Literal(_) | Expr::Ident(_) | Expr::Select(_)
-    ) {
-        return false;
+    );
+    let found = &estimate.result.kind;
+    if plain
+        && *found != Kind::Dyn
+        && std::mem::discriminant(found) != std::mem::discriminant(wanted)
+    {
+        return Err(Refusal::Type);
     }
-    let found = estimate(expression, self_ty).result.kind;
-    found != Kind::Dyn && std::mem::discriminant(&found) != std::mem::discriminant(wanted)
+    Ok((expression, estimate))
 }
 
 fn go_rule(rule: &Value) -> String {
@@ -218,25 +240,8 @@ pub(super) fn compile(
     for (i, raw) in raw_rules.iter().enumerate() {
         let at = |field: &str| child(&index(&child(path, "x-kubernetes-validations"), i), field);
         let source = text(raw, "rule");
-        let program = match parse(source) {
-            Ok(expression) if let Some(field) = estimate(&expression, self_ty).undefined_field => {
-                findings.error(invalid(
-                    at("rule"),
-                    &go_rule(raw),
-                    &format!("compilation failed: {}", undefined_field(source, &field)),
-                ));
-                None
-            }
-            Ok(expression) if evaluates_to_other_than(&expression, self_ty, &Kind::Bool) => {
-                findings.error(invalid(
-                    at("rule"),
-                    &go_rule(raw),
-                    "cel expression must evaluate to a bool",
-                ));
-                None
-            }
-            Ok(expression) => {
-                let estimate = estimate(&expression, self_ty);
+        let program = match compile_expression(source, self_ty, &Kind::Bool) {
+            Ok((expression, estimate)) => {
                 let cost = estimate.cost.saturating_mul(cardinality);
                 if cost > STATIC_ESTIMATED_COST_LIMIT {
                     findings.cost(FieldError::new(
@@ -252,41 +257,19 @@ pub(super) fn compile(
                 let runnable = instrument(&expression, &estimate);
                 Some((expression, runnable))
             }
-            Err(report) => {
-                findings.error(invalid(
-                    at("rule"),
-                    &go_rule(raw),
-                    &format!("compilation failed: {report}"),
-                ));
+            Err(refusal) => {
+                let detail = match refusal {
+                    Refusal::Report(report) => format!("compilation failed: {report}"),
+                    Refusal::Type => "cel expression must evaluate to a bool".to_string(),
+                };
+                findings.error(invalid(at("rule"), &go_rule(raw), &detail));
                 None
             }
         };
         let message_expression = match text(raw, "messageExpression") {
             "" => Ok(None),
-            source => match parse(source) {
-                Ok(expression) if evaluates_to_other_than(&expression, self_ty, &Kind::String) => {
-                    findings.error(invalid(
-                        at("messageExpression"),
-                        &go_rule(raw),
-                        "messageExpression must evaluate to a string",
-                    ));
-                    Err(())
-                }
-                Ok(expression)
-                    if let Some(field) = estimate(&expression, self_ty).undefined_field =>
-                {
-                    findings.error(invalid(
-                        at("messageExpression"),
-                        &go_rule(raw),
-                        &format!(
-                            "messageExpression compilation failed: {}",
-                            undefined_field(source, &field)
-                        ),
-                    ));
-                    Err(())
-                }
-                Ok(expression) => {
-                    let estimate = estimate(&expression, self_ty);
+            source => match compile_expression(source, self_ty, &Kind::String) {
+                Ok((expression, estimate)) => {
                     if estimate.cost > STATIC_ESTIMATED_COST_LIMIT {
                         findings.cost(FieldError::new(
                             "FieldValueForbidden",
@@ -309,12 +292,14 @@ pub(super) fn compile(
                         runnable,
                     }))
                 }
-                Err(report) => {
-                    findings.error(invalid(
-                        at("messageExpression"),
-                        &go_rule(raw),
-                        &format!("messageExpression compilation failed: {report}"),
-                    ));
+                Err(refusal) => {
+                    let detail = match refusal {
+                        Refusal::Report(report) => {
+                            format!("messageExpression compilation failed: {report}")
+                        }
+                        Refusal::Type => "messageExpression must evaluate to a string".to_string(),
+                    };
+                    findings.error(invalid(at("messageExpression"), &go_rule(raw), &detail));
                     Err(())
                 }
             },
