@@ -17,6 +17,7 @@ pub mod fields;
 pub mod json;
 pub mod jsonpath;
 pub mod labels;
+pub mod managedfields;
 pub mod object;
 pub mod patch;
 pub mod rbac;

@@ -77,12 +77,36 @@ impl Catalogue {
                 }
             }
         }
+        add_list_and_map_extensions(&mut schemas);
         // `JSON` (CRD defaults, enums, examples) holds any JSON value, not only objects.
         if let Some(Value::Object(any)) = schemas.get_mut(ANY_JSON) {
             any.remove("type");
             any.insert("x-kubernetes-preserve-unknown-fields".into(), json!(true));
         }
         Catalogue { schemas }
+    }
+
+    /// The schema of `resource`'s kind server-side apply merges by (a custom resource's
+    /// version schema, else the built-in kind's), and ObjectMeta's.
+    pub fn apply_schema<'a>(
+        &'a self,
+        resource: &'a Resource,
+    ) -> kcp_apimachinery::managedfields::Schema<'a> {
+        use kcp_apimachinery::managedfields::Schema;
+        let metadata = self.get(OBJECT_META);
+        let root = match resource.custom() {
+            Some(custom) => custom.schema.as_ref(),
+            None => self.get(&component_name(resource)),
+        };
+        let schema = match root {
+            Some(root) => Schema::new(root, self),
+            // Nothing declared: every shape deduced from the values.
+            None => Schema::new(&Value::Null, self),
+        };
+        match metadata {
+            Some(metadata) => schema.with_metadata(metadata),
+            None => schema,
+        }
     }
 
     /// One schema by component name.
@@ -308,6 +332,48 @@ fn collect_refs(schema: &Value, out: &mut Vec<String>) {
         }
         Value::Array(items) => items.iter().for_each(|item| collect_refs(item, out)),
         _ => {}
+    }
+}
+
+impl kcp_apimachinery::managedfields::Resolve for Catalogue {
+    fn resolve(&self, reference: &str) -> Option<&Value> {
+        self.schemas.get(reference.strip_prefix(REF_PREFIX)?)
+    }
+}
+
+/// Kubernetes' list and map extensions (`x-kubernetes-list-type`, `-list-map-keys`,
+/// `-map-type`, `-patch-strategy`, `-patch-merge-key`) on the definitions and properties that
+/// have them upstream: server-side apply merges by them, and clients read them from OpenAPI.
+/// `k8s-openapi`'s types do not carry them; `schema_extensions.json` is written from
+/// Kubernetes' own OpenAPI by `scripts/gen-schema-extensions`.
+fn add_list_and_map_extensions(schemas: &mut Map<String, Value>) {
+    let extensions: Map<String, Value> =
+        serde_json::from_str(include_str!("schema_extensions.json")).unwrap_or_default();
+    for (name, fields) in extensions {
+        let (Some(Value::Object(schema)), Value::Object(fields)) = (schemas.get_mut(&name), fields)
+        else {
+            continue;
+        };
+        for (field, extension) in fields {
+            let Value::Object(extension) = extension else {
+                continue;
+            };
+            let target = if field.is_empty() {
+                Some(&mut *schema)
+            } else {
+                schema
+                    .get_mut("properties")
+                    .and_then(|p| p.get_mut(&field))
+                    .and_then(Value::as_object_mut)
+            };
+            let Some(target) = target else { continue };
+            // A bare `$ref` has no siblings in OpenAPI v3: wrap it in `allOf`, as Kubernetes
+            // writes its own documents.
+            if let Some(reference) = target.remove("$ref") {
+                target.insert("allOf".into(), json!([{ "$ref": reference }]));
+            }
+            target.extend(extension);
+        }
     }
 }
 

@@ -80,7 +80,7 @@ pub fn registry_status(error: &RegistryError) -> (StatusCode, Value) {
     let (code, reason) = match error {
         E::NotFound { .. } => (StatusCode::NOT_FOUND, "NotFound"),
         E::AlreadyExists { .. } => (StatusCode::CONFLICT, "AlreadyExists"),
-        E::Conflict { .. } => (StatusCode::CONFLICT, "Conflict"),
+        E::Conflict { .. } | E::ApplyConflict { .. } => (StatusCode::CONFLICT, "Conflict"),
         E::Invalid { .. } | E::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "Invalid"),
         E::Forbidden { .. } => (StatusCode::FORBIDDEN, "Forbidden"),
         E::BadRequest(_) => (StatusCode::BAD_REQUEST, "BadRequest"),
@@ -123,6 +123,13 @@ pub fn registry_status(error: &RegistryError) -> (StatusCode, Value) {
                 .collect();
             status["details"] =
                 json!({"name": name, "group": group, "kind": kind, "causes": causes});
+        }
+        E::ApplyConflict { causes, .. } => {
+            let causes: Vec<_> = causes
+                .iter()
+                .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                .collect();
+            status["details"] = json!({ "causes": causes });
         }
         E::TooLargeResourceVersion { .. } => {
             status["details"] = json!({

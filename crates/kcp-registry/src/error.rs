@@ -28,6 +28,10 @@ pub enum RegistryError {
         name: String,
         reason: String,
     },
+    /// 409: a server-side apply changes fields other managers own; one
+    /// `FieldManagerConflict` cause per field.
+    #[error("{message}")]
+    ApplyConflict { message: String, causes: Vec<Cause> },
     /// 422 with field causes; `kind`, `group` and `name` name the object.
     #[error("{}", invalid_message(kind, group, name, causes))]
     Invalid {

@@ -30,6 +30,7 @@ pub mod followed;
 mod generic;
 pub mod kinds;
 mod list;
+mod managed;
 mod meta;
 mod names;
 mod namespaces;
@@ -47,6 +48,7 @@ pub use collection::DeletedCollection;
 pub use custom::index::CrdFollower;
 pub use error::{Cause, RegistryError};
 pub use list::{Filter, ListOptions, ListResult};
+pub use managed::{ApplyWith, DEFAULT_MANAGER};
 pub use meta::{now, seconds_since};
 pub use store::{
     ALL_CLUSTERS, AccessCheck, DeleteOutcome, PatchWith, Place, Registry, Requester, Target,

@@ -20,7 +20,7 @@ use crate::strategy::Part;
 use crate::validation;
 
 /// How many times a server-side read-modify-write retries after losing a race.
-const CONFLICT_RETRIES: usize = 5;
+pub(crate) const CONFLICT_RETRIES: usize = 5;
 const MODIFIED: &str =
     "the object has been modified; please apply your changes to the latest version and try again";
 
@@ -170,6 +170,8 @@ pub struct Registry {
     service_account_tokens: Option<Arc<crate::serviceaccounts::ServiceAccountTokens>>,
     /// What authenticating those tokens read, kept until their objects change.
     service_account_lookups: crate::serviceaccounts::Lookups,
+    /// The manager writes are recorded under in managedFields (see `managed`).
+    manager: Option<Arc<str>>,
 }
 
 /// The user a write is made for, as admission needs it: kcp records who created a workspace,
@@ -237,7 +239,21 @@ impl Registry {
             requester: None,
             service_account_tokens: None,
             service_account_lookups: Default::default(),
+            manager: None,
         }
+    }
+
+    pub(crate) fn manager(&self) -> Option<&str> {
+        self.manager.as_deref()
+    }
+
+    pub(crate) fn set_manager(&mut self, manager: Arc<str>) {
+        self.manager = Some(manager);
+    }
+
+    /// The part of objects this view's updates change.
+    pub(crate) fn part(&self) -> Part {
+        self.part
     }
 
     pub(crate) fn service_account_lookups(&self) -> &crate::serviceaccounts::Lookups {
@@ -331,6 +347,16 @@ impl Registry {
 
     /// Creates an object from a request body.
     pub async fn create(&self, target: Target<'_>, body: Value) -> Result<Value, RegistryError> {
+        self.create_object(target, body, true).await
+    }
+
+    /// Creates an object; `track` records its manager's fields (an apply has recorded them).
+    pub(crate) async fn create_object(
+        &self,
+        target: Target<'_>,
+        body: Value,
+        track: bool,
+    ) -> Result<Value, RegistryError> {
         let mut object = normalize(&target, body)?;
         if meta::take_resource_version(&mut object).is_some() {
             return Err(RegistryError::BadRequest(
@@ -360,6 +386,9 @@ impl Registry {
         self.admit_create(&target, &mut object, &sent_name).await?;
         if let Some(requester) = self.requester() {
             kinds::rules(target.resource).record_requester(&mut object, requester);
+        }
+        if track {
+            self.track_write(&target, None, &mut object);
         }
         let mut causes = validation::validate_create(target.resource, &object);
         validation::check_rules(target.resource, &object, None, &mut causes).await;
@@ -521,6 +550,7 @@ impl Registry {
             );
             carry_server_fields(target.resource, &stored, &mut next);
             self.admit_update(&target, name, &stored, &mut next).await?;
+            self.track_write(&target, Some(&stored), &mut next);
             check_update(&target, self.part, name, &next, &stored).await?;
             if unchanged(target.resource, &stored, &next) {
                 return Ok(stored);
@@ -558,46 +588,70 @@ impl Registry {
         patch: &PatchWith<'_, T>,
     ) -> Result<(Value, T), RegistryError> {
         for _ in 0..CONFLICT_RETRIES {
-            let current = self.read(&target, name).await?;
-            let stored = self.present(&target, decode(&current)?).await?;
-            let (patched, found) = patch(&stored)?;
-            let mut patched = normalize(&target, patched)?;
-            match meta::string(&patched, "name") {
-                Some(patched_name) if patched_name != name => {
-                    return Err(RegistryError::BadRequest(format!(
-                        "the name of the object ({patched_name}) does not match the name on the URL ({name})"
-                    )));
-                }
-                _ => {}
-            }
-            let pinned = meta::take_resource_version(&mut patched);
-            let pinned = pinned.filter(|rv| *rv != current.mod_revision.to_string());
-            if pinned.is_some() {
-                return Err(target.conflict(name));
-            }
-            validation::prepare(target.resource, &mut patched)?;
-            let mut patched = kinds::rules(target.resource).prepare_update(
-                target.resource,
-                self.part,
-                &stored,
-                patched,
-            );
-            carry_server_fields(target.resource, &stored, &mut patched);
-            self.admit_update(&target, name, &stored, &mut patched)
-                .await?;
-            check_update(&target, self.part, name, &patched, &stored).await?;
-            if unchanged(target.resource, &stored, &patched) {
-                return Ok((stored, found));
-            }
-            match self
-                .write_back(&target, name, patched, current.mod_revision)
-                .await
+            if let Some(done) = self
+                .patch_once(&target, name, patch, Tracking::Update)
+                .await?
             {
-                Err(RegistryError::Conflict { .. }) => continue,
-                other => return other.map(|object| (object, found)),
+                return Ok(done);
             }
         }
         Err(target.conflict(name))
+    }
+
+    /// One attempt of a patch (or an apply, whose function records managedFields itself):
+    /// `None` when the current object changed under it, to try again.
+    pub(crate) async fn patch_once<T: Send>(
+        &self,
+        target: &Target<'_>,
+        name: &str,
+        patch: &PatchWith<'_, T>,
+        tracking: Tracking,
+    ) -> Result<Option<(Value, T)>, RegistryError> {
+        let current = self.read(target, name).await?;
+        let stored = self.present(target, decode(&current)?).await?;
+        let (patched, found) = patch(&stored)?;
+        let mut patched = normalize(target, patched)?;
+        crate::managed::check_name_if_set(&patched, name)?;
+        let pinned = meta::take_resource_version(&mut patched);
+        let pinned = pinned.filter(|rv| *rv != current.mod_revision.to_string());
+        if pinned.is_some() {
+            return Err(target.conflict(name));
+        }
+        validation::prepare(target.resource, &mut patched)?;
+        let applied_owners = match tracking {
+            Tracking::Applied => patched["metadata"].get("managedFields").cloned(),
+            Tracking::Update => None,
+        };
+        let mut patched = kinds::rules(target.resource).prepare_update(
+            target.resource,
+            self.part,
+            &stored,
+            patched,
+        );
+        carry_server_fields(target.resource, &stored, &mut patched);
+        self.admit_update(target, name, &stored, &mut patched)
+            .await?;
+        match tracking {
+            Tracking::Update => self.track_write(target, Some(&stored), &mut patched),
+            Tracking::Applied => {
+                let metadata = meta::metadata_mut(&mut patched);
+                match applied_owners {
+                    Some(owners) => metadata.insert("managedFields".into(), owners),
+                    None => metadata.remove("managedFields"),
+                };
+            }
+        }
+        check_update(target, self.part, name, &patched, &stored).await?;
+        if unchanged(target.resource, &stored, &patched) {
+            return Ok(Some((stored, found)));
+        }
+        match self
+            .write_back(target, name, patched, current.mod_revision)
+            .await
+        {
+            Err(RegistryError::Conflict { .. }) => Ok(None),
+            other => other.map(|object| Some((object, found))),
+        }
     }
 
     /// Stores `object` over revision `expected`, or deletes it if it is being deleted and no
@@ -710,6 +764,15 @@ impl Registry {
             Err(other) => Err(other),
         }
     }
+}
+
+/// How a write records field ownership.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tracking {
+    /// The registry records what the write changed for its manager.
+    Update,
+    /// The write's function (server-side apply) recorded it.
+    Applied,
 }
 
 /// A patch function that also reports something it found (see [`Registry::patch_with`]).

@@ -32,6 +32,7 @@ mod e2e {
     pub mod patch;
     pub mod python_client;
     pub mod resources;
+    pub mod server_side_apply;
     pub mod service_accounts;
     pub mod start;
     pub mod support;

@@ -159,9 +159,9 @@ pub fn compare_values(a: &Value, b: &Value) -> Ordering {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Set {
     /// Elements that are members here.
-    members: BTreeSet<PathElement>,
+    pub(crate) members: BTreeSet<PathElement>,
     /// Elements with members below them.
-    children: BTreeMap<PathElement, Set>,
+    pub(crate) children: BTreeMap<PathElement, Set>,
 }
 
 impl Set {

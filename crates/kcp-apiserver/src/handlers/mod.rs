@@ -3,11 +3,13 @@
 //! goes out is the representation the router negotiated (JSON or YAML; the object, a Table or
 //! PartialObjectMetadata), encoded once.
 
+mod apply;
 mod create;
 mod delete;
 mod delete_collection;
 mod get;
 mod list;
+mod options;
 mod patch;
 mod scale;
 mod update;
@@ -90,6 +92,16 @@ async fn serve_in_scope(
         Some(sub) => Cow::Owned(crate::subresource::registry_for(
             &registry, &resource, sub, &info.verb,
         )?),
+    };
+    let registry = match info.verb.as_str() {
+        "create" | "update" | "patch" => {
+            let apply = info.verb == "patch"
+                && patch::patch_type(headers, &resource).ok()
+                    == Some(kcp_apimachinery::patch::PatchType::Apply);
+            let manager = options::field_manager(&info.verb, &params, headers, apply)?;
+            Cow::Owned(registry.managed_by(&manager))
+        }
+        _ => registry,
     };
     let answer = answer_of(info);
     let negotiated =

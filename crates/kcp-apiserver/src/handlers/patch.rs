@@ -1,6 +1,6 @@
-//! `patch`: JSON patch, merge patch, or strategic merge patch with the list rules of the kind
-//! (server-side apply is not served yet), applied to the current object off the worker
-//! threads, its undeclared fields handled as `fieldValidation` says.
+//! `patch`: JSON patch, merge patch, or strategic merge patch with the list rules of the kind,
+//! applied to the current object off the worker threads, its undeclared fields handled as
+//! `fieldValidation` says; server-side apply is `apply`'s.
 
 use http::{HeaderMap, StatusCode, header};
 use kcp_apimachinery::patch::{self, PatchError, PatchType};
@@ -18,6 +18,9 @@ pub(super) async fn serve(
     name: &str,
 ) -> Result<http::Response<Body>, ApiError> {
     let patch_type = patch_type(scope.headers, scope.resource)?;
+    if patch_type == PatchType::Apply {
+        return super::apply::serve(scope, name).await;
+    }
     let document = crate::body::decode_patch(&scope.body)?;
     let prefix = if patch_type == PatchType::Json {
         "json patch "
@@ -78,8 +81,8 @@ pub(crate) fn patch_error(error: PatchError) -> RegistryError {
 }
 
 /// The patch type a PATCH request's Content-Type names, if the server applies it to
-/// `resource` (custom resources take no strategic merge patch; server-side apply is not
-/// served yet).
+/// `resource` (custom resources take no strategic merge patch; CBOR apply configurations are
+/// not served).
 pub(crate) fn patch_type(headers: &HeaderMap, resource: &Resource) -> Result<PatchType, ApiError> {
     let media = headers
         .get(header::CONTENT_TYPE)
@@ -88,20 +91,22 @@ pub(crate) fn patch_type(headers: &HeaderMap, resource: &Resource) -> Result<Pat
         .unwrap_or_default()
         .trim()
         .to_string();
-    let patch_type = PatchType::from_media_type(&media).ok_or_else(|| {
-        ApiError::UnsupportedMediaType(format!(
-            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {media})"
-        ))
-    })?;
+    let patch_type = PatchType::from_media_type(&media)
+        .filter(|_| media != "application/apply-patch+cbor")
+        .ok_or_else(|| {
+            let accepted = if resource.custom.is_some() {
+                "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+            } else {
+                "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
+            };
+            ApiError::UnsupportedMediaType(format!(
+                "the body of the request was in an unknown format - accepted media types include: {accepted} (got {media})"
+            ))
+        })?;
     if patch_type == PatchType::Strategic && resource.custom.is_some() {
         return Err(ApiError::UnsupportedMediaType(format!(
             "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got {media})"
         )));
-    }
-    if patch_type == PatchType::Apply {
-        return Err(ApiError::UnsupportedMediaType(
-            "server-side apply is not served yet".into(),
-        ));
     }
     Ok(patch_type)
 }

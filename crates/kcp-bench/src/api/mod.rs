@@ -8,12 +8,16 @@
 //! - Custom resource creates: POSTs of a custom resource whose CRD has a 30-field schema and 3
 //!   CEL rules ([`custom`]), against configmap creates at the same concurrency in the same run.
 //!   Target: ≥ 70% of configmap creates.
+//! - Server-side apply ([`apply`]): applies of a 50-field configmap against merge patches of
+//!   the same document (target ≥ 50%), and GETs of it with managedFields against GETs without
+//!   (target ≥ 95%).
 //! - Idle RSS 1 s after the first start (target ≤ 30 MiB) and spawn-to-"ready to serve" time on a
 //!   fresh root and on restarts (target ≤ 300 ms).
 //!
 //! It runs the `kcp` binary next to its own executable: build it first with
 //! `cargo build --release -p kcp` (or pass `--kcp-binary`).
 
+mod apply;
 mod bare_server;
 pub(crate) mod client;
 mod custom;
@@ -69,6 +73,9 @@ pub struct Options {
     /// Concurrent creators of custom resources (each against configmap creates).
     #[arg(long, value_delimiter = ',', default_value = "16")]
     custom_concurrency: Vec<usize>,
+    /// Concurrent appliers (each against merge patches at the same concurrency).
+    #[arg(long, value_delimiter = ',', default_value = "1,16")]
+    apply_concurrency: Vec<usize>,
     /// Protocol for creates.
     #[arg(long, value_enum, default_value = "http1")]
     create_protocol: Protocol,
@@ -267,6 +274,14 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             ),
         ]);
     }
+    apply::run(
+        &kcp_target,
+        &authorization,
+        &options.apply_concurrency,
+        duration,
+        &mut rows,
+    )
+    .await?;
     let peak_rss = mib(kcp.peak_rss_bytes()?);
     let rss_after = mib(kcp.rss_bytes()?);
     kcp.stop().await?;

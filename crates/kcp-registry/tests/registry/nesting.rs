@@ -106,13 +106,14 @@ async fn writes_deeper_than_the_limit_are_refused_and_the_limit_is_exact() {
     assert!(registry.get(configmaps(), "over").await.is_err());
 }
 
-/// The JSON text of a configmap whose fieldsV1 nests `levels` arrays, built as text: a `Value`
-/// that deep could not even be dropped on a test thread.
+/// The JSON text of a configmap whose managedFields entry's fieldsV1 nests `levels` objects (a
+/// chain of `f:x` fields, which decodes as a field set), built as text: a `Value` that deep
+/// could not even be dropped on a test thread.
 fn legacy_text(name: &str, levels: usize) -> String {
     format!(
-        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","namespace":"default","uid":"u-{name}","creationTimestamp":"2024-01-01T00:00:00Z","managedFields":[{{"manager":"m","fieldsV1":{{"x":{open}1{close}}}}}]}},"data":{{"k":"v"}}}}"#,
-        open = "[".repeat(levels),
-        close = "]".repeat(levels),
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","namespace":"default","uid":"u-{name}","creationTimestamp":"2024-01-01T00:00:00Z","managedFields":[{{"manager":"m","operation":"Update","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{open}{{}}{close}}}]}},"data":{{"k":"v"}}}}"#,
+        open = r#"{"f:x":"#.repeat(levels),
+        close = "}".repeat(levels),
     )
 }
 
@@ -167,10 +168,18 @@ async fn objects_stored_deeper_by_older_servers_read_list_watch_and_delete() {
             .await
             .unwrap_err(),
     );
+    // Without managedFields in the request the stored ones stay; `[]` clears them.
     kept["metadata"]
         .as_object_mut()
         .unwrap()
         .remove("managedFields");
+    too_deep(
+        registry
+            .update(configmaps(), "deep", kept.clone())
+            .await
+            .unwrap_err(),
+    );
+    kept["metadata"]["managedFields"] = json!([]);
     let replaced = registry.update(configmaps(), "deep", kept).await.unwrap();
     assert_eq!(replaced["data"]["k"], "w");
     let mut shallower = registry.get(configmaps(), "deeper").await.unwrap();

@@ -1,6 +1,8 @@
 //! The Python Kubernetes client (the `kubernetes` package, in the virtual environment the test
 //! command makes under `target/python-client`) against kcp: `tests/python/client_basics.py`
-//! checks typed CRUD, patches, conflicts, a watch and custom resources, and prints `ok`.
+//! checks typed CRUD, patches, conflicts, a watch and custom resources;
+//! `tests/python/server_side_apply.py` the dynamic client's `server_side_apply`. Each prints
+//! `ok`.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -23,10 +25,12 @@ fn python() -> PathBuf {
     made
 }
 
-#[test]
-fn the_python_client_creates_reads_patches_watches_and_serves_custom_resources() {
-    let kcp = Kcp::shared("python-client");
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/client_basics.py");
+/// Runs `tests/python/<script>` against a workspace of the shared server; it must print `ok`.
+fn run(workspace: &str, script: &str) {
+    let kcp = Kcp::shared(workspace);
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(script);
     let output = Command::new(python())
         .arg(&script)
         .arg(kcp.kubeconfig())
@@ -38,4 +42,14 @@ fn the_python_client_creates_reads_patches_watches_and_serves_custom_resources()
         "stdout: {stdout}\nstderr: {}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+#[test]
+fn the_python_client_creates_reads_patches_watches_and_serves_custom_resources() {
+    run("python-client", "client_basics.py");
+}
+
+#[test]
+fn the_python_client_applies_server_side() {
+    run("python-ssa", "server_side_apply.py");
 }

@@ -1,0 +1,231 @@
+//! How server-side apply sees a value: a scalar, a map (granular or atomic), or a list (atomic,
+//! a set, or a map keyed by some of its items' fields), read from an OpenAPI v3 schema and its
+//! extensions (`x-kubernetes-list-type`, `-list-map-keys`, `-map-type`, and the strategic
+//! merge patch's `-patch-strategy`/`-patch-merge-key` where no list type is given).
+//!
+//! Without a schema (no schema at all, `x-kubernetes-preserve-unknown-fields` with no
+//! properties, `x-kubernetes-int-or-string`) the shape is deduced from the value, as
+//! structured-merge-diff's `deduced` type does: objects are granular maps, lists atomic.
+
+use serde_json::Value;
+
+/// Finds the schemas `$ref`s name (`#/components/schemas/<name>` or another prefix the
+/// documents use).
+pub trait Resolve: Sync {
+    fn resolve(&self, reference: &str) -> Option<&Value>;
+}
+
+/// Schemas without references (a CRD's structural schema).
+pub struct NoReferences;
+
+impl Resolve for NoReferences {
+    fn resolve(&self, _reference: &str) -> Option<&Value> {
+        None
+    }
+}
+
+/// How a value is merged and owned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shape {
+    /// A leaf: replaced whole, owned whole.
+    Scalar,
+    /// An object: field by field, or whole (`x-kubernetes-map-type: atomic`).
+    Map { atomic: bool },
+    /// A list.
+    List(ListType),
+}
+
+/// How a list's items are told apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListType {
+    /// The list is one value.
+    Atomic,
+    /// Scalar items, each by its value (`v:`).
+    Set,
+    /// Object items, each by these fields (`k:`).
+    Map(Vec<String>),
+}
+
+/// A position in a schema, or no schema (deduced from values).
+#[derive(Clone, Copy)]
+pub struct Schema<'a> {
+    /// The schema as written where it is used (may be a `$ref` or an `allOf` wrapper with
+    /// extensions beside it).
+    node: Option<&'a Value>,
+    refs: &'a dyn Resolve,
+    /// The schema of `metadata` when this is an object's root (custom resources' schemas
+    /// leave ObjectMeta out).
+    metadata: Option<&'a Value>,
+}
+
+const MAX_REFERENCE_HOPS: usize = 8;
+
+impl<'a> Schema<'a> {
+    /// The schema `node`, resolving references with `refs`.
+    pub fn new(node: &'a Value, refs: &'a dyn Resolve) -> Schema<'a> {
+        Schema {
+            node: Some(node),
+            refs,
+            metadata: None,
+        }
+    }
+
+    /// No schema: every shape deduced from the values.
+    pub fn deduced() -> Schema<'static> {
+        Schema {
+            node: None,
+            refs: &NoReferences,
+            metadata: None,
+        }
+    }
+
+    /// This root schema with `metadata` read by ObjectMeta's schema `metadata`.
+    pub fn with_metadata(self, metadata: &'a Value) -> Schema<'a> {
+        Schema {
+            metadata: Some(metadata),
+            ..self
+        }
+    }
+
+    fn with(&self, node: Option<&'a Value>) -> Schema<'a> {
+        Schema {
+            node,
+            refs: self.refs,
+            metadata: None,
+        }
+    }
+
+    /// The schemas this position stands for, the one written here first and then each one a
+    /// `$ref` (directly or as a single `allOf` entry) leads to.
+    fn chain(&self) -> impl Iterator<Item = &'a Value> + 'a {
+        let refs = self.refs;
+        std::iter::successors(self.node, move |node| {
+            let reference = node.get("$ref").and_then(Value::as_str).or_else(|| {
+                match node.get("allOf").and_then(Value::as_array)?.as_slice() {
+                    [only] => only.get("$ref").and_then(Value::as_str),
+                    _ => None,
+                }
+            })?;
+            refs.resolve(reference)
+        })
+        .take(MAX_REFERENCE_HOPS)
+    }
+
+    /// The first value of `key` along the chain.
+    fn extension(&self, key: &str) -> Option<&'a Value> {
+        self.chain().find_map(|node| node.get(key))
+    }
+
+    /// The schema that declares the type (the end of the reference chain).
+    fn target(&self) -> Option<&'a Value> {
+        self.chain().last()
+    }
+
+    /// Whether nothing is known here, so shapes come from the values.
+    fn is_deduced(&self) -> bool {
+        let Some(target) = self.target() else {
+            return true;
+        };
+        if self.extension("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
+            return false;
+        }
+        target.get("type").is_none()
+            && target.get("properties").is_none()
+            && target.get("items").is_none()
+            && target.get("additionalProperties").is_none()
+    }
+
+    /// The shape `value` has here.
+    pub fn shape(&self, value: &Value) -> Shape {
+        if self.is_deduced() {
+            return match value {
+                Value::Object(_) => Shape::Map { atomic: false },
+                Value::Array(_) => Shape::List(ListType::Atomic),
+                _ => Shape::Scalar,
+            };
+        }
+        if self.extension("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
+            return Shape::Scalar;
+        }
+        let declared = self
+            .target()
+            .and_then(|t| t.get("type"))
+            .and_then(Value::as_str);
+        match value {
+            Value::Object(_) if matches!(declared, None | Some("object")) => Shape::Map {
+                atomic: self
+                    .extension("x-kubernetes-map-type")
+                    .and_then(Value::as_str)
+                    == Some("atomic"),
+            },
+            Value::Array(_) if matches!(declared, None | Some("array")) => {
+                Shape::List(self.list_type())
+            }
+            _ => Shape::Scalar,
+        }
+    }
+
+    fn list_type(&self) -> ListType {
+        match self
+            .extension("x-kubernetes-list-type")
+            .and_then(Value::as_str)
+        {
+            Some("map") => ListType::Map(
+                self.extension("x-kubernetes-list-map-keys")
+                    .and_then(Value::as_array)
+                    .map(|keys| {
+                        keys.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            ),
+            Some("set") => ListType::Set,
+            Some(_) => ListType::Atomic,
+            None => {
+                let merges = self
+                    .extension("x-kubernetes-patch-strategy")
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| s.split(',').any(|s| s == "merge"));
+                let key = self
+                    .extension("x-kubernetes-patch-merge-key")
+                    .and_then(Value::as_str);
+                match (merges, key) {
+                    (true, Some(key)) => ListType::Map(vec![key.to_string()]),
+                    (true, None) => ListType::Set,
+                    _ => ListType::Atomic,
+                }
+            }
+        }
+    }
+
+    /// The schema of field `name` of an object here, and whether the schema names it (a
+    /// struct's field) rather than allowing any key (a map's entry).
+    pub fn field(&self, name: &str) -> (Schema<'a>, bool) {
+        if let (Some(metadata), "metadata") = (self.metadata, name) {
+            return (self.with(Some(metadata)), true);
+        }
+        let Some(target) = self.target() else {
+            return (self.with(None), false);
+        };
+        if let Some(property) = target.get("properties").and_then(|p| p.get(name)) {
+            return (self.with(Some(property)), true);
+        }
+        match target.get("additionalProperties") {
+            Some(schema @ Value::Object(_)) => (self.with(Some(schema)), false),
+            _ => (self.with(None), false),
+        }
+    }
+
+    /// The schema of a list's items here.
+    pub fn items(&self) -> Schema<'a> {
+        self.with(self.target().and_then(|t| t.get("items")))
+    }
+
+    /// The default of field `name` of the items here (a list-map key an item leaves out).
+    pub fn item_default(&self, name: &str) -> Option<&'a Value> {
+        let (field, _) = self.items().field(name);
+        field.extension("default")
+    }
+}
