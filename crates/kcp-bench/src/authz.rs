@@ -144,17 +144,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         "target".to_string(),
     ]];
     for &concurrency in &options.concurrency {
-        let get = |authorization: String| -> load::MakeRequest {
-            let path = path.clone();
-            Arc::new(move |connection, _, _| {
-                connection
-                    .request(Method::GET, &path)
-                    .header(http::header::AUTHORIZATION, authorization.as_str())
-                    .header(http::header::ACCEPT, "application/json")
-                    .body(Full::new(Bytes::new()))
-                    .expect("a valid request")
-            })
-        };
+        let get = |authorization: String| load::gets(path.clone(), Arc::new(authorization));
         let label = format!(
             "GET configmap, {} RoleBindings, {concurrency} conn",
             options.bindings + 2

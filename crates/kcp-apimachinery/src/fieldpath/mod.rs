@@ -224,15 +224,21 @@ impl Set {
     /// The paths in either set.
     pub fn union(&self, other: &Set) -> Set {
         let mut out = self.clone();
-        out.members.extend(other.members.iter().cloned());
-        for (element, child) in &other.children {
-            let merged = match out.children.get(element) {
-                Some(mine) => mine.union(child),
-                None => child.clone(),
-            };
-            out.children.insert(element.clone(), merged);
-        }
+        out.add(other);
         out
+    }
+
+    /// Adds the paths of `other` (a union in place: what is already here is not copied).
+    pub fn add(&mut self, other: &Set) {
+        self.members.extend(other.members.iter().cloned());
+        for (element, child) in &other.children {
+            match self.children.get_mut(element) {
+                Some(mine) => mine.add(child),
+                None => {
+                    self.children.insert(element.clone(), child.clone());
+                }
+            }
+        }
     }
 
     /// The paths in this set and not in `other`.

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use crate::fieldpath::Set;
 
 /// Whether an owner applied its fields or wrote them with an update.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Operation {
     Apply,
     Update,
@@ -123,6 +123,9 @@ pub fn decode(value: &Value) -> Result<Vec<Entry>, String> {
         return Err("managedFields must be a list".into());
     };
     let mut entries: Vec<Entry> = Vec::with_capacity(items.len());
+    // Where each owner's entry is, so a repeated owner costs a lookup, not a scan.
+    let mut positions: std::collections::HashMap<(String, Operation, String, String), usize> =
+        std::collections::HashMap::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
         let text = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or_default();
         match text("fieldsType") {
@@ -161,8 +164,22 @@ pub fn decode(value: &Value) -> Result<Vec<Entry>, String> {
             fields,
         };
         // A repeated owner: the later entry stands, as in Kubernetes' map.
-        entries.retain(|e| !e.same_owner(&entry));
-        entries.push(entry);
+        let owner = (
+            entry.manager.clone(),
+            entry.operation,
+            match entry.operation {
+                Operation::Apply => String::new(),
+                Operation::Update => entry.api_version.clone(),
+            },
+            entry.subresource.clone(),
+        );
+        match positions.get(&owner) {
+            Some(&at) => entries[at] = entry,
+            None => {
+                positions.insert(owner, entries.len());
+                entries.push(entry);
+            }
+        }
     }
     Ok(entries)
 }
@@ -224,44 +241,67 @@ pub fn cap_updaters(entries: &mut Vec<Entry>) {
     });
     let mut excess = updaters - MAX_UPDATE_MANAGERS;
     let mut merged: Vec<Entry> = Vec::new();
+    // Per apiVersion: the oldest updater seen (kept as it is unless a second one comes),
+    // then the bucket both went into.
+    let mut first_of_version: std::collections::HashMap<String, usize> = Default::default();
+    let mut bucket_of_version: std::collections::HashMap<String, usize> = Default::default();
     let mut dropped = vec![false; entries.len()];
     for i in order {
         if excess == 0 {
             break;
         }
         let entry = &entries[i];
-        match merged
-            .iter_mut()
-            .find(|m| m.api_version == entry.api_version)
-        {
-            Some(bucket) => {
-                bucket.fields = bucket.fields.union(&entry.fields);
-                bucket.time = entry.time.clone();
-                excess -= 1;
-            }
-            None => merged.push(Entry {
+        let version = &entry.api_version;
+        if let Some(&at) = bucket_of_version.get(version) {
+            let bucket = &mut merged[at];
+            bucket.fields.add(&entry.fields);
+            bucket.time = entry.time.clone();
+        } else if let Some(&first) = first_of_version.get(version) {
+            let first_entry = &entries[first];
+            bucket_of_version.insert(version.clone(), merged.len());
+            merged.push(Entry {
                 manager: "ancient-changes".into(),
                 operation: Operation::Update,
-                api_version: entry.api_version.clone(),
+                api_version: version.clone(),
                 subresource: String::new(),
                 time: entry.time.clone(),
-                fields: entry.fields.clone(),
-            }),
+                fields: first_entry.fields.union(&entry.fields),
+            });
+            dropped[first] = true;
+        } else {
+            first_of_version.insert(version.clone(), i);
+            continue;
         }
         dropped[i] = true;
+        excess -= 1;
     }
     let mut kept: Vec<Entry> = entries
         .drain(..)
         .zip(dropped)
         .filter_map(|(entry, dropped)| (!dropped).then_some(entry))
         .collect();
+    // An `ancient-changes` entry kept from before takes its version's bucket in.
+    let mut ancient: std::collections::HashMap<String, usize> = kept
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            e.manager == "ancient-changes"
+                && e.operation == Operation::Update
+                && e.subresource.is_empty()
+        })
+        .map(|(i, e)| (e.api_version.clone(), i))
+        .collect();
     for bucket in merged {
-        match kept.iter_mut().find(|e| e.same_owner(&bucket)) {
-            Some(existing) => {
-                existing.fields = existing.fields.union(&bucket.fields);
+        match ancient.get(&bucket.api_version) {
+            Some(&at) => {
+                let existing = &mut kept[at];
+                existing.fields.add(&bucket.fields);
                 existing.time = bucket.time;
             }
-            None => kept.push(bucket),
+            None => {
+                ancient.insert(bucket.api_version.clone(), kept.len());
+                kept.push(bucket);
+            }
         }
     }
     *entries = kept;

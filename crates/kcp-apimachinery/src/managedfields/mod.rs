@@ -176,7 +176,7 @@ impl FieldManager<'_> {
         if !touched.is_empty() {
             match owners.iter_mut().find(|o| o.same_owner(&me)) {
                 Some(mine) => {
-                    mine.fields = mine.fields.union(&touched);
+                    mine.fields.add(&touched);
                     mine.time = Some(self.now.clone());
                 }
                 None => owners.push(Entry {
@@ -263,7 +263,7 @@ impl FieldManager<'_> {
             // What the applier owned, no longer applies, and nobody else owns: removed.
             let mut still_owned = applied.clone();
             for owner in owners.iter() {
-                still_owned = still_owned.union(&owner.fields);
+                still_owned.add(&owner.fields);
             }
             let mut dropped = previous.fields.difference(&still_owned);
             keep_fields_with_owned_insides(&mut dropped, &still_owned);
@@ -323,12 +323,14 @@ impl FieldManager<'_> {
         let merged = typed::merge(live, config, self.schema).map_err(type_error)?;
         let comparison = self.compare(live, &merged).map_err(type_error)?;
         let touched = comparison.added.union(&comparison.modified);
-        let contested = owners
-            .iter()
-            .filter(|o| !o.same_owner(&me))
-            .fold(Set::new(), |acc, o| {
-                acc.union(&o.fields.intersection(&touched))
-            });
+        let contested =
+            owners
+                .iter()
+                .filter(|o| !o.same_owner(&me))
+                .fold(Set::new(), |mut acc, o| {
+                    acc.add(&o.fields.intersection(&touched));
+                    acc
+                });
         if !contested.difference(&allowed).is_empty() {
             return Ok(None);
         }

