@@ -511,6 +511,51 @@ impl<'de> Visitor<'de> for Node<'_> {
     }
 }
 
+/// The JSON an object read back from storage is served as, made from the stored bytes without
+/// decoding them into a `Value`: `metadata.resourceVersion` and one annotation added, every
+/// key in the order serde_json writes a `Value` (sorted), so the bytes are exactly those of
+/// decoding, setting both fields and encoding again, for bytes serde_json wrote (as the
+/// store's are). `None` when the bytes are not such an object (then decode them): not JSON,
+/// deeper than one decoding pass reads, no `metadata` object, `annotations` not an object, or
+/// either field already there. Values it does not open are checked as JSON but not read, so
+/// an escape or number only decoding refuses passes through as written.
+pub fn served_from_stored(
+    stored: &[u8],
+    resource_version: u64,
+    annotation: (&str, &str),
+) -> Option<Vec<u8>> {
+    use serde_json::value::RawValue;
+    use std::collections::BTreeMap;
+    type Fields<'a> = BTreeMap<String, &'a RawValue>;
+
+    if scan_depth(stored) >= 128 {
+        return None;
+    }
+    let top: Fields<'_> = serde_json::from_slice(stored).ok()?;
+    let mut metadata: Fields<'_> = serde_json::from_str(top.get("metadata")?.get()).ok()?;
+    if metadata.contains_key("resourceVersion") {
+        return None;
+    }
+    let mut annotations: Fields<'_> = match metadata.get("annotations") {
+        Some(raw) => serde_json::from_str(raw.get()).ok()?,
+        None => Fields::new(),
+    };
+    if annotations.contains_key(annotation.0) {
+        return None;
+    }
+    let version = serde_json::to_string(&resource_version.to_string()).ok()?;
+    let version = RawValue::from_string(version).ok()?;
+    let value = RawValue::from_string(serde_json::to_string(annotation.1).ok()?).ok()?;
+    annotations.insert(annotation.0.to_string(), &value);
+    let annotations = serde_json::value::to_raw_value(&annotations).ok()?;
+    metadata.insert("annotations".into(), &annotations);
+    metadata.insert("resourceVersion".into(), &version);
+    let metadata = serde_json::value::to_raw_value(&metadata).ok()?;
+    let mut top = top;
+    top.insert("metadata".into(), &metadata);
+    serde_json::to_vec(&top).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -646,5 +691,49 @@ mod tests {
         assert!(matches!(decode_body(b"{} x"), Err(BodyError::Syntax(_))));
         assert!(decode_document(&over, MAX_DEPTH + 1).is_ok());
         assert!(matches!(decode_body(b""), Err(BodyError::Syntax(_))));
+    }
+
+    #[test]
+    fn served_bytes_are_those_of_decoding_and_encoding_again() {
+        let objects = [
+            r#"{"apiVersion":"v1","data":{"a":"1","b":"\u00e9\n"},"kind":"ConfigMap","metadata":{"annotations":{"x":"y"},"creationTimestamp":"2024-01-01T00:00:00Z","managedFields":[{"fieldsV1":{"f:data":{".":{},"f:a":{}}},"manager":"m"}],"name":"c","namespace":"default","uid":"u"}}"#,
+            r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active","x":1.5e300}}"#,
+            r#"{"metadata":{}}"#,
+        ];
+        for text in objects {
+            // As the store keeps them: written by serde_json.
+            let stored = serde_json::to_vec(&decode_stored(text.as_bytes()).unwrap()).unwrap();
+            let mut expected = decode_stored(&stored).unwrap();
+            expected["metadata"]["resourceVersion"] = Value::String("42".into());
+            expected["metadata"]["annotations"]["kcp.io/cluster"] = Value::String("root".into());
+            let served = served_from_stored(&stored, 42, ("kcp.io/cluster", "root"));
+            assert_eq!(
+                served.as_deref(),
+                Some(serde_json::to_vec(&expected).unwrap().as_slice()),
+                "{text}"
+            );
+        }
+        // Anything else is left to decoding.
+        for text in [
+            r#"{"kind":"X"}"#,
+            r#"{"metadata":[]}"#,
+            r#"{"metadata":{"annotations":null}}"#,
+            r#"{"metadata":{"resourceVersion":"1"}}"#,
+            r#"{"metadata":{"annotations":{"kcp.io/cluster":"a"}}}"#,
+            "not json",
+            r#"{"metadata":{}} trailing"#,
+        ] {
+            assert_eq!(
+                served_from_stored(text.as_bytes(), 1, ("kcp.io/cluster", "root")),
+                None,
+                "{text}"
+            );
+        }
+        let deep = format!(
+            r#"{{"metadata":{{}},"x":{}1{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        assert_eq!(served_from_stored(deep.as_bytes(), 1, ("k", "v")), None);
     }
 }

@@ -58,11 +58,20 @@ pub fn encoded(encoding: Encoding, code: StatusCode, value: &serde_json::Value) 
             Some(text) => ("application/yaml", text.into_bytes()),
             None => ("application/json", json_bytes(value)),
         },
-        Encoding::Json => ("application/json", json_bytes(value)),
+        Encoding::Json => return encoded_json(code, json_bytes(value)),
     };
     Response::builder()
         .status(code)
         .header(header::CONTENT_TYPE, content_type)
+        .body(full(body))
+        .unwrap_or_else(|_| Response::new(full(Bytes::new())))
+}
+
+/// A JSON document already encoded (with its final newline), as [`encoded`] answers one.
+pub fn encoded_json(code: StatusCode, body: Vec<u8>) -> Response<Body> {
+    Response::builder()
+        .status(code)
+        .header(header::CONTENT_TYPE, "application/json")
         .body(full(body))
         .unwrap_or_else(|_| Response::new(full(Bytes::new())))
 }

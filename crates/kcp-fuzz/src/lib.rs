@@ -18,7 +18,9 @@ pub mod runner;
 
 use std::collections::BTreeMap;
 
-use kcp_apimachinery::json::{MAX_DEPTH, MAX_READ_DEPTH, decode_stored, depth, exceeds_depth};
+use kcp_apimachinery::json::{
+    MAX_DEPTH, MAX_READ_DEPTH, decode_stored, depth, exceeds_depth, served_from_stored,
+};
 use kcp_apimachinery::patch::{self, PatchError};
 use kcp_apimachinery::{fields, labels, object};
 use kcp_apis::builtin;
@@ -337,13 +339,24 @@ pub fn field_selector(data: &[u8]) {
     assert_eq!(reparsed, selector, "{text:?} printed as {printed:?}");
 }
 
-/// Bytes read back from storage: any depth reads (deep parts folded), nothing else panics.
+/// Bytes read back from storage: any depth reads (deep parts folded), nothing else panics;
+/// a GET answered from bytes that decode says what decoding them would.
 pub fn stored_object(data: &[u8]) {
     if let Ok(value) = decode_stored(data) {
         assert!(depth(&value) <= MAX_READ_DEPTH);
         let again = decode_stored(&serde_json::to_vec(&value).expect("read values encode"))
             .expect("read values read again");
         assert_eq!(again, value);
+    }
+    // (Bytes that do not decode are no object to serve either way: decoding answers 500.)
+    if let (Some(served), Ok(mut expected)) = (
+        served_from_stored(data, 7, ("kcp.io/cluster", "root")),
+        decode_stored(data),
+    ) {
+        expected["metadata"]["resourceVersion"] = serde_json::json!("7");
+        expected["metadata"]["annotations"]["kcp.io/cluster"] = serde_json::json!("root");
+        let served = decode_stored(&served).expect("served bytes are JSON");
+        assert_eq!(served, expected);
     }
 }
 

@@ -492,6 +492,29 @@ impl Registry {
         self.present(&target, decode(&kv)?).await
     }
 
+    /// One object as a GET answers it in JSON. Built-in kinds' objects come straight from
+    /// the stored bytes (`served_from_stored`: the same bytes as decoding and encoding again,
+    /// without a `Value`); custom resources, converted and defaulted as they are read, and
+    /// bytes only decoding reads come back as the object.
+    pub async fn get_json(
+        &self,
+        target: Target<'_>,
+        name: &str,
+    ) -> Result<Result<Vec<u8>, Value>, RegistryError> {
+        let kv = self.read(&target, name).await?;
+        if target.resource.custom().is_none()
+            && let Some(cluster) = cluster_of_key(&kv.key)
+            && let Some(bytes) = kcp_apimachinery::json::served_from_stored(
+                &kv.value,
+                kv.mod_revision,
+                (meta::CLUSTER_ANNOTATION, cluster),
+            )
+        {
+            return Ok(Ok(bytes));
+        }
+        Ok(Err(self.present(&target, decode(&kv)?).await?))
+    }
+
     pub(crate) async fn read(
         &self,
         target: &Target<'_>,

@@ -164,13 +164,14 @@ impl FieldManager<'_> {
         owners: &mut Vec<Entry>,
         manager: &str,
     ) -> Result<(), TypeError> {
-        let comparison = self.compare(live, new)?;
-        let touched = comparison.added.union(&comparison.modified);
+        let typed::Comparison {
+            added: mut touched,
+            modified,
+            removed,
+        } = self.compare(live, new)?;
+        touched.add(&modified);
         for owner in owners.iter_mut() {
-            owner.fields = owner
-                .fields
-                .difference(&touched)
-                .difference(&comparison.removed);
+            owner.fields = owner.fields.difference(&touched).difference(&removed);
         }
         let me = self.entry(manager, Operation::Update);
         if !touched.is_empty() {
