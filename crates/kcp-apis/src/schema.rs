@@ -394,13 +394,19 @@ pub fn component_name(resource: &Resource) -> String {
             resource.kind
         );
     }
-    let package = match &*resource.group {
+    builtin_component(&resource.group, &resource.version, &resource.kind)
+}
+
+/// The component name Kubernetes gives the built-in kind `kind` of `group`/`version`
+/// (`io.k8s.api.rbac.v1.Role`), subresources' kinds (TokenRequest) included.
+pub fn builtin_component(group: &str, version: &str, kind: &str) -> String {
+    let package = match group {
         "" => "io.k8s.api.core".to_string(),
         "apiextensions.k8s.io" => "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions".into(),
         // The first segment: `rbac.authorization.k8s.io` is `rbac`.
         group => format!("io.k8s.api.{}", group.split('.').next().unwrap_or(group)),
     };
-    format!("{package}.{}.{}", resource.version, resource.kind)
+    format!("{package}.{version}.{kind}")
 }
 
 /// The schema of a custom resource's kind as OpenAPI documents publish it: its CRD version's

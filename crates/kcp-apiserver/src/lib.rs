@@ -27,6 +27,7 @@ mod negotiation;
 pub mod openapi;
 pub mod openapi_v2;
 pub mod protobuf;
+mod protobuf_generic;
 pub mod request_info;
 mod resource_version;
 pub mod router;
