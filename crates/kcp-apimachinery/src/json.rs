@@ -513,12 +513,12 @@ impl<'de> Visitor<'de> for Node<'_> {
 
 /// The JSON an object read back from storage is served as, made from the stored bytes without
 /// decoding them into a `Value`: `metadata.resourceVersion` and one annotation added, every
-/// key in the order serde_json writes a `Value` (sorted), so the bytes are exactly those of
-/// decoding, setting both fields and encoding again, for bytes serde_json wrote (as the
-/// store's are). `None` when the bytes are not such an object (then decode them): not JSON,
-/// deeper than one decoding pass reads, no `metadata` object, `annotations` not an object, or
-/// either field already there. Values it does not open are checked as JSON but not read, so
-/// an escape or number only decoding refuses passes through as written.
+/// key where the stored bytes have it (the store keeps Kubernetes' order), `resourceVersion`
+/// where Kubernetes writes it (after `uid`) and the annotation among the sorted annotations.
+/// `None` when the bytes are not such an object (then decode them): not JSON, deeper than one
+/// decoding pass reads, no `metadata` object, `annotations` not an object, or either field
+/// already there. Values it does not open are checked as JSON but not read, so an escape or
+/// number only decoding refuses passes through as written.
 pub fn served_from_stored(
     stored: &[u8],
     resource_version: u64,
@@ -526,34 +526,108 @@ pub fn served_from_stored(
 ) -> Option<Vec<u8>> {
     use serde_json::value::RawValue;
     use std::collections::BTreeMap;
-    type Fields<'a> = BTreeMap<String, &'a RawValue>;
+
+    /// ObjectMeta's fields after `resourceVersion`, in Kubernetes' order.
+    const AFTER_RESOURCE_VERSION: &[&str] = &[
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    ];
+    /// ObjectMeta's fields after `annotations`.
+    const AFTER_ANNOTATIONS: &[&str] = &["ownerReferences", "finalizers", "managedFields"];
 
     if scan_depth(stored) >= 128 {
         return None;
     }
-    let top: Fields<'_> = serde_json::from_slice(stored).ok()?;
-    let mut metadata: Fields<'_> = serde_json::from_str(top.get("metadata")?.get()).ok()?;
-    if metadata.contains_key("resourceVersion") {
+    let top: Ordered<'_> = serde_json::from_slice(stored).ok()?;
+    let metadata_at = top.0.iter().position(|(k, _)| k == "metadata")?;
+    let mut metadata: Ordered<'_> = serde_json::from_str(top.0[metadata_at].1.get()).ok()?;
+    if metadata.0.iter().any(|(k, _)| k == "resourceVersion") {
         return None;
     }
-    let mut annotations: Fields<'_> = match metadata.get("annotations") {
-        Some(raw) => serde_json::from_str(raw.get()).ok()?,
-        None => Fields::new(),
+    let annotations_at = metadata.0.iter().position(|(k, _)| k == "annotations");
+    let mut annotations: BTreeMap<String, &RawValue> = match annotations_at {
+        Some(at) => serde_json::from_str(metadata.0[at].1.get()).ok()?,
+        None => BTreeMap::new(),
     };
     if annotations.contains_key(annotation.0) {
         return None;
     }
-    let version = serde_json::to_string(&resource_version.to_string()).ok()?;
-    let version = RawValue::from_string(version).ok()?;
     let value = RawValue::from_string(serde_json::to_string(annotation.1).ok()?).ok()?;
     annotations.insert(annotation.0.to_string(), &value);
     let annotations = serde_json::value::to_raw_value(&annotations).ok()?;
-    metadata.insert("annotations".into(), &annotations);
-    metadata.insert("resourceVersion".into(), &version);
+    match annotations_at {
+        Some(at) => metadata.0[at].1 = &annotations,
+        None => {
+            let at = metadata
+                .0
+                .iter()
+                .position(|(k, _)| AFTER_ANNOTATIONS.contains(&k.as_str()))
+                .unwrap_or(metadata.0.len());
+            metadata.0.insert(at, ("annotations".into(), &annotations));
+        }
+    }
+    let version =
+        RawValue::from_string(serde_json::to_string(&resource_version.to_string()).ok()?).ok()?;
+    let at = metadata
+        .0
+        .iter()
+        .position(|(k, _)| AFTER_RESOURCE_VERSION.contains(&k.as_str()))
+        .unwrap_or(metadata.0.len());
+    metadata.0.insert(at, ("resourceVersion".into(), &version));
     let metadata = serde_json::value::to_raw_value(&metadata).ok()?;
     let mut top = top;
-    top.insert("metadata".into(), &metadata);
+    top.0[metadata_at].1 = &metadata;
     serde_json::to_vec(&top).ok()
+}
+
+/// A JSON object's members in the order written, values unread (the last of a repeated key
+/// stands, where the first one was).
+struct Ordered<'a>(Vec<(String, &'a serde_json::value::RawValue)>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Ordered<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Members<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Members<'a> {
+            type Value = Ordered<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<Ordered<'a>, M::Error> {
+                let mut members: Vec<(String, &'a serde_json::value::RawValue)> = Vec::new();
+                while let Some((key, value)) =
+                    map.next_entry::<String, &'a serde_json::value::RawValue>()?
+                {
+                    match members.iter_mut().find(|(k, _)| *k == key) {
+                        Some(member) => member.1 = value,
+                        None => members.push((key, value)),
+                    }
+                }
+                Ok(Ordered(members))
+            }
+        }
+        deserializer.deserialize_map(Members(std::marker::PhantomData))
+    }
+}
+
+impl serde::Serialize for Ordered<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (key, value) in &self.0 {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
 }
 
 #[cfg(test)]
@@ -694,25 +768,33 @@ mod tests {
     }
 
     #[test]
-    fn served_bytes_are_those_of_decoding_and_encoding_again() {
+    fn served_bytes_say_what_decoding_would_in_the_stored_order() {
         let objects = [
-            r#"{"apiVersion":"v1","data":{"a":"1","b":"\u00e9\n"},"kind":"ConfigMap","metadata":{"annotations":{"x":"y"},"creationTimestamp":"2024-01-01T00:00:00Z","managedFields":[{"fieldsV1":{"f:data":{".":{},"f:a":{}}},"manager":"m"}],"name":"c","namespace":"default","uid":"u"}}"#,
-            r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active","x":1.5e300}}"#,
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c","namespace":"default","uid":"u","creationTimestamp":"2024-01-01T00:00:00Z","annotations":{"x":"y"},"managedFields":[{"manager":"m"}]},"data":{"a":"1","b":"\u00e9\n"}}"#,
+            r#"{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"n","labels":{"a":"b"},"finalizers":["f"]},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active","x":1.5e300}}"#,
             r#"{"metadata":{}}"#,
         ];
         for text in objects {
-            // As the store keeps them: written by serde_json.
-            let stored = serde_json::to_vec(&decode_stored(text.as_bytes()).unwrap()).unwrap();
-            let mut expected = decode_stored(&stored).unwrap();
+            let served = served_from_stored(text.as_bytes(), 42, ("kcp.io/cluster", "root"))
+                .unwrap_or_else(|| panic!("{text}"));
+            let mut expected = decode_stored(text.as_bytes()).unwrap();
             expected["metadata"]["resourceVersion"] = Value::String("42".into());
             expected["metadata"]["annotations"]["kcp.io/cluster"] = Value::String("root".into());
-            let served = served_from_stored(&stored, 42, ("kcp.io/cluster", "root"));
-            assert_eq!(
-                served.as_deref(),
-                Some(serde_json::to_vec(&expected).unwrap().as_slice()),
-                "{text}"
-            );
+            assert_eq!(decode_stored(&served).unwrap(), expected, "{text}");
         }
+        // Kubernetes' order: resourceVersion after uid, annotations after labels, stored
+        // order otherwise.
+        let served = served_from_stored(objects[0].as_bytes(), 42, ("kcp.io/cluster", "root"));
+        assert_eq!(
+            String::from_utf8(served.unwrap()).unwrap(),
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c","namespace":"default","uid":"u","resourceVersion":"42","creationTimestamp":"2024-01-01T00:00:00Z","annotations":{"kcp.io/cluster":"root","x":"y"},"managedFields":[{"manager":"m"}]},"data":{"a":"1","b":"\u00e9\n"}}"#
+        );
+        let served = served_from_stored(objects[1].as_bytes(), 7, ("kcp.io/cluster", "root"));
+        assert!(
+            String::from_utf8(served.unwrap()).unwrap().contains(
+                r#""metadata":{"name":"n","resourceVersion":"7","labels":{"a":"b"},"annotations":{"kcp.io/cluster":"root"},"finalizers":["f"]}"#
+            )
+        );
         // Anything else is left to decoding.
         for text in [
             r#"{"kind":"X"}"#,

@@ -6,5 +6,6 @@
 
 pub mod builtin;
 pub mod custom;
+pub mod messages;
 pub mod schema;
 pub mod system;

@@ -34,7 +34,7 @@ pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
     let api_version = type_meta.api_version.unwrap_or_default();
     let kind = type_meta.kind.unwrap_or_default();
     let raw = envelope.raw.unwrap_or_default();
-    let message = generic_message(&api_version, &kind).ok_or_else(|| {
+    let message = kcp_apis::messages::of_kind(&api_version, &kind).ok_or_else(|| {
         ProtobufError::Unsupported(format!(
             "protobuf bodies of {api_version} {kind} are not supported; send application/json"
         ))
@@ -47,14 +47,6 @@ pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
     object.insert("apiVersion".into(), json!(api_version));
     object.insert("kind".into(), json!(kind));
     Ok(Value::Object(object))
-}
-
-/// The protobuf message of the built-in kind `kind` of `api_version` (kinds of resources and
-/// of subresources, such as TokenRequest), if Kubernetes defines one that kcp reads.
-fn generic_message(api_version: &str, kind: &str) -> Option<String> {
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    let component = kcp_apis::schema::builtin_component(group, version, kind);
-    crate::protobuf_generic::message_of_component(&component)
 }
 
 fn malformed(error: prost::DecodeError) -> ProtobufError {

@@ -1,6 +1,5 @@
 //! Protobuf messages of any built-in kind read into their JSON form, driven by Kubernetes' own
-//! message definitions (`protobuf_types.json`, written from the `generated.proto` files by
-//! `scripts/gen-proto-types`): field tags, JSON names, labels and types in Go struct order.
+//! message definitions (`kcp_apis::messages`): field tags, JSON names, labels and types.
 //!
 //! The JSON form is what Go's decoding then encoding gives: empty strings, lists, maps and
 //! messages are left out (Kubernetes' fields are `omitempty` nearly everywhere, and the
@@ -10,36 +9,14 @@
 //! `JSONSchemaPropsOr*` unions, `ExtraValue` (a list), and JSONSchemaProps' `$ref`, `$schema`
 //! and `x-kubernetes-*` names.
 
-use std::collections::HashMap;
-use std::sync::OnceLock;
-
 use base64::Engine;
+use kcp_apis::messages::{EXTENSIONS, META};
 use serde_json::{Map, Value, json};
 
-/// One field of a message: tag, JSON name, label (`optional`, `repeated`, `map`), type.
-type Field = (u32, String, String, String);
-
-const META: &str = "k8s.io.apimachinery.pkg.apis.meta.v1";
-const EXTENSIONS: &str = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1";
 /// The Unix seconds of Go's zero time, which Kubernetes writes for an unset `Time`.
 const GO_ZERO_TIME: i64 = -62_135_596_800;
 /// Messages nest at most this deep (JSONSchemaProps recurse).
 const MAX_NESTING: usize = kcp_apimachinery::json::MAX_DEPTH;
-
-fn messages() -> &'static HashMap<String, Vec<Field>> {
-    static MESSAGES: OnceLock<HashMap<String, Vec<Field>>> = OnceLock::new();
-    MESSAGES.get_or_init(|| {
-        serde_json::from_str(include_str!("protobuf_types.json")).unwrap_or_default()
-    })
-}
-
-/// The message name of a kind's schema component name (`io.k8s.api.core.v1.ConfigMap` is
-/// `k8s.io.api.core.v1.ConfigMap`), if Kubernetes defines one.
-pub fn message_of_component(component: &str) -> Option<String> {
-    let rest = component.strip_prefix("io.k8s.")?;
-    let name = format!("k8s.io.{}", rest.replace('-', "_"));
-    messages().contains_key(&name).then_some(name)
-}
 
 /// Decodes `bytes` as the message `name` into its JSON form.
 pub fn decode(name: &str, bytes: &[u8]) -> Result<Value, String> {
@@ -50,8 +27,7 @@ fn decode_message(name: &str, bytes: &[u8], nesting: usize) -> Result<Value, Str
     if nesting > MAX_NESTING {
         return Err("protobuf messages nest too deep".into());
     }
-    let fields = messages()
-        .get(name)
+    let fields = kcp_apis::messages::fields(name)
         .ok_or_else(|| format!("no protobuf definition of {name}"))?;
     let mut out = Map::new();
     let mut reader = Reader { bytes, at: 0 };
@@ -258,35 +234,17 @@ fn special(name: &str, mut fields: Map<String, Value>) -> Value {
         (EXTENSIONS, "JSONSchemaProps") => {
             let renamed: Map<String, Value> = fields
                 .into_iter()
-                .map(|(key, value)| (schema_prop_name(&key), value))
+                .map(|(key, value)| {
+                    (
+                        kcp_apis::messages::json_name(name, &key).into_owned(),
+                        value,
+                    )
+                })
                 .collect();
             Value::Object(renamed)
         }
         (_, "ExtraValue") => take(&mut fields, "items").unwrap_or(json!([])),
         _ => Value::Object(fields),
-    }
-}
-
-/// JSONSchemaProps' JSON names where its proto names differ.
-fn schema_prop_name(proto: &str) -> String {
-    match proto {
-        "ref" => "$ref".into(),
-        "schema" => "$schema".into(),
-        other => match other.strip_prefix("xKubernetes") {
-            Some(rest) => {
-                let mut out = String::from("x-kubernetes");
-                for c in rest.chars() {
-                    if c.is_ascii_uppercase() {
-                        out.push('-');
-                        out.push(c.to_ascii_lowercase());
-                    } else {
-                        out.push(c);
-                    }
-                }
-                out
-            }
-            None => other.to_string(),
-        },
     }
 }
 

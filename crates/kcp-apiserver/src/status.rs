@@ -77,7 +77,8 @@ pub fn encoded_json(code: StatusCode, body: Vec<u8>) -> Response<Body> {
 }
 
 fn json_bytes(value: &serde_json::Value) -> Vec<u8> {
-    let mut body = serde_json::to_vec(value).unwrap_or_default();
+    // Built-in kinds in Kubernetes' key order; everything else sorted.
+    let mut body = kcp_apis::messages::to_json(value);
     body.push(b'\n');
     body
 }

@@ -206,9 +206,9 @@ pub async fn serve(
                 }
                 _ => object,
             };
-            let mut line =
-                serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
-            line.push(b'\n');
+            let mut line = format!("{{\"type\":{},\"object\":", json!(kind)).into_bytes();
+            line.extend(kcp_apis::messages::to_json(&object));
+            line.extend_from_slice(b"}\n");
             Bytes::from(line)
         };
         let error_event = |error: &RegistryError| encode("ERROR", registry_status(error).1);

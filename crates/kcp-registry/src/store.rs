@@ -961,10 +961,10 @@ fn check_depth(target: &Target<'_>, object: &Value) -> Result<(), RegistryError>
     Ok(())
 }
 
+/// An object's stored bytes: JSON in Kubernetes' key order (`kcp_apis::messages::to_json`),
+/// so a GET can serve them as they are.
 pub(crate) fn encode(object: &Value) -> Result<Bytes, RegistryError> {
-    serde_json::to_vec(object)
-        .map(Bytes::from)
-        .map_err(|e| RegistryError::Internal(e.to_string()))
+    Ok(Bytes::from(kcp_apis::messages::to_json(object)))
 }
 
 /// Reads a stored object with the tolerant decoder: whatever depth an older server stored, it

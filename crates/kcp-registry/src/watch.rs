@@ -74,7 +74,7 @@ impl Registry {
         let presented = self.present_all(resource, vec![object]).await?.pop();
         match presented {
             Some(presented) if presented != *event.object => Ok(WatchEvent {
-                encoded: Bytes::from(serde_json::to_vec(&presented).unwrap_or_default()),
+                encoded: Bytes::from(kcp_apis::messages::to_json(&presented)),
                 object: Arc::new(presented),
                 ..event
             }),

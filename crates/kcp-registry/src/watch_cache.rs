@@ -70,7 +70,7 @@ impl SharedEvent {
                 (last, None, true)
             }
         };
-        let encoded = Bytes::from(serde_json::to_vec(&object).unwrap_or_default());
+        let encoded = Bytes::from(kcp_apis::messages::to_json(&object));
         let prev_bytes = match (&prev, &event.prev) {
             (Some(_), Some(stored)) => stored.value.len(),
             _ => 0,

@@ -25,7 +25,7 @@ fn every_served_kind_has_a_message() {
     for resource in kcp_apis::builtin::RESOURCES {
         let component = kcp_apis::schema::component_name(resource);
         assert!(
-            message_of_component(&component).is_some(),
+            kcp_apis::messages::of_component(&component).is_some(),
             "{component} has no protobuf definition"
         );
     }

@@ -76,3 +76,45 @@ async fn every_answer_names_the_cluster_and_storage_never_keeps_it() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A JSON GET served from the stored bytes is the object a decoding GET answers, in
+/// Kubernetes' key order, byte for byte.
+#[tokio::test]
+async fn json_gets_from_stored_bytes_match_the_decoded_object_in_kubernetes_order() {
+    let storage = Arc::new(MemoryStorage::new());
+    let registry = Registry::new(storage.clone());
+    registry.ensure_namespace("a", "default").await.unwrap();
+    registry
+        .create(
+            configmaps("a", "default"),
+            json!({"metadata": {"name": "cm", "labels": {"b": "1", "a": "2"},
+                                "annotations": {"note": "x"}, "finalizers": ["f/x"]},
+                   "data": {"z": "1", "y": "2"}, "immutable": false}),
+        )
+        .await
+        .unwrap();
+    let Ok(served) = registry
+        .get_json(configmaps("a", "default"), "cm")
+        .await
+        .unwrap()
+    else {
+        panic!("a configmap is served from its stored bytes");
+    };
+    let decoded = registry
+        .get(configmaps("a", "default"), "cm")
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(served).unwrap(),
+        String::from_utf8(kcp_apis::messages::to_json(&decoded)).unwrap()
+    );
+    let text = String::from_utf8(kcp_apis::messages::to_json(&decoded)).unwrap();
+    assert!(
+        text.starts_with(r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm","namespace":"default","uid":"#),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(r#""immutable":false,"data":{"y":"2","z":"1"}}"#),
+        "{text}"
+    );
+}

@@ -102,4 +102,44 @@ async fn kube_rs_serves_a_derived_custom_resource() {
     let listed = gizmos.list(&Default::default()).await.unwrap();
     assert_eq!(listed.items.len(), 1);
     assert_eq!(listed.items[0].spec.size, 2);
+
+    // Server-side apply, as a kube-rs operator does it: an applier takes `size` over from the
+    // creator only when forced, and owns what it applied.
+    let applied = serde_json::json!({
+        "apiVersion": "kube.example.com/v1", "kind": "Gizmo",
+        "metadata": {"name": "g1"}, "spec": {"size": 5, "label": "applied"}
+    });
+    let refused = gizmos
+        .patch(
+            "g1",
+            &PatchParams::apply("operator"),
+            &Patch::Apply(&applied),
+        )
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = refused else {
+        panic!("a conflict is an API error: {refused:?}")
+    };
+    assert_eq!(status.code, 409);
+    assert!(status.message.contains(".spec.size"), "{}", status.message);
+    let forced = gizmos
+        .patch(
+            "g1",
+            &PatchParams::apply("operator").force(),
+            &Patch::Apply(&applied),
+        )
+        .await
+        .unwrap();
+    assert_eq!(forced.spec.size, 5);
+    assert_eq!(forced.spec.label.as_deref(), Some("applied"));
+    let owners = forced.metadata.managed_fields.unwrap_or_default();
+    let operator = owners
+        .iter()
+        .find(|e| e.manager.as_deref() == Some("operator"))
+        .expect("the applier owns fields");
+    assert_eq!(operator.operation.as_deref(), Some("Apply"));
+    assert_eq!(
+        operator.fields_v1.as_ref().map(|f| f.0.clone()),
+        Some(serde_json::json!({"f:spec": {"f:label": {}, "f:size": {}}}))
+    );
 }

@@ -549,3 +549,64 @@ fn prometheus_operator_kyverno_and_gateway_api_install_with_server_side_apply() 
     assert_eq!(owners(&prometheus)[0].0, "kubectl");
     assert_eq!(owners(&prometheus)[0].1, "Apply");
 }
+
+#[test]
+fn workspaces_apply_and_built_in_json_comes_in_kubernetes_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::shared("ssa-workspace");
+    let workspace = write_file(
+        dir.path(),
+        "ws.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: applied\n  labels: {team: a}\n",
+    );
+    kcp.kubectl_ok(&["apply", "--server-side", "-f", &workspace]);
+    let relabelled = write_file(
+        dir.path(),
+        "ws2.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: applied\n  labels: {team: b}\n",
+    );
+    kcp.kubectl_ok(&["apply", "--server-side", "-f", &relabelled]);
+    let applied = get_json(&kcp, &["workspace", "applied"]);
+    assert_eq!(applied["metadata"]["labels"]["team"], "b");
+    assert_eq!(
+        fields_of(&applied, "kubectl"),
+        json!({"f:metadata": {"f:labels": {"f:team": {}}}})
+    );
+    // The server's own writes (scheduling, phase) are recorded as kcp's.
+    kcp.kubectl_ok(&[
+        "wait",
+        "--for=jsonpath={.status.phase}=Ready",
+        "workspace/applied",
+        "--timeout=60s",
+    ]);
+    let ready = get_json(&kcp, &["workspace", "applied"]);
+    assert!(
+        owners(&ready)
+            .iter()
+            .any(|(m, op, _)| m == "kcp" && op == "Update"),
+        "{ready}"
+    );
+
+    // JSON answers of built-in kinds come in Kubernetes' field order (GETs, lists).
+    kcp.kubectl_ok(&["create", "configmap", "ordered", "--from-literal=b=1"]);
+    let path = format!(
+        "/clusters/{}/api/v1/namespaces/default/configmaps",
+        kcp.home()
+    );
+    let object = kcp.kubectl_ok(&["get", "--raw", &format!("{path}/ordered")]);
+    assert!(
+        object.starts_with(r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"ordered","namespace":"default","uid":"#),
+        "{object}"
+    );
+    assert!(
+        object.trim_end().ends_with(r#""data":{"b":"1"}}"#),
+        "{object}"
+    );
+    let list = kcp.kubectl_ok(&["get", "--raw", &path]);
+    assert!(
+        list.starts_with(
+            r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"#
+        ),
+        "{list}"
+    );
+}

@@ -1,0 +1,267 @@
+//! Kubernetes' own definitions of the built-in kinds' messages (`protobuf_types.json`, written
+//! from the `generated.proto` files by `scripts/gen-proto-types`): each message's fields with
+//! their tags, JSON names, labels and types, in Go struct order. Protobuf bodies are read by
+//! them, and JSON is written in their order ([`to_json`]), as Kubernetes writes its typed
+//! objects: `kind` and `apiVersion` first, then the struct's fields in order, map keys sorted.
+//! Custom resources (unstructured in Kubernetes) keep sorted keys.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+/// One field: tag, JSON name as the `.proto` spells it, label (`optional`, `repeated`, `map`),
+/// type (a scalar or a message's full name).
+pub type Field = (u32, String, String, String);
+
+/// The package of JSONSchemaProps and its unions.
+pub const EXTENSIONS: &str = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1";
+/// The package of ObjectMeta, Time and Status.
+pub const META: &str = "k8s.io.apimachinery.pkg.apis.meta.v1";
+
+fn all() -> &'static HashMap<String, Vec<Field>> {
+    static MESSAGES: OnceLock<HashMap<String, Vec<Field>>> = OnceLock::new();
+    MESSAGES.get_or_init(|| {
+        serde_json::from_str(include_str!("protobuf_types.json")).unwrap_or_default()
+    })
+}
+
+/// The fields of the message `name`.
+pub fn fields(name: &str) -> Option<&'static [Field]> {
+    all().get(name).map(Vec::as_slice)
+}
+
+/// The message of a schema component name (`io.k8s.api.core.v1.ConfigMap` is
+/// `k8s.io.api.core.v1.ConfigMap`), if Kubernetes defines one.
+pub fn of_component(component: &str) -> Option<String> {
+    let rest = component.strip_prefix("io.k8s.")?;
+    let name = format!("k8s.io.{}", rest.replace('-', "_"));
+    all().contains_key(&name).then_some(name)
+}
+
+/// The message of the built-in kind `kind` of `api_version` (a group kcp serves built-in
+/// kinds of; custom resources of other groups have none).
+pub fn of_kind(api_version: &str, kind: &str) -> Option<String> {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let built_in = group.is_empty()
+        || crate::builtin::RESOURCES.iter().any(|r| r.group == group)
+        || matches!(
+            group,
+            "authentication.k8s.io" | "authorization.k8s.io" | "meta.k8s.io"
+        );
+    if !built_in {
+        return None;
+    }
+    of_component(&crate::schema::builtin_component(group, version, kind))
+}
+
+/// The JSON name of a field: JSONSchemaProps' `$ref`, `$schema` and `x-kubernetes-*` are
+/// spelled otherwise in `.proto`.
+pub fn json_name<'a>(message: &str, proto: &'a str) -> Cow<'a, str> {
+    if !message.ends_with(".JSONSchemaProps") || !message.starts_with(EXTENSIONS) {
+        return Cow::Borrowed(proto);
+    }
+    match proto {
+        "ref" => Cow::Borrowed("$ref"),
+        "schema" => Cow::Borrowed("$schema"),
+        other => match other.strip_prefix("xKubernetes") {
+            Some(rest) => {
+                let mut out = String::from("x-kubernetes");
+                for c in rest.chars() {
+                    if c.is_ascii_uppercase() {
+                        out.push('-');
+                        out.push(c.to_ascii_lowercase());
+                    } else {
+                        out.push(c);
+                    }
+                }
+                Cow::Owned(out)
+            }
+            None => Cow::Borrowed(other),
+        },
+    }
+}
+
+/// Whether the JSON of message `name` is not an object of its fields (times, quantities, raw
+/// JSON, unions), so its value is written as it is.
+pub fn is_special(name: &str) -> bool {
+    let Some((package, message)) = name.rsplit_once('.') else {
+        return false;
+    };
+    matches!(
+        (package, message),
+        (META, "Time" | "MicroTime" | "Duration" | "FieldsV1")
+            | ("k8s.io.apimachinery.pkg.api.resource", "Quantity")
+            | ("k8s.io.apimachinery.pkg.util.intstr", "IntOrString")
+            | ("k8s.io.apimachinery.pkg.runtime", "RawExtension")
+            | (
+                EXTENSIONS,
+                "JSON"
+                    | "JSONSchemaPropsOrArray"
+                    | "JSONSchemaPropsOrBool"
+                    | "JSONSchemaPropsOrStringArray"
+            )
+    ) || message == "ExtraValue"
+}
+
+/// `value` as JSON, keys in Kubernetes' order when it is an object or list of a built-in kind
+/// (by its `apiVersion` and `kind`), else sorted as serde_json writes them.
+pub fn to_json(value: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    let message = match value {
+        Value::Object(fields) => match (
+            fields.get("apiVersion").and_then(Value::as_str),
+            fields.get("kind").and_then(Value::as_str),
+        ) {
+            (Some(api_version), Some(kind)) => of_kind(api_version, kind),
+            _ => None,
+        },
+        _ => None,
+    };
+    write(value, message.as_deref(), &mut out);
+    out
+}
+
+fn write(value: &Value, message: Option<&str>, out: &mut Vec<u8>) {
+    let (Value::Object(object), Some(message)) = (value, message) else {
+        write_plain(value, out);
+        return;
+    };
+    let Some(fields) = fields(message).filter(|_| !is_special(message)) else {
+        write_plain(value, out);
+        return;
+    };
+    out.push(b'{');
+    let mut first = true;
+    let mut key = |name: &str, out: &mut Vec<u8>| {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        write_plain(&Value::String(name.to_string()), out);
+        out.push(b':');
+    };
+    let names: Vec<Cow<'_, str>> = fields.iter().map(|f| json_name(message, &f.1)).collect();
+    // TypeMeta first where it is not a field of the message itself.
+    for type_field in ["kind", "apiVersion"] {
+        if let Some(v) = object.get(type_field)
+            && !names.iter().any(|n| n.as_ref() == type_field)
+        {
+            key(type_field, out);
+            write_plain(v, out);
+        }
+    }
+    for ((_, _, label, kind), name) in fields.iter().zip(&names) {
+        let Some(v) = object.get(name.as_ref()) else {
+            continue;
+        };
+        key(name, out);
+        let child = kind.contains('.').then_some(kind.as_str());
+        match (label.as_str(), v) {
+            ("repeated", Value::Array(items)) => {
+                out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write(item, child, out);
+                }
+                out.push(b']');
+            }
+            ("map", Value::Object(entries)) => {
+                out.push(b'{');
+                for (i, (k, item)) in entries.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_plain(&Value::String(k.clone()), out);
+                    out.push(b':');
+                    write(item, child, out);
+                }
+                out.push(b'}');
+            }
+            _ => write(v, child, out),
+        }
+    }
+    // Anything the message does not declare (a newer field), sorted, after.
+    for (name, v) in object {
+        let declared = names.iter().any(|n| n.as_ref() == name.as_str());
+        if !declared && name != "kind" && name != "apiVersion" {
+            key(name, out);
+            write_plain(v, out);
+        }
+    }
+    out.push(b'}');
+}
+
+fn write_plain(value: &Value, out: &mut Vec<u8>) {
+    // Writing JSON into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn text(value: &Value) -> String {
+        String::from_utf8(to_json(value)).unwrap()
+    }
+
+    #[test]
+    fn built_in_kinds_come_out_in_kubernetes_order() {
+        let configmap = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "data": {"b": "2", "a": "1"},
+            "metadata": {"uid": "u", "name": "c", "resourceVersion": "5",
+                         "annotations": {"z": "1", "a": "2"}, "namespace": "default",
+                         "creationTimestamp": "2024-01-01T00:00:00Z"}
+        });
+        assert_eq!(
+            text(&configmap),
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c","namespace":"default","uid":"u","resourceVersion":"5","creationTimestamp":"2024-01-01T00:00:00Z","annotations":{"a":"2","z":"1"}},"data":{"a":"1","b":"2"}}"#
+        );
+        let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "r"},
+            "rules": [{"resources": ["pods"], "apiGroups": [""], "verbs": ["get"]}]});
+        assert_eq!(
+            text(&role),
+            r#"{"kind":"Role","apiVersion":"rbac.authorization.k8s.io/v1","metadata":{"name":"r"},"rules":[{"verbs":["get"],"apiGroups":[""],"resources":["pods"]}]}"#
+        );
+        // Lists: items typed by the list's message; fields of references in their own order.
+        let list = json!({"apiVersion": "v1", "kind": "ConfigMapList",
+            "metadata": {"resourceVersion": "9"},
+            "items": [{"metadata": {"ownerReferences": [{"uid": "u", "name": "o",
+                "kind": "K", "apiVersion": "v1"}], "name": "c"}}]});
+        assert_eq!(
+            text(&list),
+            r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"name":"c","ownerReferences":[{"apiVersion":"v1","kind":"K","name":"o","uid":"u"}]}}]}"#
+        );
+    }
+
+    #[test]
+    fn custom_resources_and_unknown_fields_stay_sorted() {
+        let custom = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                            "spec": {"b": 1, "a": 2}, "metadata": {"name": "w"}});
+        assert_eq!(
+            text(&custom),
+            r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"a":2,"b":1}}"#
+        );
+        let newer = json!({"apiVersion": "v1", "kind": "ConfigMap", "zeta": 1, "alpha": 2,
+                           "metadata": {"name": "c"}});
+        assert_eq!(
+            text(&newer),
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"},"alpha":2,"zeta":1}"#
+        );
+        // A CRD's schema names ($ref, x-kubernetes-*) are found in JSONSchemaProps.
+        assert_eq!(
+            json_name(
+                &format!("{EXTENSIONS}.JSONSchemaProps"),
+                "xKubernetesListMapKeys"
+            ),
+            "x-kubernetes-list-map-keys"
+        );
+    }
+}
