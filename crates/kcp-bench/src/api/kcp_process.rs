@@ -118,6 +118,25 @@ impl KcpProcess {
     }
 
     /// Peak resident memory so far (`VmHWM`), in bytes.
+    /// CPU time kcp has used so far (user and system), in seconds.
+    pub fn cpu_seconds(&self) -> anyhow::Result<f64> {
+        let pid = self.child.id().context("kcp has exited")?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        // The fields after the command name (which may hold spaces) in parentheses.
+        let after = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest)
+            .unwrap_or_default();
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let ticks = |i: usize| -> anyhow::Result<f64> {
+            Ok(fields.get(i).context("short /proc stat")?.parse::<u64>()? as f64)
+        };
+        // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+        // SAFETY: sysconf has no preconditions.
+        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        Ok((ticks(11)? + ticks(12)?) / per_second.max(1.0))
+    }
+
     pub fn peak_rss_bytes(&self) -> anyhow::Result<u64> {
         let pid = self.child.id().context("kcp has exited")?;
         read_status_kib(pid, "VmHWM:").map(|kib| kib * 1024)

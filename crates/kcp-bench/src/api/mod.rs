@@ -271,6 +271,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         &authorization,
         &options.apply_concurrency,
         duration,
+        &|| kcp.cpu_seconds(),
         &mut rows,
     )
     .await?;
