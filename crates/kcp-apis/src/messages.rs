@@ -11,8 +11,9 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-/// One field: tag, JSON name as the `.proto` spells it, label (`optional`, `repeated`, `map`),
-/// type (a scalar or a message's full name).
+/// One field: tag, JSON name (JSONSchemaProps' `$ref`, `$schema` and `x-kubernetes-*` as JSON
+/// spells them, not as `.proto` does), label (`optional`, `repeated`, `map`), type (a scalar or
+/// a message's full name).
 pub type Field = (u32, String, String, String);
 
 /// The package of JSONSchemaProps and its unions.
@@ -23,7 +24,15 @@ pub const META: &str = "k8s.io.apimachinery.pkg.apis.meta.v1";
 fn all() -> &'static HashMap<String, Vec<Field>> {
     static MESSAGES: OnceLock<HashMap<String, Vec<Field>>> = OnceLock::new();
     MESSAGES.get_or_init(|| {
-        serde_json::from_str(include_str!("protobuf_types.json")).unwrap_or_default()
+        let mut messages: HashMap<String, Vec<Field>> =
+            serde_json::from_str(include_str!("protobuf_types.json")).unwrap_or_default();
+        for (name, fields) in &mut messages {
+            for field in fields {
+                let json = json_name(name, &field.1).into_owned();
+                field.1 = json;
+            }
+        }
+        messages
     })
 }
 
@@ -58,7 +67,7 @@ pub fn of_kind(api_version: &str, kind: &str) -> Option<String> {
 
 /// The JSON name of a field: JSONSchemaProps' `$ref`, `$schema` and `x-kubernetes-*` are
 /// spelled otherwise in `.proto`.
-pub fn json_name<'a>(message: &str, proto: &'a str) -> Cow<'a, str> {
+fn json_name<'a>(message: &str, proto: &'a str) -> Cow<'a, str> {
     if !message.ends_with(".JSONSchemaProps") || !message.starts_with(EXTENSIONS) {
         return Cow::Borrowed(proto);
     }
@@ -142,18 +151,18 @@ fn write(value: &Value, message: Option<&str>, out: &mut Vec<u8>) {
         write_plain(&Value::String(name.to_string()), out);
         out.push(b':');
     };
-    let names: Vec<Cow<'_, str>> = fields.iter().map(|f| json_name(message, &f.1)).collect();
+    let declares = |name: &str| fields.iter().any(|f| f.1 == name);
     // TypeMeta first where it is not a field of the message itself.
     for type_field in ["kind", "apiVersion"] {
         if let Some(v) = object.get(type_field)
-            && !names.iter().any(|n| n.as_ref() == type_field)
+            && !declares(type_field)
         {
             key(type_field, out);
             write_plain(v, out);
         }
     }
-    for ((_, _, label, kind), name) in fields.iter().zip(&names) {
-        let Some(v) = object.get(name.as_ref()) else {
+    for (_, name, label, kind) in fields {
+        let Some(v) = object.get(name) else {
             continue;
         };
         key(name, out);
@@ -186,8 +195,7 @@ fn write(value: &Value, message: Option<&str>, out: &mut Vec<u8>) {
     }
     // Anything the message does not declare (a newer field), sorted, after.
     for (name, v) in object {
-        let declared = names.iter().any(|n| n.as_ref() == name.as_str());
-        if !declared && name != "kind" && name != "apiVersion" {
+        if !declares(name) && name != "kind" && name != "apiVersion" {
             key(name, out);
             write_plain(v, out);
         }
@@ -255,13 +263,15 @@ mod tests {
             text(&newer),
             r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"},"alpha":2,"zeta":1}"#
         );
-        // A CRD's schema names ($ref, x-kubernetes-*) are found in JSONSchemaProps.
-        assert_eq!(
-            json_name(
-                &format!("{EXTENSIONS}.JSONSchemaProps"),
-                "xKubernetesListMapKeys"
-            ),
-            "x-kubernetes-list-map-keys"
-        );
+        // A CRD's schema names ($ref, x-kubernetes-*) are JSON's in JSONSchemaProps.
+        let props = fields(&format!("{EXTENSIONS}.JSONSchemaProps")).unwrap();
+        for name in [
+            "$ref",
+            "$schema",
+            "x-kubernetes-list-map-keys",
+            "properties",
+        ] {
+            assert!(props.iter().any(|f| f.1 == name), "{name}");
+        }
     }
 }

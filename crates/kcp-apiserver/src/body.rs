@@ -69,7 +69,7 @@ fn decode_object_here(
                 }
             })
         }),
-        // Protobuf messages have fixed shapes (prost also stops at 100 nested messages), and
+        // Protobuf messages have fixed shapes (the reader stops at 100 nested messages), and
         // their maps cannot repeat keys once decoded.
         "application/vnd.kubernetes.protobuf" => crate::protobuf::decode(body)
             .map(|value| Decoded {
@@ -103,6 +103,26 @@ pub fn decode_patch(body: &[u8]) -> Result<Decoded, RegistryError> {
         BodyError::TooDeep => RegistryError::Unprocessable(json::depth_message()),
         BodyError::Syntax(message) => {
             RegistryError::BadRequest(format!("error decoding patch: {message}"))
+        }
+    })
+}
+
+/// A server-side apply configuration (`application/apply-patch+yaml`): JSON when it reads as
+/// JSON (as kubectl and kube-rs send it), else YAML.
+pub fn decode_apply(body: &[u8]) -> Result<Decoded, RegistryError> {
+    if body.trim_ascii_start().starts_with(b"{")
+        && let Ok(decoded) = decode_patch(body)
+    {
+        return Ok(decoded);
+    }
+    let decoded = match body.len() >= crate::cpu::LARGE_BODY {
+        true => crate::cpu::heavy(|| crate::yaml::decode(body)),
+        false => crate::yaml::decode(body),
+    };
+    decoded.map_err(|error| match error {
+        BodyError::TooDeep => RegistryError::Unprocessable(json::depth_message()),
+        BodyError::Syntax(message) => {
+            RegistryError::BadRequest(format!("error decoding YAML: {message}"))
         }
     })
 }

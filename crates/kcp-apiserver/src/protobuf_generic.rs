@@ -6,8 +6,8 @@
 //! registry treats absent and empty alike), and the types whose JSON differs from their
 //! messages are converted: `Time`/`MicroTime` (RFC 3339), `Duration`, `Quantity`,
 //! `IntOrString`, `RawExtension`/`JSON`/`FieldsV1` (their JSON bytes), the
-//! `JSONSchemaPropsOr*` unions, `ExtraValue` (a list), and JSONSchemaProps' `$ref`, `$schema`
-//! and `x-kubernetes-*` names.
+//! `JSONSchemaPropsOr*` unions and `ExtraValue` (a list). Field names are JSON's, as
+//! `kcp_apis::messages` keeps them.
 
 use base64::Engine;
 use kcp_apis::messages::{EXTENSIONS, META};
@@ -231,18 +231,6 @@ fn special(name: &str, mut fields: Map<String, Value>) -> Value {
         (EXTENSIONS, "JSONSchemaPropsOrStringArray") => take(&mut fields, "property")
             .or_else(|| take(&mut fields, "schema"))
             .unwrap_or(Value::Null),
-        (EXTENSIONS, "JSONSchemaProps") => {
-            let renamed: Map<String, Value> = fields
-                .into_iter()
-                .map(|(key, value)| {
-                    (
-                        kcp_apis::messages::json_name(name, &key).into_owned(),
-                        value,
-                    )
-                })
-                .collect();
-            Value::Object(renamed)
-        }
         (_, "ExtraValue") => take(&mut fields, "items").unwrap_or(json!([])),
         _ => Value::Object(fields),
     }

@@ -535,14 +535,7 @@ impl Registry {
         body: Value,
     ) -> Result<Value, RegistryError> {
         let mut object = normalize(&target, body)?;
-        match meta::string(&object, "name") {
-            Some(body_name) if body_name != name => {
-                return Err(RegistryError::BadRequest(format!(
-                    "the name of the object ({body_name}) does not match the name on the URL ({name})"
-                )));
-            }
-            _ => {}
-        }
+        crate::managed::check_name_if_set(&object, name)?;
         meta::metadata_mut(&mut object).insert("name".into(), json!(name));
         let precondition = match meta::take_resource_version(&mut object) {
             Some(rv) => Some(rv.parse::<u64>().map_err(|_| {

@@ -34,7 +34,7 @@ pub(super) async fn serve(
         .params
         .get("force")
         .is_some_and(crate::request_info::query_bool);
-    let document = decode(&scope.body)?;
+    let document = crate::body::decode_apply(&scope.body)?;
     if !document.value.is_object() {
         return Err(RegistryError::BadRequest(
             "error decoding YAML: the configuration must be an object".into(),
@@ -63,27 +63,4 @@ pub(super) async fn serve(
         StatusCode::OK
     };
     scope.object(code, object)
-}
-
-/// The applied configuration: JSON when it reads as JSON, else YAML.
-fn decode(body: &[u8]) -> Result<kcp_apimachinery::json::Decoded, RegistryError> {
-    let trimmed = body.trim_ascii_start();
-    if trimmed.starts_with(b"{")
-        && let Ok(decoded) = crate::body::decode_patch(body)
-    {
-        return Ok(decoded);
-    }
-    let decode = || crate::yaml::decode(body);
-    let decoded = match body.len() >= crate::cpu::LARGE_BODY {
-        true => crate::cpu::heavy(decode),
-        false => decode(),
-    };
-    decoded.map_err(|error| match error {
-        kcp_apimachinery::json::BodyError::TooDeep => {
-            RegistryError::Unprocessable(kcp_apimachinery::json::depth_message())
-        }
-        kcp_apimachinery::json::BodyError::Syntax(message) => {
-            RegistryError::BadRequest(format!("error decoding YAML: {message}"))
-        }
-    })
 }

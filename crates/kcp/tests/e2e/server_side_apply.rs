@@ -32,6 +32,21 @@ fn fields_of(object: &Value, manager: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// `kubectl apply --server-side` of `file` for `manager`; its output.
+fn apply(kcp: &Kcp, manager: &str, file: &str) -> String {
+    let manager = format!("--field-manager={manager}");
+    kcp.kubectl_ok(&["apply", "--server-side", &manager, "-f", file])
+}
+
+/// The same apply, which must be refused; its error output.
+fn apply_refused(kcp: &Kcp, manager: &str, file: &str) -> String {
+    let manager = format!("--field-manager={manager}");
+    kcp.kubectl_in_err(
+        kcp.home(),
+        &["apply", "--server-side", &manager, "-f", file],
+    )
+}
+
 fn get_json(kcp: &Kcp, args: &[&str]) -> Value {
     let mut all = vec!["get"];
     all.extend_from_slice(args);
@@ -53,11 +68,10 @@ fn kubectl_managers_share_a_configmap_conflict_force_and_drop_fields() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\ndata:\n  c: \"2\"\n",
     );
     assert_eq!(
-        kcp.kubectl_ok(&["apply", "--server-side", "--field-manager=one", "-f", &one])
-            .trim(),
+        apply(&kcp, "one", &one).trim(),
         "configmap/shared serverside-applied"
     );
-    kcp.kubectl_ok(&["apply", "--server-side", "--field-manager=two", "-f", &two]);
+    apply(&kcp, "two", &two);
     let object = get_json(&kcp, &["cm", "shared"]);
     assert_eq!(object["data"], json!({"a": "1", "b": "1", "c": "2"}));
     assert_eq!(
@@ -75,16 +89,7 @@ fn kubectl_managers_share_a_configmap_conflict_force_and_drop_fields() {
         "clash.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\ndata:\n  a: \"two\"\n  c: \"2\"\n",
     );
-    let refused = kcp.kubectl_in_err(
-        kcp.home(),
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=two",
-            "-f",
-            &clash,
-        ],
-    );
+    let refused = apply_refused(&kcp, "two", &clash);
     assert!(
         refused.contains(r#"Apply failed with 1 conflict: conflict with "one": .data.a"#),
         "{refused}"
@@ -129,13 +134,7 @@ fn kubectl_managers_share_a_configmap_conflict_force_and_drop_fields() {
         "fewer.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\ndata:\n  c: \"2\"\n",
     );
-    kcp.kubectl_ok(&[
-        "apply",
-        "--server-side",
-        "--field-manager=one",
-        "-f",
-        &fewer,
-    ]);
+    apply(&kcp, "one", &fewer);
     let object = get_json(&kcp, &["cm", "shared"]);
     assert_eq!(object["data"], json!({"a": "two", "c": "2"}));
     assert!(object["metadata"].get("labels").is_none(), "{object}");
@@ -144,7 +143,7 @@ fn kubectl_managers_share_a_configmap_conflict_force_and_drop_fields() {
         "none.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\n",
     );
-    kcp.kubectl_ok(&["apply", "--server-side", "--field-manager=one", "-f", &none]);
+    apply(&kcp, "one", &none);
     assert_eq!(
         get_json(&kcp, &["cm", "shared"])["data"],
         json!({"a": "two", "c": "2"})
@@ -217,20 +216,8 @@ fn managers_share_a_role_and_a_custom_resource_list_map() {
         "role-two.yaml",
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: reader\n  labels: {owner: two}\n",
     );
-    kcp.kubectl_ok(&[
-        "apply",
-        "--server-side",
-        "--field-manager=one",
-        "-f",
-        &role_one,
-    ]);
-    kcp.kubectl_ok(&[
-        "apply",
-        "--server-side",
-        "--field-manager=two",
-        "-f",
-        &role_two,
-    ]);
+    apply(&kcp, "one", &role_one);
+    apply(&kcp, "two", &role_two);
     let role = get_json(&kcp, &["role", "reader"]);
     // Rules are an atomic list: one owner for the whole list.
     assert_eq!(fields_of(&role, "one"), json!({"f:rules": {}}));
@@ -242,16 +229,7 @@ fn managers_share_a_role_and_a_custom_resource_list_map() {
         "role-clash.yaml",
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: reader\nrules:\n- apiGroups: [\"\"]\n  resources: [secrets]\n  verbs: [get]\n",
     );
-    let refused = kcp.kubectl_in_err(
-        kcp.home(),
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=two",
-            "-f",
-            &role_clash,
-        ],
-    );
+    let refused = apply_refused(&kcp, "two", &role_clash);
     assert!(
         refused.contains(r#"conflict with "one": .rules"#),
         "{refused}"
@@ -311,14 +289,8 @@ spec:
         "  size: 1\n  ports:\n  - {name: http, port: 80}\n",
     );
     let https = gadget("https.yaml", "  ports:\n  - {name: https, port: 443}\n");
-    kcp.kubectl_ok(&["apply", "--server-side", "--field-manager=one", "-f", &http]);
-    kcp.kubectl_ok(&[
-        "apply",
-        "--server-side",
-        "--field-manager=two",
-        "-f",
-        &https,
-    ]);
+    apply(&kcp, "one", &http);
+    apply(&kcp, "two", &https);
     let object = get_json(&kcp, &["gadget", "g"]);
     assert_eq!(
         object["spec"]["ports"],
@@ -329,29 +301,14 @@ spec:
         json!({"f:spec": {"f:ports": {"k:{\"name\":\"https\"}": {".": {}, "f:name": {}, "f:port": {}}}}})
     );
     let clash = gadget("clash.yaml", "  ports:\n  - {name: http, port: 8080}\n");
-    let refused = kcp.kubectl_in_err(
-        kcp.home(),
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=two",
-            "-f",
-            &clash,
-        ],
-    );
+    let refused = apply_refused(&kcp, "two", &clash);
     assert!(
         refused.contains(r#"conflict with "one": .spec.ports[name="http"].port"#),
         "{refused}"
     );
     // "one" drops its item: it goes, "two"'s stays.
     let size_only = gadget("size.yaml", "  size: 2\n");
-    kcp.kubectl_ok(&[
-        "apply",
-        "--server-side",
-        "--field-manager=one",
-        "-f",
-        &size_only,
-    ]);
+    apply(&kcp, "one", &size_only);
     let object = get_json(&kcp, &["gadget", "g"]);
     assert_eq!(
         object["spec"],
