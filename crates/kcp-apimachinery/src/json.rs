@@ -19,6 +19,9 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+mod served;
+pub use served::served_from_stored;
+
 /// The deepest an object may be to be stored (create, update, patch results, controllers).
 pub const MAX_DEPTH: usize = 100;
 
@@ -511,125 +514,6 @@ impl<'de> Visitor<'de> for Node<'_> {
     }
 }
 
-/// The JSON an object read back from storage is served as, made from the stored bytes without
-/// decoding them into a `Value`: `metadata.resourceVersion` and one annotation added, every
-/// key where the stored bytes have it (the store keeps Kubernetes' order), `resourceVersion`
-/// where Kubernetes writes it (after `uid`) and the annotation among the sorted annotations.
-/// `None` when the bytes are not such an object (then decode them): not JSON, deeper than one
-/// decoding pass reads, no `metadata` object, `annotations` not an object, or either field
-/// already there. Values it does not open are checked as JSON but not read, so an escape or
-/// number only decoding refuses passes through as written.
-pub fn served_from_stored(
-    stored: &[u8],
-    resource_version: u64,
-    annotation: (&str, &str),
-) -> Option<Vec<u8>> {
-    use serde_json::value::RawValue;
-    use std::collections::BTreeMap;
-
-    /// ObjectMeta's fields after `resourceVersion`, in Kubernetes' order.
-    const AFTER_RESOURCE_VERSION: &[&str] = &[
-        "generation",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "labels",
-        "annotations",
-        "ownerReferences",
-        "finalizers",
-        "managedFields",
-    ];
-    /// ObjectMeta's fields after `annotations`.
-    const AFTER_ANNOTATIONS: &[&str] = &["ownerReferences", "finalizers", "managedFields"];
-
-    if scan_depth(stored) >= 128 {
-        return None;
-    }
-    let top: Ordered<'_> = serde_json::from_slice(stored).ok()?;
-    let metadata_at = top.0.iter().position(|(k, _)| k == "metadata")?;
-    let mut metadata: Ordered<'_> = serde_json::from_str(top.0[metadata_at].1.get()).ok()?;
-    if metadata.0.iter().any(|(k, _)| k == "resourceVersion") {
-        return None;
-    }
-    let annotations_at = metadata.0.iter().position(|(k, _)| k == "annotations");
-    let mut annotations: BTreeMap<String, &RawValue> = match annotations_at {
-        Some(at) => serde_json::from_str(metadata.0[at].1.get()).ok()?,
-        None => BTreeMap::new(),
-    };
-    if annotations.contains_key(annotation.0) {
-        return None;
-    }
-    let value = RawValue::from_string(serde_json::to_string(annotation.1).ok()?).ok()?;
-    annotations.insert(annotation.0.to_string(), &value);
-    let annotations = serde_json::value::to_raw_value(&annotations).ok()?;
-    match annotations_at {
-        Some(at) => metadata.0[at].1 = &annotations,
-        None => {
-            let at = metadata
-                .0
-                .iter()
-                .position(|(k, _)| AFTER_ANNOTATIONS.contains(&k.as_str()))
-                .unwrap_or(metadata.0.len());
-            metadata.0.insert(at, ("annotations".into(), &annotations));
-        }
-    }
-    let version =
-        RawValue::from_string(serde_json::to_string(&resource_version.to_string()).ok()?).ok()?;
-    let at = metadata
-        .0
-        .iter()
-        .position(|(k, _)| AFTER_RESOURCE_VERSION.contains(&k.as_str()))
-        .unwrap_or(metadata.0.len());
-    metadata.0.insert(at, ("resourceVersion".into(), &version));
-    let metadata = serde_json::value::to_raw_value(&metadata).ok()?;
-    let mut top = top;
-    top.0[metadata_at].1 = &metadata;
-    serde_json::to_vec(&top).ok()
-}
-
-/// A JSON object's members in the order written, values unread (the last of a repeated key
-/// stands, where the first one was).
-struct Ordered<'a>(Vec<(String, &'a serde_json::value::RawValue)>);
-
-impl<'de: 'a, 'a> serde::Deserialize<'de> for Ordered<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Members<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Members<'a> {
-            type Value = Ordered<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<M: serde::de::MapAccess<'de>>(
-                self,
-                mut map: M,
-            ) -> Result<Ordered<'a>, M::Error> {
-                let mut members: Vec<(String, &'a serde_json::value::RawValue)> = Vec::new();
-                while let Some((key, value)) =
-                    map.next_entry::<String, &'a serde_json::value::RawValue>()?
-                {
-                    match members.iter_mut().find(|(k, _)| *k == key) {
-                        Some(member) => member.1 = value,
-                        None => members.push((key, value)),
-                    }
-                }
-                Ok(Ordered(members))
-            }
-        }
-        deserializer.deserialize_map(Members(std::marker::PhantomData))
-    }
-}
-
-impl serde::Serialize for Ordered<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (key, value) in &self.0 {
-            map.serialize_entry(key, value)?;
-        }
-        map.end()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -765,57 +649,5 @@ mod tests {
         assert!(matches!(decode_body(b"{} x"), Err(BodyError::Syntax(_))));
         assert!(decode_document(&over, MAX_DEPTH + 1).is_ok());
         assert!(matches!(decode_body(b""), Err(BodyError::Syntax(_))));
-    }
-
-    #[test]
-    fn served_bytes_say_what_decoding_would_in_the_stored_order() {
-        let objects = [
-            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c","namespace":"default","uid":"u","creationTimestamp":"2024-01-01T00:00:00Z","annotations":{"x":"y"},"managedFields":[{"manager":"m"}]},"data":{"a":"1","b":"\u00e9\n"}}"#,
-            r#"{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"n","labels":{"a":"b"},"finalizers":["f"]},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active","x":1.5e300}}"#,
-            r#"{"metadata":{}}"#,
-        ];
-        for text in objects {
-            let served = served_from_stored(text.as_bytes(), 42, ("kcp.io/cluster", "root"))
-                .unwrap_or_else(|| panic!("{text}"));
-            let mut expected = decode_stored(text.as_bytes()).unwrap();
-            expected["metadata"]["resourceVersion"] = Value::String("42".into());
-            expected["metadata"]["annotations"]["kcp.io/cluster"] = Value::String("root".into());
-            assert_eq!(decode_stored(&served).unwrap(), expected, "{text}");
-        }
-        // Kubernetes' order: resourceVersion after uid, annotations after labels, stored
-        // order otherwise.
-        let served = served_from_stored(objects[0].as_bytes(), 42, ("kcp.io/cluster", "root"));
-        assert_eq!(
-            String::from_utf8(served.unwrap()).unwrap(),
-            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c","namespace":"default","uid":"u","resourceVersion":"42","creationTimestamp":"2024-01-01T00:00:00Z","annotations":{"kcp.io/cluster":"root","x":"y"},"managedFields":[{"manager":"m"}]},"data":{"a":"1","b":"\u00e9\n"}}"#
-        );
-        let served = served_from_stored(objects[1].as_bytes(), 7, ("kcp.io/cluster", "root"));
-        assert!(
-            String::from_utf8(served.unwrap()).unwrap().contains(
-                r#""metadata":{"name":"n","resourceVersion":"7","labels":{"a":"b"},"annotations":{"kcp.io/cluster":"root"},"finalizers":["f"]}"#
-            )
-        );
-        // Anything else is left to decoding.
-        for text in [
-            r#"{"kind":"X"}"#,
-            r#"{"metadata":[]}"#,
-            r#"{"metadata":{"annotations":null}}"#,
-            r#"{"metadata":{"resourceVersion":"1"}}"#,
-            r#"{"metadata":{"annotations":{"kcp.io/cluster":"a"}}}"#,
-            "not json",
-            r#"{"metadata":{}} trailing"#,
-        ] {
-            assert_eq!(
-                served_from_stored(text.as_bytes(), 1, ("kcp.io/cluster", "root")),
-                None,
-                "{text}"
-            );
-        }
-        let deep = format!(
-            r#"{{"metadata":{{}},"x":{}1{}}}"#,
-            "[".repeat(200),
-            "]".repeat(200)
-        );
-        assert_eq!(served_from_stored(deep.as_bytes(), 1, ("k", "v")), None);
     }
 }
