@@ -1,6 +1,8 @@
-//! gzip response compression, as kube-apiserver does it: whole (not streamed) bodies over
-//! 128 KiB are compressed (level 1, fast) when the client sent `Accept-Encoding: gzip`, which Go
-//! clients such as kubectl do by default. Watches are never compressed.
+//! gzip response compression, as kube-apiserver does it: bodies over 128 KiB are compressed
+//! (level 1, fast) when the client sent `Accept-Encoding: gzip`, which Go clients such as
+//! kubectl do by default. Whole bodies are compressed at once; streamed ones marked
+//! [`Compressible`] (lists) as they go, once their first 128 KiB have come. Watches are never
+//! compressed.
 
 use bytes::Bytes;
 use flate2::Compression;
@@ -35,8 +37,18 @@ pub fn accepts_gzip(headers: &HeaderMap) -> bool {
         })
 }
 
+/// Marks a streamed response that may be compressed as it goes (a list, not a watch).
+#[derive(Debug, Clone, Copy)]
+pub struct Compressible;
+
 /// Compresses the response if the client accepts gzip and the whole body is large enough.
 pub async fn maybe_gzip(response: Response<Body>, accepts_gzip: bool) -> Response<Body> {
+    if accepts_gzip
+        && response.extensions().get::<Compressible>().is_some()
+        && !response.headers().contains_key(header::CONTENT_ENCODING)
+    {
+        return gzip_stream(response).await;
+    }
     let large = response
         .body()
         .size_hint()
@@ -63,6 +75,74 @@ pub async fn maybe_gzip(response: Response<Body>, accepts_gzip: bool) -> Respons
         .append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, full(compressed))
+}
+
+/// A streamed body compressed as it goes when it turns out larger than the threshold: its
+/// first frames are read until they pass it (answered whole and uncompressed when the body ends
+/// before), then everything is compressed, each frame flushed as it comes so that the client
+/// reads at the pace of the stream.
+async fn gzip_stream(response: Response<Body>) -> Response<Body> {
+    let (mut parts, mut body) = response.into_parts();
+    let mut head = Vec::new();
+    loop {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    head.extend_from_slice(&data);
+                }
+                if head.len() as u64 > GZIP_THRESHOLD_BYTES {
+                    break;
+                }
+            }
+            Some(Err(never)) => match never {},
+            None => return Response::from_parts(parts, full(head)),
+        }
+    }
+    parts
+        .headers
+        .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    parts
+        .headers
+        .append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    parts.headers.remove(header::CONTENT_LENGTH);
+    let encoder = GzEncoder::new(Vec::new(), Compression::new(1));
+    let state = Some((Some(Bytes::from(head)), body, encoder));
+    let frames = futures::stream::unfold(state, |state| async move {
+        let (head, mut body, mut encoder) = state?;
+        let data = match head {
+            Some(head) => Some(head),
+            None => loop {
+                match body.frame().await {
+                    Some(Ok(frame)) => {
+                        if let Ok(data) = frame.into_data() {
+                            break Some(data);
+                        }
+                    }
+                    Some(Err(never)) => match never {},
+                    None => break None,
+                }
+            },
+        };
+        let out = match data {
+            Some(data) => {
+                if encoder
+                    .write_all(&data)
+                    .and_then(|()| encoder.flush())
+                    .is_err()
+                {
+                    return None;
+                }
+                let out = std::mem::take(encoder.get_mut());
+                Some((Bytes::from(out), Some((None, body, encoder))))
+            }
+            None => encoder.finish().ok().map(|out| (Bytes::from(out), None)),
+        };
+        out.map(|(bytes, next)| (Ok(hyper::body::Frame::data(bytes)), next))
+    });
+    Response::from_parts(
+        parts,
+        http_body_util::StreamBody::new(frames).boxed_unsync(),
+    )
 }
 
 #[cfg(test)]
@@ -119,5 +199,44 @@ mod tests {
             .read_to_end(&mut decoded)
             .unwrap();
         assert_eq!(decoded, text);
+    }
+
+    fn streamed(chunks: Vec<Vec<u8>>) -> Response<Body> {
+        let frames = futures::stream::iter(
+            chunks
+                .into_iter()
+                .map(|chunk| Ok(hyper::body::Frame::data(Bytes::from(chunk)))),
+        );
+        let mut response = Response::new(http_body_util::StreamBody::new(frames).boxed_unsync());
+        response.extensions_mut().insert(Compressible);
+        response
+    }
+
+    #[tokio::test]
+    async fn streamed_bodies_are_compressed_as_they_go_once_large() {
+        let small = maybe_gzip(streamed(vec![b"a".repeat(100), b"b".repeat(100)]), true).await;
+        assert!(!small.headers().contains_key(header::CONTENT_ENCODING));
+        assert_eq!(
+            body(small).await,
+            [b"a".repeat(100), b"b".repeat(100)].concat()
+        );
+
+        let chunks: Vec<Vec<u8>> = (0..40u8).map(|i| vec![b'a' + i % 26; 10_000]).collect();
+        let large = maybe_gzip(streamed(chunks.clone()), true).await;
+        assert_eq!(large.headers()[header::CONTENT_ENCODING], "gzip");
+        let compressed = body(large).await;
+        let mut decoded = Vec::new();
+        GzDecoder::new(&compressed[..])
+            .read_to_end(&mut decoded)
+            .unwrap();
+        assert_eq!(decoded, chunks.concat());
+
+        // Not offered, or not marked (a watch): as it is.
+        let plain = maybe_gzip(streamed(chunks.clone()), false).await;
+        assert_eq!(body(plain).await, chunks.concat());
+        let mut watch = streamed(chunks.clone());
+        watch.extensions_mut().clear();
+        let watch = maybe_gzip(watch, true).await;
+        assert!(!watch.headers().contains_key(header::CONTENT_ENCODING));
     }
 }

@@ -26,6 +26,7 @@ pub mod metrics;
 mod negotiation;
 pub mod openapi;
 pub mod openapi_v2;
+mod paged;
 pub mod protobuf;
 mod protobuf_generic;
 pub mod request_info;

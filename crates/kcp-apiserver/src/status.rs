@@ -76,7 +76,7 @@ pub fn encoded_json(code: StatusCode, body: Vec<u8>) -> Response<Body> {
         .unwrap_or_else(|_| Response::new(full(Bytes::new())))
 }
 
-fn json_bytes(value: &serde_json::Value) -> Vec<u8> {
+pub(crate) fn json_bytes(value: &serde_json::Value) -> Vec<u8> {
     // Built-in kinds in Kubernetes' key order; everything else sorted.
     let mut body = kcp_apis::messages::to_json(value);
     body.push(b'\n');

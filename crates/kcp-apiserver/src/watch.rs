@@ -4,7 +4,7 @@
 //! `resourceVersion` unset or "0" starts with a synthetic ADDED event per existing object, as
 //! kube-apiserver does; `sendInitialEvents=true` ends those with a BOOKMARK carrying the
 //! `k8s.io/initial-events-end` annotation. Those initial events are read from storage a page at
-//! a time ([`INITIAL_PAGE`] objects of one snapshot) and sent as the client takes them, so a
+//! a time ([`crate::paged::Pages`] of one snapshot) and sent as the client takes them, so a
 //! watcher that does not read holds one page and a few frames, never the whole collection. A
 //! start storage has not reached yet waits for it (as kube-apiserver's watch cache does, up to
 //! 3 s), then ends with an ERROR event holding the 504 "Too large resource version" `Status`; a
@@ -13,15 +13,13 @@
 //! timeout) carrying the last revision sent. Event objects are converted as negotiated: one-row
 //! Tables, or PartialObjectMetadata (bookmarks too).
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
 use http::{StatusCode, header};
 use http_body_util::{BodyExt, StreamBody};
-use kcp_apis::builtin::Resource;
-use kcp_registry::{ListOptions, Registry, RegistryError, Target, WatchEvent};
+use kcp_registry::{Registry, RegistryError, Target, WatchEvent};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -29,6 +27,7 @@ use tokio::time::Instant;
 use crate::error::registry_status;
 use crate::handlers::selector_filter;
 use crate::negotiation::{Conversion, IncludeObject, partial_object_metadata};
+use crate::paged::Pages;
 use crate::scope::Params;
 use crate::status::Body;
 
@@ -38,8 +37,6 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
 /// How long before its timeout a watch gets its last bookmark.
 const BOOKMARK_BEFORE_END: Duration = Duration::from_secs(2);
-/// Objects read from storage at once for a watch's initial events.
-const INITIAL_PAGE: usize = 500;
 /// Encoded events queued for a watcher beyond the one being sent.
 const FRAMES_QUEUED: usize = 64;
 
@@ -56,77 +53,6 @@ fn watch_timeout(params: &Params) -> Result<Duration, RegistryError> {
         Ok(seconds) if seconds > 0 => Duration::from_secs(seconds),
         _ => DEFAULT_TIMEOUT,
     })
-}
-
-/// The objects of a watch's initial events still to send: the current page and how to read the
-/// next one from the same snapshot.
-struct InitialEvents {
-    registry: Registry,
-    cluster: String,
-    namespace: Option<String>,
-    resource: Resource,
-    params: Params,
-    page: VecDeque<Value>,
-    continue_token: Option<String>,
-}
-
-impl InitialEvents {
-    /// Reads the first page at the latest revision (or storage's answer to `params`'
-    /// resourceVersion) and answers the revision the watch continues from.
-    async fn first(
-        registry: &Registry,
-        target: Target<'_>,
-        params: &Params,
-    ) -> Result<(InitialEvents, u64), RegistryError> {
-        let mut initial = InitialEvents {
-            registry: registry.clone(),
-            cluster: target.cluster.to_string(),
-            namespace: target.namespace.map(str::to_string),
-            resource: target.resource.clone(),
-            params: params.clone(),
-            page: VecDeque::new(),
-            continue_token: None,
-        };
-        let revision = initial.read_page(None).await?;
-        Ok((initial, revision))
-    }
-
-    /// Reads the page after `continue_token`, answering its snapshot revision.
-    async fn read_page(&mut self, continue_token: Option<String>) -> Result<u64, RegistryError> {
-        let target = Target {
-            cluster: &self.cluster,
-            resource: &self.resource,
-            namespace: self.namespace.as_deref(),
-        };
-        let listed = self
-            .registry
-            .list(
-                target,
-                ListOptions {
-                    limit: INITIAL_PAGE,
-                    continue_token,
-                    filter: selector_filter(&self.params, &self.resource)?,
-                    ..Default::default()
-                },
-            )
-            .await?;
-        self.page = listed.items.into();
-        self.continue_token = listed.continue_token;
-        Ok(listed.resource_version)
-    }
-
-    /// The next object, reading the next page when this one is sent; `None` after the last.
-    async fn next(&mut self) -> Option<Result<Value, RegistryError>> {
-        loop {
-            if let Some(object) = self.page.pop_front() {
-                return Some(Ok(object));
-            }
-            let token = self.continue_token.take()?;
-            if let Err(error) = self.read_page(Some(token)).await {
-                return Some(Err(error));
-            }
-        }
-    }
 }
 
 pub async fn serve(
@@ -169,9 +95,9 @@ pub async fn serve(
     let mut start = from;
     if failure.is_none() {
         if send_initial {
-            let (first, revision) = InitialEvents::first(registry, target, params).await?;
-            initial = Some(first);
-            start = revision;
+            let (pages, first) = Pages::first(registry, target, params, 0).await?;
+            start = pages.revision();
+            initial = Some(pages.with_first(first));
         } else if from == 0 {
             start = registry.current_revision().await?;
         }
@@ -507,7 +433,7 @@ mod tests {
     async fn initial_events_come_in_pages_of_one_snapshot() {
         let router = router();
         let namespaces = "/clusters/root/api/v1/namespaces";
-        let total = super::INITIAL_PAGE * 2 + 7;
+        let total = crate::paged::PAGE * 2 + 7;
         for i in 0..total {
             let body = format!(
                 r#"{{"metadata":{{"name":"n{i:04}","labels":{{"odd":"{}"}}}}}}"#,

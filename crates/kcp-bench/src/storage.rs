@@ -193,6 +193,7 @@ async fn range_reads(
                         },
                         limit,
                         revision: 0,
+                        skip_count: false,
                     };
                     let began = Instant::now();
                     let page = store.range(request).await?;

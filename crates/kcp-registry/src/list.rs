@@ -27,6 +27,10 @@ pub struct ListOptions {
     /// Read the snapshot at exactly this revision (0: the latest). Ignored with a continue
     /// token, which carries its own.
     pub revision: u64,
+    /// Do not count the items after the page (no `remainingItemCount`): for readers that go
+    /// through a whole collection page by page, which would otherwise count the rest of it on
+    /// every page.
+    pub skip_count: bool,
 }
 
 /// One page of a list.
@@ -116,6 +120,7 @@ impl Registry {
                 },
                 limit: want,
                 revision,
+                skip_count: options.skip_count,
             };
             let page = self.storage().range(request).await?;
             revision = page.revision;
@@ -129,9 +134,7 @@ impl Registry {
             let full = options.limit != 0 && items.len() >= options.limit;
             match last_key {
                 Some(last) if page.more && full => {
-                    let remaining = options
-                        .filter
-                        .is_none()
+                    let remaining = (options.filter.is_none() && !options.skip_count)
                         .then(|| page.count - page.kvs.len() as u64);
                     let token = encode_token(revision, &last[prefix.len()..]);
                     return Ok(ListResult {

@@ -189,7 +189,13 @@ impl Storage for RedbStorage {
     async fn range(&self, request: RangeRequest) -> Result<RangeResponse> {
         let (tx, revision) = self.shared.read_at(request.revision)?;
         let history = tx.open_table(HISTORY).map_err(internal)?;
-        let (kvs, count) = read::range_at(&history, &request.range, revision, request.limit)?;
+        let (kvs, count) = read::range_at(
+            &history,
+            &request.range,
+            revision,
+            request.limit,
+            request.skip_count,
+        )?;
         Ok(RangeResponse::new(kvs, count, revision))
     }
 

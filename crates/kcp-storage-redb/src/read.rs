@@ -38,12 +38,14 @@ pub(crate) fn get_at(
         .and_then(|(mod_revision, record)| record.into_key_value(key, mod_revision)))
 }
 
-/// The key-values in `range` at `revision`, at most `limit` (0: all), and how many there are.
+/// The key-values in `range` at `revision`, at most `limit` (0: all), and how many there are
+/// (with `skip_count`, only up to the first live key past the page: enough for `more`).
 pub(crate) fn range_at(
     table: &impl History,
     range: &KeyRange,
     revision: Revision,
     limit: usize,
+    skip_count: bool,
 ) -> Result<(Vec<KeyValue>, u64)> {
     let start = range.start.as_slice();
     let entries = if range.end.is_empty() {
@@ -72,6 +74,9 @@ pub(crate) fn range_at(
             .is_some_and(|(c, _, _)| c.as_slice() != key)
         {
             page.settle(candidate.take())?;
+            if skip_count && page.full() && page.count > page.kvs.len() as u64 {
+                return Ok((page.kvs, page.count));
+            }
         }
         if mod_revision <= revision {
             let raw = v.value();

@@ -91,6 +91,11 @@ pub struct RangeRequest {
     /// Read at this revision; 0 means the current revision. Pass the revision of a first page to
     /// read later pages from the same snapshot.
     pub revision: Revision,
+    /// Whether the backend may stop reading once the page is full: the response's `count` is
+    /// then only a lower bound (at least `kvs.len()`, plus one when `more`), `more` stays
+    /// exact. For readers of long ranges page by page, which would otherwise count the rest of
+    /// the range on every page.
+    pub skip_count: bool,
 }
 
 impl RangeRequest {
@@ -100,6 +105,7 @@ impl RangeRequest {
             range: KeyRange::prefix(prefix),
             limit: 0,
             revision: 0,
+            skip_count: false,
         }
     }
 
@@ -110,6 +116,12 @@ impl RangeRequest {
 
     pub fn at_revision(mut self, revision: Revision) -> Self {
         self.revision = revision;
+        self
+    }
+
+    /// The same request, allowing the backend not to count past the page (see `skip_count`).
+    pub fn without_count(mut self) -> Self {
+        self.skip_count = true;
         self
     }
 
@@ -129,6 +141,7 @@ impl RangeRequest {
             },
             limit: self.limit,
             revision: response.revision,
+            skip_count: self.skip_count,
         })
     }
 }

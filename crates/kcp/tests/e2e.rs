@@ -25,6 +25,7 @@ mod e2e {
     pub mod kube_rs_crd;
     pub mod kubectl;
     pub mod limits;
+    pub mod lists;
     pub mod namespaces;
     pub mod negotiation;
     pub mod openapi;

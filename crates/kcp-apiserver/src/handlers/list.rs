@@ -1,5 +1,6 @@
 //! `list`: one page of a resource (in a namespace, a logical cluster or all of them) from one
-//! storage snapshot, filtered by label and field selectors, as the client asked for it.
+//! storage snapshot, filtered by label and field selectors, as the client asked for it. Without
+//! a `limit`, the whole collection, streamed ([`super::list_stream`]).
 
 use http::StatusCode;
 use kcp_apimachinery::{fields, labels};
@@ -23,11 +24,15 @@ pub(super) async fn serve(scope: &RequestScope<'_>) -> Result<http::Response<Bod
             .map_err(|_| RegistryError::BadRequest(format!("invalid limit: {limit}")))?,
         None => 0,
     };
+    if limit == 0 {
+        return super::list_stream::serve(scope, revision).await;
+    }
     let options = ListOptions {
         limit,
         continue_token: params.get("continue").map(str::to_string),
         filter,
         revision,
+        skip_count: false,
     };
     let result = match scope.registry.list(scope.target(), options).await {
         Err(RegistryError::Expired(_)) if revision != 0 => {

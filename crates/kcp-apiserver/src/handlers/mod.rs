@@ -9,6 +9,7 @@ mod delete;
 mod delete_collection;
 mod get;
 mod list;
+mod list_stream;
 mod options;
 mod patch;
 mod scale;

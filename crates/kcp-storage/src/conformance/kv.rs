@@ -314,11 +314,36 @@ pub async fn range_orders_limits_and_counts(store: Arc<dyn Storage>) {
         .unwrap();
     assert!(!exact.more);
 
+    // Without counting: the same keys and `more`; the count at least what is known.
+    for limit in [1, 2, 3, 4, 5, 0] {
+        let counted = store
+            .range(RangeRequest::prefix("/r/x/").with_limit(limit))
+            .await
+            .unwrap();
+        let uncounted = store
+            .range(
+                RangeRequest::prefix("/r/x/")
+                    .with_limit(limit)
+                    .without_count(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(uncounted.kvs, counted.kvs, "limit {limit}");
+        assert_eq!(uncounted.more, counted.more, "limit {limit}");
+        assert!(
+            uncounted.count >= uncounted.kvs.len() as u64 + u64::from(uncounted.more)
+                && uncounted.count <= counted.count,
+            "limit {limit}: count {}",
+            uncounted.count
+        );
+    }
+
     let single = store
         .range(RangeRequest {
             range: KeyRange::single(b"/r/x/b".to_vec()),
             limit: 0,
             revision: 0,
+            skip_count: false,
         })
         .await
         .unwrap();

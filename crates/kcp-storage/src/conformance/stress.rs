@@ -310,6 +310,7 @@ impl RandomOp {
                     range: range.clone(),
                     limit: *limit,
                     revision: abs(*r),
+                    skip_count: false,
                 })
                 .await
                 .map_or_else(err, |g| {

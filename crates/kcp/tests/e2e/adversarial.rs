@@ -233,6 +233,55 @@ async fn stalled_watchers(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe
     );
     probe.check("stalled watchers");
     drop(held);
+    stalled_lists(kcp, attacker, probe, OBJECTS).await;
+}
+
+/// Lists of the whole collection (no limit) whose bodies are never read: each is streamed a
+/// page at a time as the client takes it, so a stalled one holds a page or two, not the
+/// `objects` it would list (20 of them, whole, would take gigabytes).
+async fn stalled_lists(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe, objects: usize) {
+    const LISTS: usize = 20;
+    let before = rss(kcp.pid());
+    let mut held = Vec::new();
+    for _ in 0..LISTS {
+        let client = kube::Client::try_from(attacker.clone()).unwrap();
+        let request = http::Request::get("/api/v1/namespaces/default/configmaps")
+            .body(kube::client::Body::empty())
+            .unwrap();
+        let response = client.send(request).await.unwrap();
+        assert_eq!(response.status(), 200);
+        held.push((client, response));
+    }
+    // A fixed window again: time for every list to fill what it may buffer.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let grown = rss(kcp.pid()).saturating_sub(before);
+    eprintln!(
+        "stalled lists: RSS {} MiB before, grew {} MiB",
+        before / MIB,
+        grown / MIB
+    );
+    assert!(
+        grown < 128 * MIB,
+        "{LISTS} stalled lists of {objects} objects grew the server by {} MiB",
+        grown / MIB
+    );
+    probe.check("stalled lists");
+    // A list read to its end has every object once.
+    let client = kube::Client::try_from(attacker.clone()).unwrap();
+    let request = http::Request::get("/api/v1/namespaces/default/configmaps")
+        .body(Vec::new())
+        .unwrap();
+    let list: serde_json::Value =
+        serde_json::from_str(&client.request_text(request).await.unwrap()).unwrap();
+    let names: std::collections::BTreeSet<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|item| item["metadata"]["name"].as_str())
+        .filter(|name| name.starts_with("bulk-"))
+        .collect();
+    assert_eq!(names.len(), objects);
+    drop(held);
 }
 
 /// CEL rules that would run for minutes are refused when the CRD is written; rules that are
@@ -491,7 +540,7 @@ impl Scene {
     }
 }
 
-/// Requests built to exhaust memory or time: patch bombs, watchers that never read, CEL rules
+/// Requests built to exhaust memory or time: patch bombs, watchers and lists that never read, CEL rules
 /// too expensive to run.
 #[tokio::test]
 async fn a_hostile_tenant_cannot_exhaust_the_server_with_requests() {

@@ -1,0 +1,310 @@
+//! Lists without a limit, streamed: the collection is read a page at a time from one snapshot
+//! ([`crate::paged::Pages`]) and each page is encoded onto the response as the client takes the
+//! one before, so the server holds a page, not the collection, however long it is, and a
+//! client that reads slowly holds the server back instead of growing its memory.
+//!
+//! The bytes are the ones the whole list would have been encoded as. Every format (JSON, YAML;
+//! the list, a Table, a PartialObjectMetadataList) writes the items of a list one after the
+//! other within an unchanging frame, so [`ListFrame`] takes the frame from the encoding of the
+//! list without items, and each page's items from the encoding of the list holding that page.
+//! A list that fits in its first page is answered whole, as before.
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http::{StatusCode, header};
+use http_body_util::{BodyExt, StreamBody};
+use kcp_registry::RegistryError;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::compression::Compressible;
+use crate::error::ApiError;
+use crate::negotiation::{Conversion, Encoding, render_list};
+use crate::paged::Pages;
+use crate::scope::{Params, RequestScope};
+use crate::status::Body;
+
+/// Encoded pages queued for the client beyond the one being sent.
+const PAGES_QUEUED: usize = 2;
+
+/// The list at `revision` (0: the latest), streamed when it is longer than a page.
+pub(super) async fn serve(
+    scope: &RequestScope<'_>,
+    revision: u64,
+) -> Result<http::Response<Body>, ApiError> {
+    let (mut pages, first) =
+        match Pages::first(&scope.registry, scope.target(), &scope.params, revision).await {
+            Err(RegistryError::Expired(_)) if revision != 0 => {
+                return Err(RegistryError::Expired(
+                    "The resourceVersion for the provided list is too old.".into(),
+                )
+                .into());
+            }
+            other => other?,
+        };
+    let conversion = scope.negotiated.conversion;
+    let list_meta = json!({"resourceVersion": pages.revision().to_string()});
+    let render = Renderer {
+        conversion,
+        encoding: scope.negotiated.encoding,
+        resource: scope.resource.clone(),
+        params: scope.params.clone(),
+        list_meta,
+    };
+    let Some(second) = pages.next_page().await else {
+        // One page: the whole list, as it always was.
+        let list = render.list(first)?;
+        return Ok(scope.document(StatusCode::OK, &list));
+    };
+    let second = second?;
+    let frame = ListFrame::new(render.encoding, render.bytes(Vec::new())?)
+        .ok_or_else(|| internal("the list has no items to stream"))?;
+    let first = render.items(&frame, first)?;
+
+    let content_type = match render.encoding {
+        Encoding::Json => "application/json",
+        Encoding::Yaml => "application/yaml",
+    };
+    let (sender, receiver) = mpsc::channel::<Bytes>(PAGES_QUEUED);
+    tokio::spawn(async move {
+        let mut written = !first.is_empty();
+        let mut opening = frame.prefix.clone();
+        opening.extend_from_slice(&first);
+        if sender.send(Bytes::from(opening)).await.is_err() {
+            return;
+        }
+        let mut next = Some(Ok(second));
+        while let Some(page) = next.take() {
+            let chunk = match page.and_then(|items| render.items(&frame, items)) {
+                Ok(chunk) => chunk,
+                Err(error) => {
+                    // The response ends unfinished (not a list a client can decode), rather
+                    // than finished without the rest of the collection.
+                    tracing::warn!(%error, "a streamed list ended early");
+                    return;
+                }
+            };
+            if !chunk.is_empty() {
+                let mut bytes = Vec::with_capacity(chunk.len() + 1);
+                if written {
+                    bytes.extend_from_slice(frame.separator);
+                }
+                bytes.extend_from_slice(&chunk);
+                written = true;
+                if sender.send(Bytes::from(bytes)).await.is_err() {
+                    return;
+                }
+            }
+            next = pages.next_page().await;
+        }
+        let _ = sender.send(Bytes::from(frame.suffix)).await;
+    });
+    let frames = tokio_stream::wrappers::ReceiverStream::new(receiver)
+        .map(|bytes| Ok(hyper::body::Frame::data(bytes)));
+    let mut response = http::Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, content_type)
+        .body(StreamBody::new(frames).boxed_unsync())
+        .map_err(|e| internal(&e.to_string()))?;
+    response.extensions_mut().insert(Compressible);
+    Ok(response)
+}
+
+fn internal(message: &str) -> ApiError {
+    RegistryError::Internal(format!("streaming a list: {message}")).into()
+}
+
+/// How a page of the list is rendered and encoded, owned by the task that streams it.
+struct Renderer {
+    conversion: Conversion,
+    encoding: Encoding,
+    resource: kcp_apis::builtin::Resource,
+    params: Params,
+    list_meta: Value,
+}
+
+impl Renderer {
+    /// The list of these items as the client asked for it.
+    fn list(&self, items: Vec<Value>) -> Result<Value, RegistryError> {
+        render_list(
+            self.conversion,
+            &self.resource,
+            &self.params,
+            items,
+            self.list_meta.clone(),
+        )
+    }
+
+    /// The encoded items of a page, without the list's frame (nothing for no items).
+    fn items(&self, frame: &ListFrame, items: Vec<Value>) -> Result<Vec<u8>, RegistryError> {
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let encoded = self.bytes(items)?;
+        frame.items(&encoded).map(<[u8]>::to_vec).ok_or_else(|| {
+            RegistryError::Internal("streaming a list: a page is not framed as the list".into())
+        })
+    }
+
+    /// [`Renderer::list`], encoded.
+    fn bytes(&self, items: Vec<Value>) -> Result<Vec<u8>, RegistryError> {
+        let list = self.list(items)?;
+        match self.encoding {
+            Encoding::Json => Ok(crate::status::json_bytes(&list)),
+            Encoding::Yaml => crate::yaml::encode(&list)
+                .map(String::into_bytes)
+                .ok_or_else(|| RegistryError::Internal("a list page has no YAML form".into())),
+        }
+    }
+}
+
+/// What an encoded list is around its items.
+#[derive(Debug)]
+struct ListFrame {
+    /// Up to the first item.
+    prefix: Vec<u8>,
+    /// After the last item.
+    suffix: Vec<u8>,
+    /// Between two items.
+    separator: &'static [u8],
+}
+
+impl ListFrame {
+    /// The frame of the lists encoded like `empty`, the encoding of the list without items
+    /// (the items are `items`, or a Table's `rows`: the list's last array, in every format).
+    fn new(encoding: Encoding, empty: Vec<u8>) -> Option<ListFrame> {
+        let (empty_marker, opening, separator): (&[&[u8]], &[u8], &'static [u8]) = match encoding {
+            Encoding::Json => (&[b"\"items\":[]", b"\"rows\":[]"], b"[", b","),
+            Encoding::Yaml => (&[b"\nitems: []\n", b"\nrows: []\n"], b": []\n", b""),
+        };
+        let (at, marker) = empty_marker
+            .iter()
+            .find_map(|marker| find_last(&empty, marker).map(|at| (at, *marker)))?;
+        let (prefix, suffix) = match encoding {
+            Encoding::Json => {
+                let cut = at + marker.len() - 1;
+                (empty[..cut].to_vec(), empty[cut..].to_vec())
+            }
+            Encoding::Yaml => {
+                // `\nitems: []\n` becomes `\nitems:\n` and the sequence's lines.
+                let key_end = at + marker.len() - opening.len();
+                let mut prefix = empty[..key_end].to_vec();
+                prefix.extend_from_slice(b":\n");
+                (prefix, empty[at + marker.len()..].to_vec())
+            }
+        };
+        Some(ListFrame {
+            prefix,
+            suffix,
+            separator,
+        })
+    }
+
+    /// The items of a list with items encoded in this frame; `None` when `encoded` is not in
+    /// the frame.
+    fn items<'e>(&self, encoded: &'e [u8]) -> Option<&'e [u8]> {
+        if encoded.starts_with(&self.prefix)
+            && encoded.ends_with(&self.suffix)
+            && encoded.len() >= self.prefix.len() + self.suffix.len()
+        {
+            return Some(&encoded[self.prefix.len()..encoded.len() - self.suffix.len()]);
+        }
+        None
+    }
+}
+
+fn find_last(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .rposition(|window| window == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use kcp_apis::builtin::RESOURCES;
+
+    use super::*;
+    use crate::negotiation::MetaVersion;
+
+    fn renderer(conversion: Conversion, encoding: Encoding, resource: &str) -> Renderer {
+        Renderer {
+            conversion,
+            encoding,
+            resource: RESOURCES
+                .iter()
+                .find(|r| r.name == resource)
+                .unwrap()
+                .clone(),
+            params: Params::parse(Some("includeObject=Object")),
+            list_meta: json!({"resourceVersion": "42"}),
+        }
+    }
+
+    fn object(i: usize) -> Value {
+        json!({
+            "kind": "ConfigMap", "apiVersion": "v1",
+            "metadata": {"name": format!("c{i}"), "namespace": "default",
+                         "creationTimestamp": "2020-01-01T00:00:00Z",
+                         "labels": {"n": i.to_string()}, "annotations": {}},
+            "data": {"a": "line one\nline two\n", "b": "", "c": "- not a list", "d": "true"},
+            "binaryData": {},
+            "nested": [[], {}, [1, [2, {"x": null}]], "é\u{1}"],
+        })
+    }
+
+    /// The list of `count` objects encoded at once, and streamed in pages of `page`.
+    fn whole_and_streamed(render: &Renderer, count: usize, page: usize) -> (Vec<u8>, Vec<u8>) {
+        let objects: Vec<Value> = (0..count).map(object).collect();
+        let whole = render.bytes(objects.clone()).unwrap();
+        let frame = ListFrame::new(render.encoding, render.bytes(Vec::new()).unwrap()).unwrap();
+        let mut streamed = frame.prefix.clone();
+        let mut written = false;
+        for chunk in objects.chunks(page) {
+            // Pages a selector emptied stream nothing.
+            for items in [Vec::new(), chunk.to_vec()] {
+                let bytes = render.items(&frame, items).unwrap();
+                if !bytes.is_empty() {
+                    if written {
+                        streamed.extend_from_slice(frame.separator);
+                    }
+                    streamed.extend_from_slice(&bytes);
+                    written = true;
+                }
+            }
+        }
+        streamed.extend_from_slice(&frame.suffix);
+        (whole, streamed)
+    }
+
+    #[test]
+    fn streamed_pages_are_the_whole_list_byte_for_byte() {
+        let conversions = [
+            Conversion::None,
+            Conversion::Table(MetaVersion::V1),
+            Conversion::PartialObjectMetadataList(MetaVersion::V1),
+        ];
+        for conversion in conversions {
+            for encoding in [Encoding::Json, Encoding::Yaml] {
+                for resource in ["configmaps", "namespaces"] {
+                    let render = renderer(conversion, encoding, resource);
+                    for (count, page) in [(1, 1), (2, 1), (7, 3), (10, 5), (10, 100)] {
+                        let (whole, streamed) = whole_and_streamed(&render, count, page);
+                        assert_eq!(
+                            String::from_utf8_lossy(&streamed),
+                            String::from_utf8_lossy(&whole),
+                            "{conversion:?} {encoding:?} {resource} {count}/{page}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_page_outside_the_frame_is_refused() {
+        let render = renderer(Conversion::None, Encoding::Json, "configmaps");
+        let frame = ListFrame::new(Encoding::Json, render.bytes(Vec::new()).unwrap()).unwrap();
+        assert!(frame.items(b"{}").is_none());
+        assert!(ListFrame::new(Encoding::Json, b"{\"kind\":\"X\"}".to_vec()).is_none());
+    }
+}

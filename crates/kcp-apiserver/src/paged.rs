@@ -1,0 +1,109 @@
+//! A collection read page by page from one storage snapshot, for answers that stream it: lists
+//! without a limit and a watch's initial events. One page is in memory at a time; the next is
+//! read (with the continue token of the last, so from the same snapshot) only once the answer
+//! has taken the one before. Remaining items are never counted (`skip_count`), so each page
+//! costs the same however long the collection is.
+
+use std::collections::VecDeque;
+
+use kcp_apis::builtin::Resource;
+use kcp_registry::{ListOptions, Registry, RegistryError, Target};
+use serde_json::Value;
+
+use crate::handlers::selector_filter;
+use crate::scope::Params;
+
+/// Objects read from storage at once.
+pub(crate) const PAGE: usize = 500;
+
+/// The pages of a collection still to read.
+pub(crate) struct Pages {
+    registry: Registry,
+    cluster: String,
+    namespace: Option<String>,
+    resource: Resource,
+    params: Params,
+    continue_token: Option<String>,
+    /// Objects of the current page not yet taken by [`Pages::next`].
+    page: VecDeque<Value>,
+    revision: u64,
+}
+
+impl Pages {
+    /// Reads the first page at `revision` (0: the latest); the rest follow from the same
+    /// snapshot, whose revision [`Pages::revision`] answers.
+    pub(crate) async fn first(
+        registry: &Registry,
+        target: Target<'_>,
+        params: &Params,
+        revision: u64,
+    ) -> Result<(Pages, Vec<Value>), RegistryError> {
+        let mut pages = Pages {
+            registry: registry.clone(),
+            cluster: target.cluster.to_string(),
+            namespace: target.namespace.map(str::to_string),
+            resource: target.resource.clone(),
+            params: params.clone(),
+            continue_token: None,
+            page: VecDeque::new(),
+            revision,
+        };
+        let first = pages.read(None).await?;
+        Ok((pages, first))
+    }
+
+    /// The revision of the snapshot every page reads.
+    pub(crate) fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// The next page; `None` after the last.
+    pub(crate) async fn next_page(&mut self) -> Option<Result<Vec<Value>, RegistryError>> {
+        let token = self.continue_token.take()?;
+        Some(self.read(Some(token)).await)
+    }
+
+    /// The next object, reading the next page when this one is taken; `None` after the last.
+    pub(crate) async fn next(&mut self) -> Option<Result<Value, RegistryError>> {
+        loop {
+            if let Some(object) = self.page.pop_front() {
+                return Some(Ok(object));
+            }
+            match self.next_page().await? {
+                Ok(page) => self.page = page.into(),
+                Err(error) => return Some(Err(error)),
+            }
+        }
+    }
+
+    /// Reads the page after `continue_token` (the first without one).
+    async fn read(&mut self, continue_token: Option<String>) -> Result<Vec<Value>, RegistryError> {
+        let target = Target {
+            cluster: &self.cluster,
+            resource: &self.resource,
+            namespace: self.namespace.as_deref(),
+        };
+        let listed = self
+            .registry
+            .list(
+                target,
+                ListOptions {
+                    limit: PAGE,
+                    continue_token,
+                    filter: selector_filter(&self.params, &self.resource)?,
+                    revision: self.revision,
+                    skip_count: true,
+                },
+            )
+            .await?;
+        self.continue_token = listed.continue_token;
+        self.revision = listed.resource_version;
+        Ok(listed.items)
+    }
+
+    /// Hands the first page back to be taken object by object with [`Pages::next`].
+    pub(crate) fn with_first(mut self, first: Vec<Value>) -> Pages {
+        self.page = first.into();
+        self
+    }
+}
