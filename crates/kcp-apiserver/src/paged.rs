@@ -76,6 +76,70 @@ impl Pages {
         }
     }
 
+    /// [`Pages::first`] with each object as its JSON answer ([`Registry::list_json`]); `None`
+    /// for collections read as objects (custom resources, selectors).
+    pub(crate) async fn first_json(
+        registry: &Registry,
+        target: Target<'_>,
+        params: &Params,
+        revision: u64,
+    ) -> Result<Option<(Pages, Vec<Vec<u8>>)>, RegistryError> {
+        if selector_filter(params, target.resource)?.is_some() {
+            return Ok(None);
+        }
+        let mut pages = Pages {
+            registry: registry.clone(),
+            cluster: target.cluster.to_string(),
+            namespace: target.namespace.map(str::to_string),
+            resource: target.resource.clone(),
+            params: params.clone(),
+            continue_token: None,
+            page: VecDeque::new(),
+            revision,
+        };
+        Ok(pages.read_json(None).await?.map(|first| (pages, first)))
+    }
+
+    /// The next page of JSON answers (after [`Pages::first_json`]); `None` after the last.
+    pub(crate) async fn next_json_page(&mut self) -> Option<Result<Vec<Vec<u8>>, RegistryError>> {
+        let token = self.continue_token.take()?;
+        match self.read_json(Some(token)).await {
+            Ok(Some(page)) => Some(Ok(page)),
+            Ok(None) => Some(Err(RegistryError::Internal(
+                "a collection listed as JSON no longer is".into(),
+            ))),
+            Err(error) => Some(Err(error)),
+        }
+    }
+
+    fn options(&self, continue_token: Option<String>) -> ListOptions {
+        ListOptions {
+            limit: PAGE,
+            continue_token,
+            filter: None,
+            revision: self.revision,
+            skip_count: true,
+        }
+    }
+
+    async fn read_json(
+        &mut self,
+        continue_token: Option<String>,
+    ) -> Result<Option<Vec<Vec<u8>>>, RegistryError> {
+        let target = Target {
+            cluster: &self.cluster,
+            resource: &self.resource,
+            namespace: self.namespace.as_deref(),
+        };
+        let options = self.options(continue_token);
+        let Some(listed) = self.registry.list_json(target, options).await? else {
+            return Ok(None);
+        };
+        self.continue_token = listed.continue_token;
+        self.revision = listed.resource_version;
+        Ok(Some(listed.items))
+    }
+
     /// Reads the page after `continue_token` (the first without one).
     async fn read(&mut self, continue_token: Option<String>) -> Result<Vec<Value>, RegistryError> {
         let target = Target {
@@ -83,19 +147,11 @@ impl Pages {
             resource: &self.resource,
             namespace: self.namespace.as_deref(),
         };
-        let listed = self
-            .registry
-            .list(
-                target,
-                ListOptions {
-                    limit: PAGE,
-                    continue_token,
-                    filter: selector_filter(&self.params, &self.resource)?,
-                    revision: self.revision,
-                    skip_count: true,
-                },
-            )
-            .await?;
+        let options = ListOptions {
+            filter: selector_filter(&self.params, &self.resource)?,
+            ..self.options(continue_token)
+        };
+        let listed = self.registry.list(target, options).await?;
         self.continue_token = listed.continue_token;
         self.revision = listed.resource_version;
         Ok(listed.items)

@@ -5,11 +5,13 @@
 //! against a bare TLS server and the raw embedded store; needs `cargo build --release -p kcp`),
 //! `workspaces` (a tree of workspaces created, held and deleted by the real `kcp` binary),
 //! `crds` (a big CRD updated and deleted by the real `kcp` binary, and the memory it leaves),
-//! `authz` (GETs by an RBAC-authorized user against the admin's).
+//! `authz` (GETs by an RBAC-authorized user against the admin's), `lists` (a LIST of 100,000
+//! configmaps against a bare TLS server sending the same bytes, and the memory it takes).
 
 mod api;
 mod authz;
 mod crds;
+mod lists;
 mod measure;
 mod storage;
 mod table;
@@ -44,6 +46,10 @@ enum Command {
     /// Authorization's cost: GETs by a user RBAC authorizes (through 100 RoleBindings) against
     /// the admin's, in the same run. Expects `cargo build --release -p kcp`.
     Authz(authz::Options),
+    /// One LIST of a large collection (100,000 configmaps of 1 KiB) against a bare TLS server
+    /// sending the same bytes, and the server's RSS during and after it. Expects
+    /// `cargo build --release -p kcp`.
+    Lists(lists::Options),
 }
 
 #[tokio::main]
@@ -54,5 +60,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Workspaces(options) => workspaces::run(options).await,
         Command::Crds(options) => crds::run(options).await,
         Command::Authz(options) => authz::run(options).await,
+        Command::Lists(options) => lists::run(options).await,
     }
 }

@@ -10,7 +10,7 @@ use kcp_storage::{KeyRange, RangeRequest, prefix_end};
 use serde_json::{Value, json};
 
 use crate::error::RegistryError;
-use crate::store::{Registry, Target, decode};
+use crate::store::{Registry, Target, decode, json_answer};
 
 /// Decides whether an object belongs in a list (label and field selectors).
 pub type Filter = Box<dyn Fn(&Value) -> bool + Send + Sync>;
@@ -33,10 +33,10 @@ pub struct ListOptions {
     pub skip_count: bool,
 }
 
-/// One page of a list.
+/// One page of a list: objects, or their JSON answers ([`Registry::list_json`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ListResult {
-    pub items: Vec<Value>,
+pub struct ListResult<T = Value> {
+    pub items: Vec<T>,
     /// The snapshot revision every page of this list reads.
     pub resource_version: u64,
     pub continue_token: Option<String>,
@@ -93,7 +93,61 @@ impl Registry {
         target: Target<'_>,
         mut options: ListOptions,
     ) -> Result<ListResult, RegistryError> {
-        options.filter = target.narrow(options.filter.take());
+        let filter = target.narrow(options.filter.take());
+        let counted = filter.is_none() && !options.skip_count;
+        let page = self
+            .read_pages(&target, &options, counted, |kv| {
+                let object = decode(kv)?;
+                Ok(filter
+                    .as_ref()
+                    .is_none_or(|accept| accept(&object))
+                    .then_some(object))
+            })
+            .await?;
+        Ok(ListResult {
+            items: self.present_listed(&target, page.items).await?,
+            ..page
+        })
+    }
+
+    /// [`Registry::list`] with each object as its JSON answer, the bytes a GET of it answers
+    /// ([`Registry::get_json`]), made from the stored bytes without decoding them where they
+    /// allow. `None` for collections whose objects are decoded to be listed: custom resources
+    /// (converted as they are read), and lists with a filter (or a namespace of every cluster).
+    pub async fn list_json(
+        &self,
+        target: Target<'_>,
+        options: ListOptions,
+    ) -> Result<Option<ListResult<Vec<u8>>>, RegistryError> {
+        if target.resource.custom().is_some()
+            || target.as_stored()
+            || options.filter.is_some()
+            || target.narrow(None).is_some()
+        {
+            return Ok(None);
+        }
+        let counted = !options.skip_count;
+        let page = self
+            .read_pages(&target, &options, counted, |kv| {
+                Ok(Some(match json_answer(kv) {
+                    Some(bytes) => bytes,
+                    None => kcp_apis::messages::to_json(&decode(kv)?),
+                }))
+            })
+            .await?;
+        Ok(Some(page))
+    }
+
+    /// Reads the collection from its start or continue token until `options.limit` key-values
+    /// were taken by `take` (all, without a limit), in storage pages of one snapshot.
+    /// `counted`: whether the page reports the items after it.
+    async fn read_pages<T>(
+        &self,
+        target: &Target<'_>,
+        options: &ListOptions,
+        counted: bool,
+        mut take: impl FnMut(&kcp_storage::KeyValue) -> Result<Option<T>, RegistryError>,
+    ) -> Result<ListResult<T>, RegistryError> {
         let prefix = target.collection_prefix();
         let (mut revision, mut start) = match &options.continue_token {
             Some(token) => {
@@ -126,19 +180,17 @@ impl Registry {
             revision = page.revision;
             let last_key = page.kvs.last().map(|kv| kv.key.to_vec());
             for kv in &page.kvs {
-                let object = decode(kv)?;
-                if options.filter.as_ref().is_none_or(|accept| accept(&object)) {
-                    items.push(object);
+                if let Some(item) = take(kv)? {
+                    items.push(item);
                 }
             }
             let full = options.limit != 0 && items.len() >= options.limit;
             match last_key {
                 Some(last) if page.more && full => {
-                    let remaining = (options.filter.is_none() && !options.skip_count)
-                        .then(|| page.count - page.kvs.len() as u64);
+                    let remaining = counted.then(|| page.count - page.kvs.len() as u64);
                     let token = encode_token(revision, &last[prefix.len()..]);
                     return Ok(ListResult {
-                        items: self.present_listed(&target, items).await?,
+                        items,
                         resource_version: revision,
                         continue_token: Some(token),
                         remaining_item_count: remaining,
@@ -150,7 +202,7 @@ impl Registry {
                 }
                 _ => {
                     return Ok(ListResult {
-                        items: self.present_listed(&target, items).await?,
+                        items,
                         resource_version: revision,
                         continue_token: None,
                         remaining_item_count: None,

@@ -503,12 +503,7 @@ impl Registry {
     ) -> Result<Result<Vec<u8>, Value>, RegistryError> {
         let kv = self.read(&target, name).await?;
         if target.resource.custom().is_none()
-            && let Some(cluster) = cluster_of_key(&kv.key)
-            && let Some(bytes) = kcp_apimachinery::json::served_from_stored(
-                &kv.value,
-                kv.mod_revision,
-                (meta::CLUSTER_ANNOTATION, cluster),
-            )
+            && let Some(bytes) = json_answer(&kv)
         {
             return Ok(Ok(bytes));
         }
@@ -970,6 +965,17 @@ pub(crate) fn decode(kv: &KeyValue) -> Result<Value, RegistryError> {
         meta::set_cluster_annotation(&mut object, cluster);
     }
     Ok(object)
+}
+
+/// The JSON a read of a built-in kind's stored object answers, made from the stored bytes
+/// (`served_from_stored`): the bytes of [`decode`] encoded again, without decoding. `None`
+/// when the bytes must be decoded (see there).
+pub(crate) fn json_answer(kv: &KeyValue) -> Option<Vec<u8>> {
+    kcp_apimachinery::json::served_from_stored(
+        &kv.value,
+        kv.mod_revision,
+        (meta::CLUSTER_ANNOTATION, cluster_of_key(&kv.key)?),
+    )
 }
 
 /// The logical cluster a storage key names (`/registry/<group>/<resource>/<cluster>/...`).

@@ -365,6 +365,14 @@ impl<'a> Walk<'a> {
         let mut at = self.at + 1;
         let mut escaped = false;
         loop {
+            // Eight bytes at a time while none of them ends the run (most of a string).
+            while let Some(word) = bytes.get(at..at + 8) {
+                let word = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+                if ends_run(word) {
+                    break;
+                }
+                at += 8;
+            }
             while let Some(&byte) = bytes.get(at)
                 && byte >= 0x20
                 && byte != b'"'
@@ -439,6 +447,18 @@ impl<'a> Walk<'a> {
             Next::AfterValue
         })
     }
+}
+
+/// Whether any of the eight bytes of `word` ends a string's plain run: a quote, a backslash or
+/// a control character (the classic "has a byte below n" test on each byte at once: exact about
+/// whether one is there, not about which).
+fn ends_run(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below = |word: u64, n: u64| word.wrapping_sub(ONES * n) & !word & HIGH;
+    let quote = word ^ (ONES * u64::from(b'"'));
+    let backslash = word ^ (ONES * u64::from(b'\\'));
+    (below(word, 0x20) | below(quote, 1) | below(backslash, 1)) != 0
 }
 
 #[cfg(test)]
@@ -522,6 +542,28 @@ mod tests {
         );
         assert_eq!(served_from_stored(deep.as_bytes(), 1, ("k", "v")), None);
         assert_eq!(served_from_stored(&[b'{', 0xff, b'}'], 1, ("k", "v")), None);
+    }
+
+    #[test]
+    fn runs_end_at_quotes_backslashes_and_control_bytes_anywhere_in_a_word() {
+        assert!(!ends_run(u64::from_le_bytes(*b"abcdefgh")));
+        assert!(!ends_run(u64::from_le_bytes([
+            0xff, 0x80, 0x7f, b' ', b'!', b'#', b']', b'~'
+        ])));
+        for at in 0..8 {
+            for byte in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
+                let mut word = *b"abcdefgh";
+                word[at] = byte;
+                assert!(ends_run(u64::from_le_bytes(word)), "{byte:#x} at {at}");
+            }
+        }
+        // Every byte value alone in a word of plain bytes.
+        for byte in 0..=255u8 {
+            let mut word = [b'x'; 8];
+            word[3] = byte;
+            let expected = byte < 0x20 || byte == b'"' || byte == b'\\';
+            assert_eq!(ends_run(u64::from_le_bytes(word)), expected, "{byte:#x}");
+        }
     }
 
     #[test]

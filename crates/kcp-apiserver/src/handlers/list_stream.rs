@@ -32,39 +32,56 @@ pub(super) async fn serve(
     scope: &RequestScope<'_>,
     revision: u64,
 ) -> Result<http::Response<Body>, ApiError> {
-    let (mut pages, first) =
-        match Pages::first(&scope.registry, scope.target(), &scope.params, revision).await {
-            Err(RegistryError::Expired(_)) if revision != 0 => {
-                return Err(RegistryError::Expired(
-                    "The resourceVersion for the provided list is too old.".into(),
-                )
-                .into());
-            }
-            other => other?,
-        };
-    let conversion = scope.negotiated.conversion;
-    let list_meta = json!({"resourceVersion": pages.revision().to_string()});
-    let render = Renderer {
-        conversion,
-        encoding: scope.negotiated.encoding,
+    let too_old = |error: RegistryError| match error {
+        RegistryError::Expired(_) if revision != 0 => {
+            RegistryError::Expired("The resourceVersion for the provided list is too old.".into())
+        }
+        other => other,
+    };
+    let encoding = scope.negotiated.encoding;
+    let mut render = Renderer {
+        conversion: scope.negotiated.conversion,
+        encoding,
         resource: scope.resource.clone(),
         params: scope.params.clone(),
-        list_meta,
+        list_meta: Value::Null,
     };
-    let Some(second) = pages.next_page().await else {
-        // One page: the whole list, as it always was.
-        let list = render.list(first)?;
-        return Ok(scope.document(StatusCode::OK, &list));
+    // Plain JSON of a built-in kind without selectors: each object's answer straight from its
+    // stored bytes, as a GET of it answers (no decoding).
+    let plain = matches!(render.conversion, Conversion::None) && encoding == Encoding::Json;
+    let json_pages = match plain {
+        true => Pages::first_json(&scope.registry, scope.target(), &scope.params, revision)
+            .await
+            .map_err(too_old)?,
+        false => None,
     };
-    let second = second?;
-    let frame = ListFrame::new(render.encoding, render.bytes(Vec::new())?)
+    let (mut pages, first) = match json_pages {
+        Some((pages, first)) => (pages, Page::Json(first)),
+        None => {
+            let (pages, first) =
+                Pages::first(&scope.registry, scope.target(), &scope.params, revision)
+                    .await
+                    .map_err(too_old)?;
+            (pages, Page::Objects(first))
+        }
+    };
+    let json = matches!(first, Page::Json(_));
+    render.list_meta = json!({"resourceVersion": pages.revision().to_string()});
+    let frame = ListFrame::new(encoding, render.bytes(Vec::new())?)
         .ok_or_else(|| internal("the list has no items to stream"))?;
     let first = render.items(&frame, first)?;
-
-    let content_type = match render.encoding {
-        Encoding::Json => "application/json",
-        Encoding::Yaml => "application/yaml",
+    let Some(second) = next_page(&mut pages, json).await else {
+        // One page: the whole list at once.
+        let mut whole = frame.prefix;
+        whole.extend_from_slice(&first);
+        whole.extend_from_slice(&frame.suffix);
+        return Ok(match encoding {
+            Encoding::Json => crate::status::encoded_json(StatusCode::OK, whole),
+            Encoding::Yaml => typed(http::Response::new(crate::status::full(whole)), encoding),
+        });
     };
+    let second = second?;
+
     let (sender, receiver) = mpsc::channel::<Bytes>(PAGES_QUEUED);
     tokio::spawn(async move {
         let mut written = !first.is_empty();
@@ -75,7 +92,7 @@ pub(super) async fn serve(
         }
         let mut next = Some(Ok(second));
         while let Some(page) = next.take() {
-            let chunk = match page.and_then(|items| render.items(&frame, items)) {
+            let chunk = match page.and_then(|page| render.items(&frame, page)) {
                 Ok(chunk) => chunk,
                 Err(error) => {
                     // The response ends unfinished (not a list a client can decode), rather
@@ -95,19 +112,47 @@ pub(super) async fn serve(
                     return;
                 }
             }
-            next = pages.next_page().await;
+            next = next_page(&mut pages, json).await;
         }
         let _ = sender.send(Bytes::from(frame.suffix)).await;
     });
     let frames = tokio_stream::wrappers::ReceiverStream::new(receiver)
         .map(|bytes| Ok(hyper::body::Frame::data(bytes)));
-    let mut response = http::Response::builder()
-        .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, content_type)
-        .body(StreamBody::new(frames).boxed_unsync())
-        .map_err(|e| internal(&e.to_string()))?;
+    let mut response = typed(
+        http::Response::new(StreamBody::new(frames).boxed_unsync()),
+        encoding,
+    );
     response.extensions_mut().insert(Compressible);
     Ok(response)
+}
+
+/// The response with the content type of `encoding`.
+fn typed(mut response: http::Response<Body>, encoding: Encoding) -> http::Response<Body> {
+    let content_type = match encoding {
+        Encoding::Json => "application/json",
+        Encoding::Yaml => "application/yaml",
+    };
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static(content_type),
+    );
+    response
+}
+
+/// A page as read: objects to render, or their JSON answers.
+enum Page {
+    Objects(Vec<Value>),
+    Json(Vec<Vec<u8>>),
+}
+
+/// The page after the last, read as the first was (`json`: as JSON answers); `None` after the
+/// last.
+async fn next_page(pages: &mut Pages, json: bool) -> Option<Result<Page, RegistryError>> {
+    if json {
+        Some(pages.next_json_page().await?.map(Page::Json))
+    } else {
+        Some(pages.next_page().await?.map(Page::Objects))
+    }
 }
 
 fn internal(message: &str) -> ApiError {
@@ -136,7 +181,11 @@ impl Renderer {
     }
 
     /// The encoded items of a page, without the list's frame (nothing for no items).
-    fn items(&self, frame: &ListFrame, items: Vec<Value>) -> Result<Vec<u8>, RegistryError> {
+    fn items(&self, frame: &ListFrame, page: Page) -> Result<Vec<u8>, RegistryError> {
+        let items = match page {
+            Page::Objects(items) => items,
+            Page::Json(answers) => return Ok(answers.join(frame.separator)),
+        };
         if items.is_empty() {
             return Ok(Vec::new());
         }
@@ -262,7 +311,7 @@ mod tests {
         for chunk in objects.chunks(page) {
             // Pages a selector emptied stream nothing.
             for items in [Vec::new(), chunk.to_vec()] {
-                let bytes = render.items(&frame, items).unwrap();
+                let bytes = render.items(&frame, Page::Objects(items)).unwrap();
                 if !bytes.is_empty() {
                     if written {
                         streamed.extend_from_slice(frame.separator);

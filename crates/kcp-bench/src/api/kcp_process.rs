@@ -117,7 +117,11 @@ impl KcpProcess {
         read_status_kib(pid, "VmRSS:").map(|kib| kib * 1024)
     }
 
-    /// Peak resident memory so far (`VmHWM`), in bytes.
+    /// The process id.
+    pub fn pid(&self) -> anyhow::Result<u32> {
+        self.child.id().context("kcp has exited")
+    }
+
     /// CPU time kcp has used so far (user and system), in seconds.
     pub fn cpu_seconds(&self) -> anyhow::Result<f64> {
         let pid = self.child.id().context("kcp has exited")?;
@@ -137,6 +141,7 @@ impl KcpProcess {
         Ok((ticks(11)? + ticks(12)?) / per_second.max(1.0))
     }
 
+    /// Peak resident memory so far (`VmHWM`), in bytes.
     pub fn peak_rss_bytes(&self) -> anyhow::Result<u64> {
         let pid = self.child.id().context("kcp has exited")?;
         read_status_kib(pid, "VmHWM:").map(|kib| kib * 1024)
@@ -171,7 +176,7 @@ fn parse_ready_line(line: &str) -> anyhow::Result<u16> {
 }
 
 /// A `kB` field of `/proc/<pid>/status`.
-fn read_status_kib(pid: u32, field: &str) -> anyhow::Result<u64> {
+pub(crate) fn read_status_kib(pid: u32, field: &str) -> anyhow::Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .with_context(|| format!("read /proc/{pid}/status"))?;
     status

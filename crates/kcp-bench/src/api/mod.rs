@@ -18,7 +18,7 @@
 //! `cargo build --release -p kcp` (or pass `--kcp-binary`).
 
 mod apply;
-mod bare_server;
+pub(crate) mod bare_server;
 pub(crate) mod client;
 mod custom;
 pub(crate) mod kcp_process;
