@@ -12,8 +12,13 @@
 //! (see [`crate::watch`]). A watcher that falls behind the window ends with 410 Expired and the
 //! client lists again, as with kube-apiserver's watch cache.
 //!
-//! There is no per-cluster state: thousands of clusters share the hubs of the resources they
-//! watch.
+//! Watchers are indexed by the logical cluster they watch: besides the log, the hub keeps each
+//! cluster's events in a log of its own (the same events, shared), and a publish wakes only the
+//! watchers of the event's cluster and the wildcard watchers (`/clusters/*`), not every watcher
+//! of the resource. A cluster's watcher reads its cluster's log, so events of other clusters
+//! neither wake it nor push it out of the window. Thousands of clusters share the hubs of the
+//! resources they watch; a cluster takes room in a hub only while it has watchers there or
+//! events in the log.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -116,6 +121,8 @@ impl SharedEvent {
 struct HubState {
     /// Recent events in revision order.
     log: VecDeque<Arc<SharedEvent>>,
+    /// The clusters with watchers or with events in `log`, by name.
+    clusters: HashMap<Vec<u8>, ClusterLog>,
     /// What `log` takes, as [`SharedEvent::bytes`] counts it.
     bytes: usize,
     /// Every event after this revision is in `log` (or still to come).
@@ -124,10 +131,34 @@ struct HubState {
     watchers: usize,
 }
 
+/// One logical cluster's part of a hub.
+struct ClusterLog {
+    /// The cluster's events of the hub's log, in revision order.
+    events: VecDeque<Arc<SharedEvent>>,
+    /// Every event of the cluster after this revision is in `events` (or still to come).
+    complete_after: u64,
+    watchers: usize,
+    /// Woken when an event of the cluster is published or the hub stops.
+    published: Arc<Notify>,
+}
+
+impl ClusterLog {
+    fn new(complete_after: u64) -> ClusterLog {
+        ClusterLog {
+            events: VecDeque::new(),
+            complete_after,
+            watchers: 0,
+            published: Arc::new(Notify::new()),
+        }
+    }
+}
+
 struct Hub {
     state: Mutex<HubState>,
-    /// Woken when an event is published or the hub stops.
-    published: Notify,
+    /// Woken when any event is published or the hub stops (wildcard watchers).
+    published: Arc<Notify>,
+    /// The length of the resource's key prefix: a key's cluster is the segment after it.
+    prefix_len: usize,
     /// What the logs of all hubs of the cache take.
     cache_bytes: Arc<AtomicUsize>,
     /// The task feeding the hub from storage.
@@ -139,22 +170,61 @@ impl Hub {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers a watcher at `revision`, if the log still reaches back to it.
-    fn join(&self, revision: u64) -> bool {
+    /// The logical cluster of a key of the resource.
+    fn cluster_of<'k>(&self, key: &'k [u8]) -> &'k [u8] {
+        let rest = key.get(self.prefix_len..).unwrap_or_default();
+        rest.split(|byte| *byte == b'/').next().unwrap_or_default()
+    }
+
+    /// Registers a watcher of `cluster` (`None`: every cluster) at `revision`, if the log still
+    /// reaches back to it; answers what wakes the watcher.
+    fn join(&self, revision: u64, cluster: Option<&[u8]>) -> Option<Arc<Notify>> {
         let mut state = self.lock();
-        if !state.alive || revision < state.complete_after {
-            return false;
+        if !state.alive {
+            return None;
         }
+        let Some(cluster) = cluster else {
+            if revision < state.complete_after {
+                return None;
+            }
+            state.watchers += 1;
+            return Some(Arc::clone(&self.published));
+        };
+        let complete_after = state.complete_after;
+        let known = state
+            .clusters
+            .get(cluster)
+            .map_or(complete_after, |log| log.complete_after);
+        if revision < known {
+            return None;
+        }
+        let log = state
+            .clusters
+            .entry(cluster.to_vec())
+            .or_insert_with(|| ClusterLog::new(complete_after));
+        log.watchers += 1;
+        let published = Arc::clone(&log.published);
         state.watchers += 1;
-        true
+        Some(published)
     }
 
     fn publish(&self, event: SharedEvent) {
         let event = Arc::new(event);
-        {
+        let cluster_published = {
             let mut state = self.lock();
             state.bytes += event.bytes;
             self.cache_bytes.fetch_add(event.bytes, Ordering::Relaxed);
+            let complete_after = state.complete_after;
+            let cluster = self.cluster_of(&event.key);
+            let log = match state.clusters.get_mut(cluster) {
+                Some(log) => log,
+                None => state
+                    .clusters
+                    .entry(cluster.to_vec())
+                    .or_insert_with(|| ClusterLog::new(complete_after)),
+            };
+            log.events.push_back(Arc::clone(&event));
+            let published = Arc::clone(&log.published);
             state.log.push_back(event);
             // The newest event always stays, whatever its size, so every watcher can see it.
             while state.log.len() > 1
@@ -168,8 +238,19 @@ impl Hub {
                 state.bytes -= oldest.bytes;
                 self.cache_bytes.fetch_sub(oldest.bytes, Ordering::Relaxed);
                 state.complete_after = oldest.revision;
+                let cluster = self.cluster_of(&oldest.key);
+                if let Some(log) = state.clusters.get_mut(cluster) {
+                    // The oldest event of the log is the oldest of its cluster's.
+                    log.events.pop_front();
+                    log.complete_after = oldest.revision;
+                    if log.events.is_empty() && log.watchers == 0 {
+                        state.clusters.remove(cluster);
+                    }
+                }
             }
-        }
+            published
+        };
+        cluster_published.notify_waiters();
         self.published.notify_waiters();
     }
 
@@ -184,6 +265,10 @@ impl Hub {
             self.cache_bytes.fetch_sub(state.bytes, Ordering::Relaxed);
             state.bytes = 0;
             state.log.clear();
+            for log in state.clusters.values_mut() {
+                log.events.clear();
+                log.published.notify_waiters();
+            }
         }
         if let Some(feeding) = self
             .feeding
@@ -204,9 +289,13 @@ pub(crate) struct WatchCache {
     bytes: Arc<AtomicUsize>,
 }
 
-/// A watcher's position in its hub's log.
+/// A watcher's position in its hub's log, or in its cluster's.
 struct Watcher {
     hub: Arc<Hub>,
+    /// The cluster it watches (`None`: every cluster).
+    cluster: Option<Vec<u8>>,
+    /// What wakes it: its cluster's publishes, or every publish.
+    published: Arc<Notify>,
     hubs: Arc<Mutex<HashMap<Vec<u8>, Arc<Hub>>>>,
     resource_prefix: Vec<u8>,
     last: u64,
@@ -238,12 +327,14 @@ impl WatchCache {
         let hub = Arc::new(Hub {
             state: Mutex::new(HubState {
                 log: VecDeque::new(),
+                clusters: HashMap::new(),
                 bytes: 0,
                 complete_after: revision,
                 alive: true,
                 watchers: 0,
             }),
-            published: Notify::new(),
+            published: Arc::new(Notify::new()),
+            prefix_len: resource_prefix.len(),
             cache_bytes: Arc::clone(&self.bytes),
             feeding: Mutex::new(None),
         });
@@ -297,11 +388,16 @@ impl WatchCache {
             Some(hub) => hub,
             None => self.start(storage, resource_prefix, revision).await?,
         };
-        if !hub.join(revision) {
+        // A watch of one cluster (its prefix goes past the resource's) reads that cluster's log.
+        let cluster =
+            (prefix.len() > resource_prefix.len()).then(|| hub.cluster_of(&prefix).to_vec());
+        let Some(published) = hub.join(revision, cluster.as_deref()) else {
             return Ok(Err(filter));
-        }
+        };
         let watcher = Watcher {
             hub,
+            cluster,
+            published,
             hubs: Arc::clone(&self.hubs),
             resource_prefix: resource_prefix.to_vec(),
             last: revision,
@@ -333,22 +429,27 @@ impl Watcher {
         if !state.alive {
             return Err(None);
         }
-        if self.last < state.complete_after {
+        let (log, complete_after) = match &self.cluster {
+            None => (&state.log, state.complete_after),
+            Some(cluster) => match state.clusters.get(cluster) {
+                Some(log) => (&log.events, log.complete_after),
+                None => return Err(None),
+            },
+        };
+        if self.last < complete_after {
             return Err(Some(RegistryError::Expired(format!(
                 "too old resource version: {}",
                 self.last
             ))));
         }
-        let next = state
-            .log
-            .partition_point(|event| event.revision <= self.last);
-        Ok(state.log.get(next).cloned())
+        let next = log.partition_point(|event| event.revision <= self.last);
+        Ok(log.get(next).cloned())
     }
 
     /// The next event this watcher sees; `None` when the hub is gone.
     async fn next(&mut self) -> Option<Result<WatchEvent, RegistryError>> {
         loop {
-            let published = self.hub.published.notified();
+            let published = self.published.notified();
             tokio::pin!(published);
             // Registered before looking, so a publish in between is not missed.
             published.as_mut().enable();
@@ -379,6 +480,14 @@ impl Drop for Watcher {
         let last = {
             let mut state = self.hub.lock();
             state.watchers = state.watchers.saturating_sub(1);
+            if let Some(cluster) = &self.cluster
+                && let Some(log) = state.clusters.get_mut(cluster)
+            {
+                log.watchers = log.watchers.saturating_sub(1);
+                if log.watchers == 0 && log.events.is_empty() {
+                    state.clusters.remove(cluster);
+                }
+            }
             state.watchers == 0
         };
         if !last {
@@ -453,6 +562,117 @@ mod tests {
         }
         // A start older than the log is served from storage instead.
         assert!(watch(start).await.unwrap().is_err());
+    }
+
+    async fn put_in(storage: &Arc<dyn Storage>, cluster: &str, name: &str) -> u64 {
+        let key = [RESOURCE, cluster.as_bytes(), b"/", name.as_bytes()].concat();
+        let value = serde_json::json!({"metadata": {"name": name}});
+        let value = Bytes::from(serde_json::to_vec(&value).unwrap());
+        storage.create(&key, value).await.unwrap().mod_revision
+    }
+
+    fn cluster_prefix(cluster: &str) -> Vec<u8> {
+        [RESOURCE, cluster.as_bytes(), b"/"].concat()
+    }
+
+    #[tokio::test]
+    async fn other_clusters_events_do_not_push_a_watcher_out_of_the_window() {
+        let storage = memory();
+        let cache = WatchCache::default();
+        let start = storage.current_revision().await.unwrap();
+        let mut quiet = Box::pin(
+            cache
+                .watch(&storage, RESOURCE, cluster_prefix("quiet"), start, None)
+                .await
+                .unwrap()
+                .ok()
+                .unwrap(),
+        );
+        let mut busy = Box::pin(
+            cache
+                .watch(&storage, RESOURCE, cluster_prefix("busy"), start, None)
+                .await
+                .unwrap()
+                .ok()
+                .unwrap(),
+        );
+        // Three times what the log keeps, all in another cluster.
+        for i in 0..3 * BUFFER {
+            put_in(&storage, "busy", &format!("b{i}")).await;
+        }
+        let created = put_in(&storage, "quiet", "q").await;
+        let event = quiet.next().await.unwrap().unwrap();
+        assert_eq!((event.kind, event.revision), ("ADDED", created));
+        // The busy cluster's watcher, which did not read, is behind its own cluster's window.
+        match busy.next().await {
+            Some(Err(RegistryError::Expired(_))) => {}
+            other => panic!("a watcher behind its cluster's log expires: {other:?}"),
+        }
+        drop(busy);
+        // A new watcher of the quiet cluster joins from its start: its log reaches back there.
+        assert!(
+            cache
+                .watch(&storage, RESOURCE, cluster_prefix("quiet"), start, None)
+                .await
+                .unwrap()
+                .is_ok()
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn many_watchers_in_many_clusters_get_each_event_once() {
+        const CLUSTERS: usize = 50;
+        const PER_CLUSTER: usize = 4;
+        const EVENTS: usize = 600;
+        let storage = memory();
+        let cache = WatchCache::default();
+        let start = storage.current_revision().await.unwrap();
+        let mut readers = Vec::new();
+        let watchers = (0..CLUSTERS)
+            .flat_map(|c| (0..PER_CLUSTER).map(move |_| Some(format!("c{c}"))))
+            .chain([None, None]);
+        for cluster in watchers {
+            let prefix = cluster.as_deref().map_or(RESOURCE.to_vec(), cluster_prefix);
+            let stream = cache
+                .watch(&storage, RESOURCE, prefix, start, None)
+                .await
+                .unwrap()
+                .ok()
+                .unwrap();
+            let expected = match &cluster {
+                Some(cluster) => (0..EVENTS)
+                    .filter(|i| format!("c{}", i % CLUSTERS) == *cluster)
+                    .count(),
+                None => EVENTS,
+            };
+            readers.push(tokio::spawn(async move {
+                let mut stream = Box::pin(stream);
+                let mut seen = Vec::new();
+                while seen.len() < expected {
+                    let event = stream.next().await.unwrap().unwrap();
+                    seen.push((event.revision, event.object["metadata"]["name"].clone()));
+                }
+                (cluster, seen)
+            }));
+        }
+        let mut written = Vec::new();
+        for i in 0..EVENTS {
+            let cluster = format!("c{}", i % CLUSTERS);
+            let revision = put_in(&storage, &cluster, &format!("o{i}")).await;
+            written.push((cluster, revision, serde_json::json!(format!("o{i}"))));
+        }
+        for reader in readers {
+            let (cluster, seen) = tokio::time::timeout(std::time::Duration::from_secs(30), reader)
+                .await
+                .expect("every watcher gets its events")
+                .unwrap();
+            let expected: Vec<_> = written
+                .iter()
+                .filter(|(c, _, _)| cluster.as_ref().is_none_or(|cluster| c == cluster))
+                .map(|(_, revision, name)| (*revision, name.clone()))
+                .collect();
+            assert_eq!(seen, expected, "{cluster:?}");
+        }
     }
 
     #[tokio::test]
