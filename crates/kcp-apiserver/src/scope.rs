@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode, header};
-use kcp_apis::builtin::Resource;
+use kcp_apis::builtin::ResourceRef;
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::Value;
 
@@ -23,7 +23,7 @@ pub(crate) struct RequestScope<'a> {
     /// (borrowed when neither applies, as for most requests).
     pub registry: Cow<'a, Registry>,
     pub cluster: &'a str,
-    pub resource: &'a Resource,
+    pub resource: &'a ResourceRef,
     /// The namespace of a namespaced resource (`None` for cluster-scoped ones).
     pub namespace: Option<&'a str>,
     pub name: Option<&'a str>,

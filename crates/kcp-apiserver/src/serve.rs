@@ -205,7 +205,9 @@ async fn connection(
             }
             let router = Arc::clone(&router);
             let busy = activity.begin();
-            async move {
+            // Boxed: an HTTP/2 stream's task keeps room for the answering future as long as
+            // the stream lives (a watch: for hours), though it is done once the head is sent.
+            Box::pin(async move {
                 let answered = AssertUnwindSafe(router.handle(request))
                     .catch_unwind()
                     .await;
@@ -219,7 +221,7 @@ async fn connection(
                 });
                 // The request is in flight until its body is sent (watches for long).
                 Ok::<_, Infallible>(response.map(|body| holding(body, busy)))
-            }
+            })
         }
     });
     let builder = if h2 {

@@ -5,23 +5,29 @@
 //! kube-apiserver does; `sendInitialEvents=true` ends those with a BOOKMARK carrying the
 //! `k8s.io/initial-events-end` annotation. Those initial events are read from storage a page at
 //! a time ([`crate::paged::Pages`] of one snapshot) and sent as the client takes them, so a
-//! watcher that does not read holds one page and a few frames, never the whole collection. A
+//! watcher that does not read holds one page, never the whole collection. A
 //! start storage has not reached yet waits for it (as kube-apiserver's watch cache does, up to
 //! 3 s), then ends with an ERROR event holding the 504 "Too large resource version" `Status`; a
 //! start too old for storage ends with an ERROR event holding a 410. `timeoutSeconds` ends the
 //! stream. `allowWatchBookmarks=true` adds BOOKMARK events (every minute and 2 s before the
 //! timeout) carrying the last revision sent. Event objects are converted as negotiated: one-row
 //! Tables, or PartialObjectMetadata (bookmarks too).
+//!
+//! The response body is the watch itself ([`WatchStream`]): no task and no queue per watch, it
+//! works only when the client takes the next frame, and goes when the client does. An idle
+//! watch costs its state, a few hundred bytes, besides its HTTP/2 stream.
 
+use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use http::{StatusCode, header};
 use http_body_util::{BodyExt, StreamBody};
+use kcp_apis::builtin::ResourceRef;
 use kcp_registry::{Registry, RegistryError, Target, WatchEvent};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::error::registry_status;
@@ -37,8 +43,6 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
 /// How long before its timeout a watch gets its last bookmark.
 const BOOKMARK_BEFORE_END: Duration = Duration::from_secs(2);
-/// Encoded events queued for a watcher beyond the one being sent.
-const FRAMES_QUEUED: usize = 64;
 
 /// How long the watch may last: `timeoutSeconds` (an int64, as kube-apiserver parses it; zero
 /// or negative: the default), or the default.
@@ -58,6 +62,7 @@ fn watch_timeout(params: &Params) -> Result<Duration, RegistryError> {
 pub async fn serve(
     registry: &Registry,
     target: Target<'_>,
+    resource: &ResourceRef,
     params: &Params,
     conversion: Conversion,
 ) -> Result<http::Response<Body>, RegistryError> {
@@ -116,129 +121,30 @@ pub async fn serve(
             Err(other) => return Err(other),
         },
     };
-    // The task outlives the request's borrow: it owns a copy (sharing a custom resource's
-    // schema, kept alive while the watch runs).
-    let resource = target.resource.clone();
-    let (sender, receiver) = mpsc::channel::<Bytes>(FRAMES_QUEUED);
-    tokio::spawn(async move {
-        let encode = |kind: &str, object: Value| -> Bytes {
-            let object = match conversion {
-                _ if kind == "ERROR" => object,
-                Conversion::Table(version) if kind != "BOOKMARK" => {
-                    crate::table::render(&resource, &[object], json!({}), version, include)
-                }
-                Conversion::PartialObjectMetadata(version) => {
-                    partial_object_metadata(&object, version)
-                }
-                _ => object,
-            };
-            let mut line = format!("{{\"type\":{},\"object\":", json!(kind)).into_bytes();
-            line.extend(kcp_apis::messages::to_json(&object));
-            line.extend_from_slice(b"}\n");
-            Bytes::from(line)
-        };
-        let error_event = |error: &RegistryError| encode("ERROR", registry_status(error).1);
-        // Events from the watch cache arrive encoded once for all watchers: only the envelope
-        // is written per watcher.
-        let frame = |event: WatchEvent| -> Bytes {
-            if !matches!(conversion, Conversion::None) {
-                return encode(event.kind, Value::clone(&event.object));
-            }
-            let mut line = Vec::with_capacity(event.encoded.len() + 32);
-            line.extend_from_slice(b"{\"type\":\"");
-            line.extend_from_slice(event.kind.as_bytes());
-            line.extend_from_slice(b"\",\"object\":");
-            line.extend_from_slice(&event.encoded);
-            line.extend_from_slice(b"}\n");
-            Bytes::from(line)
-        };
-        let bookmark = |revision: u64| {
-            json!({
-                "kind": resource.kind,
-                "apiVersion": resource.group_version(),
-                "metadata": {"resourceVersion": revision.to_string()},
-            })
-        };
-        let started = Instant::now();
-        // A timeout past what a clock can count never ends the watch by itself.
-        let end = started.checked_add(timeout);
-        let deadline = tokio::time::sleep_until(end.unwrap_or(started));
-        tokio::pin!(deadline);
-        // Bookmarks, when asked for: shortly before the timeout ends the watch, and every
-        // minute, each carrying the revision of the last event sent.
-        let next_bookmark = |now: Instant| {
-            let every = now.checked_add(BOOKMARK_EVERY).unwrap_or(now);
-            match end.and_then(|end| end.checked_sub(BOOKMARK_BEFORE_END)) {
-                Some(at) if at > now => at.min(every),
-                _ => every,
-            }
-        };
-        let bookmark_timer = tokio::time::sleep_until(next_bookmark(started));
-        tokio::pin!(bookmark_timer);
-        let mut last_revision = start;
-        if let Some(mut initial) = initial {
-            while let Some(next) = initial.next().await {
-                let line = match next {
-                    Ok(object) => encode("ADDED", object),
-                    Err(error) => {
-                        let _ = sender.send(error_event(&error)).await;
-                        return;
-                    }
-                };
-                if sender.send(line).await.is_err() {
-                    return;
-                }
-            }
-        }
-        if bookmark_initial_end {
-            let bookmark = json!({
-                "kind": resource.kind,
-                "apiVersion": resource.group_version(),
-                "metadata": {"resourceVersion": start.to_string(), "annotations": {"k8s.io/initial-events-end": "true"}},
-            });
-            if sender.send(encode("BOOKMARK", bookmark)).await.is_err() {
-                return;
-            }
-        }
-        let Some(events) = events else {
-            if let Some(status) = failure {
-                let _ = sender.send(encode("ERROR", status)).await;
-            }
-            return;
-        };
-        tokio::pin!(events);
-        loop {
-            tokio::select! {
-                _ = &mut deadline, if end.is_some() => return,
-                _ = sender.closed() => return,
-                _ = &mut bookmark_timer, if bookmarks => {
-                    if sender.send(encode("BOOKMARK", bookmark(last_revision))).await.is_err() {
-                        return;
-                    }
-                    bookmark_timer.as_mut().reset(next_bookmark(Instant::now()));
-                }
-                next = events.next() => match next {
-                    Some(Ok(event)) => {
-                        last_revision = event.revision;
-                        if sender.send(frame(event)).await.is_err() {
-                            return;
-                        }
-                    }
-                    Some(Err(RegistryError::Expired(_))) => {
-                        let _ = sender.send(encode("ERROR", too_old(from))).await;
-                        return;
-                    }
-                    Some(Err(error)) => {
-                        tracing::warn!(%error, "watch ended by a storage error");
-                        return;
-                    }
-                    None => return,
-                },
-            }
-        }
+    let started = Instant::now();
+    // A timeout past what a clock can count never ends the watch by itself.
+    let end = started.checked_add(timeout);
+    let stream = WatchStream {
+        resource: resource.clone(),
+        from,
+        conversion,
+        include,
+        initial: initial.map(Box::new),
+        initial_end: bookmark_initial_end.then_some(start),
+        events,
+        failure,
+        end,
+        deadline: Box::pin(tokio::time::sleep_until(end.unwrap_or(started))),
+        bookmark: bookmarks
+            .then(|| Box::pin(tokio::time::sleep_until(next_bookmark(end, started)))),
+        last_revision: start,
+        done: false,
+    };
+    // The body is the watch itself: polled as the client takes frames, dropped when it goes.
+    let frames = futures::stream::unfold(stream, |mut stream| async move {
+        let frame = stream.next_frame().await?;
+        Some((Ok(hyper::body::Frame::data(frame)), stream))
     });
-    let frames = tokio_stream::wrappers::ReceiverStream::new(receiver)
-        .map(|bytes| Ok(hyper::body::Frame::data(bytes)));
     let body = StreamBody::new(frames).boxed_unsync();
     Ok(http::Response::builder()
         .status(StatusCode::OK)
@@ -246,6 +152,162 @@ pub async fn serve(
         .header(header::CACHE_CONTROL, "no-cache, private")
         .body(body)
         .unwrap_or_else(|_| http::Response::new(crate::status::full(Bytes::new()))))
+}
+
+/// When the next bookmark is due: shortly before the timeout ends the watch, and every
+/// minute.
+fn next_bookmark(end: Option<Instant>, now: Instant) -> Instant {
+    let every = now.checked_add(BOOKMARK_EVERY).unwrap_or(now);
+    match end.and_then(|end| end.checked_sub(BOOKMARK_BEFORE_END)) {
+        Some(at) if at > now => at.min(every),
+        _ => every,
+    }
+}
+
+/// What a waiting watch woke up for.
+enum Woke {
+    Deadline,
+    Bookmark,
+    Event(Option<Result<WatchEvent, RegistryError>>),
+}
+
+/// A watch response's state: what it still has to send. It lives in the response body and
+/// works only when the client takes frames (no task, no queue of its own), so an idle watch
+/// costs its state and nothing else.
+struct WatchStream {
+    /// Shared with the registry (static for built-in kinds).
+    resource: ResourceRef,
+    /// The revision the client asked to start from.
+    from: u64,
+    conversion: Conversion,
+    include: IncludeObject,
+    /// The initial events still to send (boxed: gone once they are sent).
+    initial: Option<Box<Pages>>,
+    /// The revision of the bookmark that ends the initial events, when one was asked for.
+    initial_end: Option<u64>,
+    events: Option<BoxStream<'static, Result<WatchEvent, RegistryError>>>,
+    /// The ERROR event's Status of a watch that cannot start.
+    failure: Option<Value>,
+    end: Option<Instant>,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    bookmark: Option<Pin<Box<tokio::time::Sleep>>>,
+    last_revision: u64,
+    done: bool,
+}
+
+impl WatchStream {
+    /// The next frame to send; `None` when the watch is over.
+    async fn next_frame(&mut self) -> Option<Bytes> {
+        if self.done {
+            return None;
+        }
+        if let Some(initial) = &mut self.initial {
+            match initial.next().await {
+                Some(Ok(object)) => return Some(self.encode("ADDED", object)),
+                Some(Err(error)) => {
+                    self.done = true;
+                    return Some(self.encode("ERROR", registry_status(&error).1));
+                }
+                None => self.initial = None,
+            }
+        }
+        if let Some(revision) = self.initial_end.take() {
+            let bookmark = json!({
+                "kind": self.resource.kind,
+                "apiVersion": self.resource.group_version(),
+                "metadata": {"resourceVersion": revision.to_string(), "annotations": {"k8s.io/initial-events-end": "true"}},
+            });
+            return Some(self.encode("BOOKMARK", bookmark));
+        }
+        let Some(events) = &mut self.events else {
+            self.done = true;
+            return self
+                .failure
+                .take()
+                .map(|status| self.encode("ERROR", status));
+        };
+        let woke = {
+            let (deadline, timer) = (self.deadline.as_mut(), &mut self.bookmark);
+            let ticking = timer.is_some();
+            let bookmark = async {
+                match timer {
+                    Some(timer) => timer.as_mut().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = deadline, if self.end.is_some() => Woke::Deadline,
+                _ = bookmark, if ticking => Woke::Bookmark,
+                next = events.next() => Woke::Event(next),
+            }
+        };
+        match woke {
+            Woke::Deadline => {
+                self.done = true;
+                None
+            }
+            Woke::Bookmark => {
+                let now = Instant::now();
+                if let Some(timer) = &mut self.bookmark {
+                    timer.as_mut().reset(next_bookmark(self.end, now));
+                }
+                let bookmark = json!({
+                    "kind": self.resource.kind,
+                    "apiVersion": self.resource.group_version(),
+                    "metadata": {"resourceVersion": self.last_revision.to_string()},
+                });
+                Some(self.encode("BOOKMARK", bookmark))
+            }
+            Woke::Event(Some(Ok(event))) => {
+                self.last_revision = event.revision;
+                Some(self.frame(event))
+            }
+            Woke::Event(Some(Err(RegistryError::Expired(_)))) => {
+                self.done = true;
+                Some(self.encode("ERROR", too_old(self.from)))
+            }
+            Woke::Event(Some(Err(error))) => {
+                tracing::warn!(%error, "watch ended by a storage error");
+                self.done = true;
+                None
+            }
+            Woke::Event(None) => {
+                self.done = true;
+                None
+            }
+        }
+    }
+
+    /// One event line, its object converted as negotiated.
+    fn encode(&self, kind: &str, object: Value) -> Bytes {
+        let object = match self.conversion {
+            _ if kind == "ERROR" => object,
+            Conversion::Table(version) if kind != "BOOKMARK" => {
+                crate::table::render(&self.resource, &[object], json!({}), version, self.include)
+            }
+            Conversion::PartialObjectMetadata(version) => partial_object_metadata(&object, version),
+            _ => object,
+        };
+        let mut line = format!("{{\"type\":{},\"object\":", json!(kind)).into_bytes();
+        line.extend(kcp_apis::messages::to_json(&object));
+        line.extend_from_slice(b"}\n");
+        Bytes::from(line)
+    }
+
+    /// An event from the watch cache, encoded once for all watchers: only the envelope is
+    /// written per watcher.
+    fn frame(&self, event: WatchEvent) -> Bytes {
+        if !matches!(self.conversion, Conversion::None) {
+            return self.encode(event.kind, Value::clone(&event.object));
+        }
+        let mut line = Vec::with_capacity(event.encoded.len() + 32);
+        line.extend_from_slice(b"{\"type\":\"");
+        line.extend_from_slice(event.kind.as_bytes());
+        line.extend_from_slice(b"\",\"object\":");
+        line.extend_from_slice(&event.encoded);
+        line.extend_from_slice(b"}\n");
+        Bytes::from(line)
+    }
 }
 
 /// The Status of an ERROR event for a start revision storage no longer has.

@@ -163,7 +163,7 @@ fn internal(message: &str) -> ApiError {
 struct Renderer {
     conversion: Conversion,
     encoding: Encoding,
-    resource: kcp_apis::builtin::Resource,
+    resource: kcp_apis::builtin::ResourceRef,
     params: Params,
     list_meta: Value,
 }
@@ -283,7 +283,7 @@ mod tests {
                 .iter()
                 .find(|r| r.name == resource)
                 .unwrap()
-                .clone(),
+                .into(),
             params: Params::parse(Some("includeObject=Object")),
             list_meta: json!({"resourceVersion": "42"}),
         }

@@ -149,6 +149,7 @@ async fn answer_verb(scope: &mut RequestScope<'_>) -> Result<http::Response<Body
         ("watch", None) => Ok(crate::watch::serve(
             &scope.registry,
             scope.target(),
+            scope.resource,
             &scope.params,
             scope.negotiated.conversion,
         )

@@ -13,8 +13,8 @@
 //! - Deletion: the organizations are deleted; the time until the watch has seen every workspace
 //!   go. Target ≤ 30 s (kcp: about an hour).
 
-mod follow;
-mod tree;
+pub(crate) mod follow;
+pub(crate) mod tree;
 
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -199,7 +199,7 @@ fn mib(bytes: u64) -> f64 {
 }
 
 /// POSTs every workspace of `level` from `clients` connections, each taking the next one.
-async fn create_level(
+pub(crate) async fn create_level(
     target: &Target,
     authorization: &Arc<String>,
     clients: usize,
