@@ -4,7 +4,9 @@
 //!   needed, a deletion stored as a tombstone record.
 //! - `log`: `revision -> changed keys`: which keys each revision changed, in order, for watch
 //!   replay and compaction.
-//! - `meta`: `name -> u64`: the current and compacted revisions.
+//! - `live`: `key -> ()`: the keys that exist at the current revision, so that a range at the
+//!   current revision counts keys without reading their versions.
+//! - `meta`: `name -> u64`: the current and compacted revisions, and since when `live` is kept.
 //!
 //! All integers are little-endian. Nothing here knows about transactions or watches.
 
@@ -14,10 +16,14 @@ use redb::TableDefinition;
 
 pub(crate) const HISTORY: TableDefinition<(&[u8], u64), &[u8]> = TableDefinition::new("history");
 pub(crate) const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("log");
+pub(crate) const LIVE_KEYS: TableDefinition<&[u8], ()> = TableDefinition::new("live");
 pub(crate) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
 pub(crate) const META_CURRENT: &str = "current_revision";
 pub(crate) const META_COMPACTED: &str = "compacted_revision";
+/// Present once `live` holds the live keys (stores written before it was kept have it built
+/// when they are opened).
+pub(crate) const META_LIVE_KEYS: &str = "live_keys_kept";
 
 const LIVE: u8 = 0;
 const TOMBSTONE: u8 = 1;

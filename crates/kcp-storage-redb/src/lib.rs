@@ -25,7 +25,10 @@ use kcp_storage::{
 use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::codec::{HISTORY, LOG, META, META_COMPACTED, META_CURRENT, decode_keys, internal};
+use crate::codec::{
+    HISTORY, LIVE_KEYS, LOG, META, META_COMPACTED, META_CURRENT, META_LIVE_KEYS, decode_keys,
+    internal,
+};
 
 /// Queued write requests before callers wait for room.
 const QUEUE_DEPTH: usize = 8 * writer::MAX_BATCH;
@@ -65,13 +68,18 @@ impl RedbStorage {
             .map_err(internal)?;
         let tx = db.begin_write().map_err(internal)?;
         let (current, compacted) = {
-            tx.open_table(HISTORY).map_err(internal)?;
+            let history = tx.open_table(HISTORY).map_err(internal)?;
             tx.open_table(LOG).map_err(internal)?;
-            let meta = tx.open_table(META).map_err(internal)?;
-            let read = |name| -> Result<u64> {
+            let mut live = tx.open_table(LIVE_KEYS).map_err(internal)?;
+            let mut meta = tx.open_table(META).map_err(internal)?;
+            let read = |meta: &redb::Table<&str, u64>, name| -> Result<u64> {
                 Ok(meta.get(name).map_err(internal)?.map_or(0, |v| v.value()))
             };
-            (read(META_CURRENT)?, read(META_COMPACTED)?)
+            if meta.get(META_LIVE_KEYS).map_err(internal)?.is_none() {
+                read::fill_live_keys(&history, &mut live)?;
+                meta.insert(META_LIVE_KEYS, 1).map_err(internal)?;
+            }
+            (read(&meta, META_CURRENT)?, read(&meta, META_COMPACTED)?)
         };
         tx.commit().map_err(internal)?;
 
@@ -189,13 +197,27 @@ impl Storage for RedbStorage {
     async fn range(&self, request: RangeRequest) -> Result<RangeResponse> {
         let (tx, revision) = self.shared.read_at(request.revision)?;
         let history = tx.open_table(HISTORY).map_err(internal)?;
+        // A page of a longer range at the snapshot's own revision: the keys it holds are
+        // counted from `live`, without reading their versions.
+        let counted_live = request.limit != 0 && !request.skip_count && {
+            let meta = tx.open_table(META).map_err(internal)?;
+            let snapshot = meta.get(META_CURRENT).map_err(internal)?;
+            snapshot.map(|v| v.value()) == Some(revision)
+        };
         let (kvs, count) = read::range_at(
             &history,
             &request.range,
             revision,
             request.limit,
-            request.skip_count,
+            request.skip_count || counted_live,
         )?;
+        let count = match counted_live {
+            true => {
+                let live = tx.open_table(LIVE_KEYS).map_err(internal)?;
+                read::count_live(&live, &request.range)?
+            }
+            false => count,
+        };
         Ok(RangeResponse::new(kvs, count, revision))
     }
 

@@ -128,6 +128,57 @@ impl Page {
     }
 }
 
+/// How many keys of `range` exist at the current revision, from `live`.
+pub(crate) fn count_live(
+    live: &impl ReadableTable<&'static [u8], ()>,
+    range: &KeyRange,
+) -> Result<u64> {
+    let start = range.start.as_slice();
+    let keys = if range.end.is_empty() {
+        live.range(start..=start)
+    } else {
+        match range.upper_bound() {
+            Some(end) => live.range(start..end),
+            None => live.range(start..),
+        }
+    }
+    .map_err(internal)?;
+    let mut count = 0;
+    for key in keys {
+        key.map_err(internal)?;
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// Fills `live` with the keys whose newest version in `history` is live (for a store written
+/// before `live` was kept).
+pub(crate) fn fill_live_keys(
+    history: &impl History,
+    live: &mut redb::Table<&'static [u8], ()>,
+) -> Result<()> {
+    let mut newest: Option<(Vec<u8>, bool)> = None;
+    let mut settle = |newest: Option<(Vec<u8>, bool)>| -> Result<()> {
+        if let Some((key, true)) = newest {
+            live.insert(key.as_slice(), ()).map_err(internal)?;
+        }
+        Ok(())
+    };
+    for entry in history.iter().map_err(internal)? {
+        let (k, v) = entry.map_err(internal)?;
+        let (key, _) = k.value();
+        let is_live = v.value().first() == Some(&Record::LIVE_FLAG);
+        match &mut newest {
+            Some((current, flag)) if current.as_slice() == key => *flag = is_live,
+            _ => {
+                settle(newest.take())?;
+                newest = Some((key.to_vec(), is_live));
+            }
+        }
+    }
+    settle(newest)
+}
+
 /// The watch event that `revision` recorded for `key`.
 pub(crate) fn event_at(
     table: &impl History,

@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::Shared;
 use crate::codec::{
-    HISTORY, LOG, META, META_COMPACTED, META_CURRENT, Record, encode_keys, internal,
+    HISTORY, LIVE_KEYS, LOG, META, META_COMPACTED, META_CURRENT, Record, encode_keys, internal,
 };
 use crate::read::{get_at, version_at};
 
@@ -102,8 +102,14 @@ fn apply_batch(
     {
         let mut history = tx.open_table(HISTORY).map_err(internal)?;
         let mut log = tx.open_table(LOG).map_err(internal)?;
+        let mut live = tx.open_table(LIVE_KEYS).map_err(internal)?;
         for (txn, _) in batch {
-            let response = apply_txn(&mut history, &mut log, current, txn, &mut events)?;
+            let mut tables = Tables {
+                history: &mut history,
+                log: &mut log,
+                live: &mut live,
+            };
+            let response = apply_txn(&mut tables, current, txn, &mut events)?;
             current = response.revision;
             responses.push(response);
         }
@@ -118,15 +124,23 @@ fn apply_batch(
 
 type HistoryTable<'t> = Table<'t, (&'static [u8], u64), &'static [u8]>;
 type LogTable<'t> = Table<'t, u64, &'static [u8]>;
+type LiveTable<'t> = Table<'t, &'static [u8], ()>;
+
+/// The tables a storage transaction writes.
+struct Tables<'a, 't> {
+    history: &'a mut HistoryTable<'t>,
+    log: &'a mut LogTable<'t>,
+    live: &'a mut LiveTable<'t>,
+}
 
 /// Applies one storage transaction on top of `current` inside the writer's redb transaction.
 fn apply_txn(
-    history: &mut HistoryTable<'_>,
-    log: &mut LogTable<'_>,
+    tables: &mut Tables<'_, '_>,
     current: Revision,
     txn: &Txn,
     events: &mut Vec<Event>,
 ) -> Result<TxnResponse> {
+    let (history, log, live) = (&mut *tables.history, &mut *tables.log, &mut *tables.live);
     let mut succeeded = true;
     for compare in &txn.compares {
         if !compare.evaluate(get_at(history, &compare.key, current)?.as_ref()) {
@@ -148,6 +162,9 @@ fn apply_txn(
             Op::Put { key, value } => {
                 let prev = get_at(history, key, revision)?;
                 let kv = put(history, key, value, prev.as_ref(), revision)?;
+                if prev.is_none() {
+                    live.insert(key.as_slice(), ()).map_err(internal)?;
+                }
                 events.push(Event::put(kv, prev.clone()));
                 changed.push(key);
                 OpResult::Put { prev }
@@ -155,6 +172,7 @@ fn apply_txn(
             Op::Delete(key) => {
                 let prev = get_at(history, key, revision)?;
                 if let Some(prev) = &prev {
+                    live.remove(key.as_slice()).map_err(internal)?;
                     let tombstone = Record::Tombstone.encode();
                     history
                         .insert((key.as_slice(), revision), tombstone.as_slice())
