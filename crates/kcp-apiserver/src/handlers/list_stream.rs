@@ -69,7 +69,7 @@ pub(super) async fn serve(
     render.list_meta = json!({"resourceVersion": pages.revision().to_string()});
     let frame = ListFrame::new(encoding, render.bytes(Vec::new())?)
         .ok_or_else(|| internal("the list has no items to stream"))?;
-    let first = render.items(&frame, first)?;
+    let first = render.items(&frame, first, false)?;
     let Some(second) = next_page(&mut pages, json).await else {
         // One page: the whole list at once.
         let mut whole = frame.prefix;
@@ -92,7 +92,7 @@ pub(super) async fn serve(
         }
         let mut next = Some(Ok(second));
         while let Some(page) = next.take() {
-            let chunk = match page.and_then(|page| render.items(&frame, page)) {
+            let chunk = match page.and_then(|page| render.items(&frame, page, written)) {
                 Ok(chunk) => chunk,
                 Err(error) => {
                     // The response ends unfinished (not a list a client can decode), rather
@@ -102,13 +102,8 @@ pub(super) async fn serve(
                 }
             };
             if !chunk.is_empty() {
-                let mut bytes = Vec::with_capacity(chunk.len() + 1);
-                if written {
-                    bytes.extend_from_slice(frame.separator);
-                }
-                bytes.extend_from_slice(&chunk);
                 written = true;
-                if sender.send(Bytes::from(bytes)).await.is_err() {
+                if sender.send(Bytes::from(chunk)).await.is_err() {
                     return;
                 }
             }
@@ -180,19 +175,37 @@ impl Renderer {
         )
     }
 
-    /// The encoded items of a page, without the list's frame (nothing for no items).
-    fn items(&self, frame: &ListFrame, page: Page) -> Result<Vec<u8>, RegistryError> {
+    /// The encoded items of a page, without the list's frame (nothing for no items); after
+    /// items already written (`after_items`), led by the separator.
+    fn items(
+        &self,
+        frame: &ListFrame,
+        page: Page,
+        after_items: bool,
+    ) -> Result<Vec<u8>, RegistryError> {
+        let lead = if after_items { frame.separator } else { b"" };
         let items = match page {
+            Page::Objects(items) if items.is_empty() => return Ok(Vec::new()),
             Page::Objects(items) => items,
-            Page::Json(answers) => return Ok(answers.join(frame.separator)),
+            Page::Json(answers) if answers.is_empty() => return Ok(Vec::new()),
+            Page::Json(answers) => {
+                let size = answers.iter().map(|a| a.len() + 1).sum::<usize>() + lead.len();
+                let mut out = Vec::with_capacity(size);
+                for (i, answer) in answers.iter().enumerate() {
+                    out.extend_from_slice(if i == 0 { lead } else { frame.separator });
+                    out.extend_from_slice(answer);
+                }
+                return Ok(out);
+            }
         };
-        if items.is_empty() {
-            return Ok(Vec::new());
-        }
         let encoded = self.bytes(items)?;
-        frame.items(&encoded).map(<[u8]>::to_vec).ok_or_else(|| {
+        let inner = frame.items(&encoded).ok_or_else(|| {
             RegistryError::Internal("streaming a list: a page is not framed as the list".into())
-        })
+        })?;
+        let mut out = Vec::with_capacity(lead.len() + inner.len());
+        out.extend_from_slice(lead);
+        out.extend_from_slice(inner);
+        Ok(out)
     }
 
     /// [`Renderer::list`], encoded.
@@ -311,11 +324,8 @@ mod tests {
         for chunk in objects.chunks(page) {
             // Pages a selector emptied stream nothing.
             for items in [Vec::new(), chunk.to_vec()] {
-                let bytes = render.items(&frame, Page::Objects(items)).unwrap();
+                let bytes = render.items(&frame, Page::Objects(items), written).unwrap();
                 if !bytes.is_empty() {
-                    if written {
-                        streamed.extend_from_slice(frame.separator);
-                    }
                     streamed.extend_from_slice(&bytes);
                     written = true;
                 }
@@ -347,6 +357,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn json_answers_are_joined_and_led_by_the_separator_after_items() {
+        let render = renderer(Conversion::None, Encoding::Json, "configmaps");
+        let frame = ListFrame::new(Encoding::Json, render.bytes(Vec::new()).unwrap()).unwrap();
+        let page = || Page::Json(vec![b"{\"a\":1}".to_vec(), b"{}".to_vec()]);
+        let first = render.items(&frame, page(), false).unwrap();
+        assert_eq!(first, b"{\"a\":1},{}");
+        let later = render.items(&frame, page(), true).unwrap();
+        assert_eq!(later, b",{\"a\":1},{}");
+        assert!(
+            render
+                .items(&frame, Page::Json(Vec::new()), true)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]
