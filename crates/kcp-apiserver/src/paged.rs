@@ -30,15 +30,9 @@ pub(crate) struct Pages {
 }
 
 impl Pages {
-    /// Reads the first page at `revision` (0: the latest); the rest follow from the same
-    /// snapshot, whose revision [`Pages::revision`] answers.
-    pub(crate) async fn first(
-        registry: &Registry,
-        target: Target<'_>,
-        params: &Params,
-        revision: u64,
-    ) -> Result<(Pages, Vec<Value>), RegistryError> {
-        let mut pages = Pages {
+    /// Nothing read yet: the first page is at `revision` (0: the latest).
+    fn new(registry: &Registry, target: Target<'_>, params: &Params, revision: u64) -> Pages {
+        Pages {
             registry: registry.clone(),
             cluster: target.cluster.to_string(),
             namespace: target.namespace.map(str::to_string),
@@ -47,7 +41,18 @@ impl Pages {
             continue_token: None,
             page: VecDeque::new(),
             revision,
-        };
+        }
+    }
+
+    /// Reads the first page at `revision` (0: the latest); the rest follow from the same
+    /// snapshot, whose revision [`Pages::revision`] answers.
+    pub(crate) async fn first(
+        registry: &Registry,
+        target: Target<'_>,
+        params: &Params,
+        revision: u64,
+    ) -> Result<(Pages, Vec<Value>), RegistryError> {
+        let mut pages = Pages::new(registry, target, params, revision);
         let first = pages.read(None).await?;
         Ok((pages, first))
     }
@@ -87,16 +92,7 @@ impl Pages {
         if selector_filter(params, target.resource)?.is_some() {
             return Ok(None);
         }
-        let mut pages = Pages {
-            registry: registry.clone(),
-            cluster: target.cluster.to_string(),
-            namespace: target.namespace.map(str::to_string),
-            resource: target.resource.clone(),
-            params: params.clone(),
-            continue_token: None,
-            page: VecDeque::new(),
-            revision,
-        };
+        let mut pages = Pages::new(registry, target, params, revision);
         Ok(pages.read_json(None).await?.map(|first| (pages, first)))
     }
 
