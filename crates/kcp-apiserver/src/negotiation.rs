@@ -291,11 +291,28 @@ impl IncludeObject {
 
 /// An object as `PartialObjectMetadata` of `version`.
 pub fn partial_object_metadata(object: &Value, version: MetaVersion) -> Value {
-    json!({
-        "kind": "PartialObjectMetadata",
-        "apiVersion": version.api_version(),
-        "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({})),
-    })
+    let metadata = object.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    document(
+        "PartialObjectMetadata",
+        version.api_version(),
+        [("metadata", metadata)],
+    )
+}
+
+/// An object of `kind` and `api_version` with these fields, moved in. (`json!` would copy each
+/// value through the serializer: lists and Tables of thousands of objects paid for it.)
+pub(crate) fn document<const N: usize>(
+    kind: &str,
+    api_version: impl Into<String>,
+    fields: [(&str, Value); N],
+) -> Value {
+    let mut object = serde_json::Map::new();
+    object.insert("kind".into(), Value::String(kind.into()));
+    object.insert("apiVersion".into(), Value::String(api_version.into()));
+    for (name, value) in fields {
+        object.insert(name.into(), value);
+    }
+    Value::Object(object)
 }
 
 /// One object (get, create, update, patch, a watch event) as the client asked for it.
@@ -329,23 +346,21 @@ pub fn render_list(
     list_meta: Value,
 ) -> Result<Value, RegistryError> {
     Ok(match conversion {
-        Conversion::None | Conversion::PartialObjectMetadata(_) => json!({
-            "kind": format!("{}List", resource.kind),
-            "apiVersion": resource.group_version(),
-            "metadata": list_meta,
-            "items": items,
-        }),
+        Conversion::None | Conversion::PartialObjectMetadata(_) => document(
+            &format!("{}List", resource.kind),
+            resource.group_version(),
+            [("metadata", list_meta), ("items", Value::Array(items))],
+        ),
         Conversion::PartialObjectMetadataList(version) => {
             let items: Vec<Value> = items
                 .iter()
                 .map(|item| partial_object_metadata(item, version))
                 .collect();
-            json!({
-                "kind": "PartialObjectMetadataList",
-                "apiVersion": version.api_version(),
-                "metadata": list_meta,
-                "items": items,
-            })
+            document(
+                "PartialObjectMetadataList",
+                version.api_version(),
+                [("metadata", list_meta), ("items", Value::Array(items))],
+            )
         }
         Conversion::Table(version) => {
             let include = IncludeObject::from_params(params)?;

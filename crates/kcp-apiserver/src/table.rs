@@ -4,10 +4,10 @@
 //! object (`Object`).
 
 use kcp_apis::builtin::Resource;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::custom_columns::CustomColumns;
-use crate::negotiation::{IncludeObject, MetaVersion, partial_object_metadata};
+use crate::negotiation::{IncludeObject, MetaVersion, document, partial_object_metadata};
 use kcp_registry::kinds;
 
 /// A Table of `objects` (list items or a single object) with `list_meta` as its ListMeta.
@@ -29,32 +29,36 @@ pub fn render(
                 IncludeObject::Metadata => partial_object_metadata(object, version),
                 IncludeObject::Object => object.clone(),
             };
-            json!({
-                "cells": match &custom {
-                    Some(columns) => columns.cells(object, now),
-                    None => kind.cells(object, now),
-                },
-                "object": carried,
-            })
+            let cells = match &custom {
+                Some(columns) => columns.cells(object, now),
+                None => kind.cells(object, now),
+            };
+            let mut row = serde_json::Map::new();
+            row.insert("cells".into(), Value::Array(cells));
+            row.insert("object".into(), carried);
+            Value::Object(row)
         })
         .collect();
     let columns: Vec<Value> = match &custom {
         Some(columns) => columns.definitions(),
         None => kind.columns().iter().map(|c| c.to_json()).collect(),
     };
-    json!({
-        "kind": "Table",
-        "apiVersion": version.api_version(),
-        "metadata": list_meta,
-        "columnDefinitions": columns,
-        "rows": rows,
-    })
+    document(
+        "Table",
+        version.api_version(),
+        [
+            ("metadata", list_meta),
+            ("columnDefinitions", Value::Array(columns)),
+            ("rows", Value::Array(rows)),
+        ],
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use kcp_apis::builtin::RESOURCES;
+    use serde_json::json;
 
     fn configmaps() -> &'static Resource {
         RESOURCES.iter().find(|r| r.name == "configmaps").unwrap()
