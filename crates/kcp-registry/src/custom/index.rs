@@ -31,6 +31,8 @@ struct Served {
     resources: Resources,
     /// Being deleted: its objects can be read and deleted, not created.
     terminating: bool,
+    /// The CRD's resourceVersion this state is from (0: unknown).
+    revision: u64,
 }
 
 /// The served custom resources of every logical cluster.
@@ -39,6 +41,14 @@ pub(crate) struct CustomResourceIndex {
     interner: Interner,
     /// cluster → CRD name → served resources.
     clusters: RwLock<HashMap<String, BTreeMap<String, Served>>>,
+}
+
+/// A CRD's resourceVersion as a number (0 when it has none).
+fn revision_of(crd: &Value) -> u64 {
+    crd["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|rv| rv.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Whether a CRD's condition `kind` is `True`.
@@ -59,25 +69,42 @@ impl CustomResourceIndex {
         let served = condition_true(crd, "Established").then(|| Served {
             resources: self.interner.resources(&crd["spec"]),
             terminating: crd["metadata"].get("deletionTimestamp").is_some(),
+            revision: revision_of(crd),
         });
         Some((name, served))
     }
 
-    /// Records the current state of a CRD of `cluster`.
+    /// Records the state of a CRD of `cluster`, unless a newer one is recorded: the follower
+    /// of storage may deliver a state older than a write this server already applied (a CRD
+    /// created, then Established by a write the index saw at once), and must not take the
+    /// newer state back.
     pub(crate) fn observe(&self, cluster: &str, crd: &Value) {
         let Some((name, served)) = self.serving(crd) else {
             return;
         };
-        let Some(served) = served else {
-            self.forget(cluster, name);
-            return;
-        };
+        let revision = revision_of(crd);
         let replaced = {
             let mut clusters = self.clusters.write().unwrap_or_else(|e| e.into_inner());
-            clusters
-                .entry(cluster.to_string())
-                .or_default()
-                .insert(name.to_string(), served)
+            let known = clusters
+                .get(cluster)
+                .and_then(|crds| crds.get(name))
+                .map_or(0, |served| served.revision);
+            if revision != 0 && known > revision {
+                return;
+            }
+            match served {
+                Some(served) => clusters
+                    .entry(cluster.to_string())
+                    .or_default()
+                    .insert(name.to_string(), served),
+                None => {
+                    let removed = clusters.get_mut(cluster).and_then(|crds| crds.remove(name));
+                    if clusters.get(cluster).is_some_and(BTreeMap::is_empty) {
+                        clusters.remove(cluster);
+                    }
+                    removed
+                }
+            }
         };
         // A replaced spec may be the last holder of a big schema: freed outside the lock.
         drop(replaced);
@@ -371,5 +398,27 @@ mod tests {
         assert_eq!(index.live_specs(), 1);
         index.forget("root", "widgets.example.com");
         assert_eq!(index.live_specs(), 0);
+    }
+
+    #[test]
+    fn an_older_state_does_not_take_a_newer_one_back() {
+        let index = CustomResourceIndex::default();
+        let at = |revision: u64, established: bool| {
+            let mut crd = crd("a");
+            crd["metadata"]["resourceVersion"] = json!(revision.to_string());
+            if !established {
+                crd["status"] = json!({});
+            }
+            crd
+        };
+        // Established by a write seen at once; the follower then delivers the create.
+        index.observe("root", &at(5, true));
+        index.observe("root", &at(3, false));
+        assert!(index.find("root", "example.com", "v1", "widgets").is_some());
+        // A newer state that is not Established is taken.
+        index.observe("root", &at(7, false));
+        assert!(index.find("root", "example.com", "v1", "widgets").is_none());
+        index.observe("root", &at(9, true));
+        assert!(index.find("root", "example.com", "v1", "widgets").is_some());
     }
 }
