@@ -67,6 +67,12 @@ pub async fn maybe_gzip(response: Response<Body>, accepts_gzip: bool) -> Respons
         Ok(compressed) => compressed,
         Err(_) => return Response::from_parts(parts, full(bytes)),
     };
+    mark_gzipped(&mut parts);
+    Response::from_parts(parts, full(compressed))
+}
+
+/// The headers of a response whose body is gzip.
+fn mark_gzipped(parts: &mut http::response::Parts) {
     parts
         .headers
         .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
@@ -74,7 +80,6 @@ pub async fn maybe_gzip(response: Response<Body>, accepts_gzip: bool) -> Respons
         .headers
         .append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
     parts.headers.remove(header::CONTENT_LENGTH);
-    Response::from_parts(parts, full(compressed))
 }
 
 /// A streamed body compressed as it goes when it turns out larger than the threshold: its
@@ -98,13 +103,7 @@ async fn gzip_stream(response: Response<Body>) -> Response<Body> {
             None => return Response::from_parts(parts, full(head)),
         }
     }
-    parts
-        .headers
-        .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-    parts
-        .headers
-        .append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
-    parts.headers.remove(header::CONTENT_LENGTH);
+    mark_gzipped(&mut parts);
     let encoder = GzEncoder::new(Vec::new(), Compression::new(1));
     let state = Some((Some(Bytes::from(head)), body, encoder));
     let frames = futures::stream::unfold(state, |state| async move {

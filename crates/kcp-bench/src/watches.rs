@@ -359,16 +359,14 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         writes.add(done??)?;
     }
     let mut deliveries = new_histogram();
-    let (mut missing, mut repeated) = (0usize, 0usize);
+    let mut repeated = 0usize;
     while let Some(done) = followers.join_next().await {
         let delivered = done??;
         deliveries.add(&delivered.latency)?;
         repeated += delivered.names.values().filter(|n| **n > 1).count();
     }
-    let expected_deliveries = options.events * (1 + options.wildcard);
-    if (deliveries.len() as usize) < expected_deliveries {
-        missing = expected_deliveries - deliveries.len() as usize;
-    }
+    let missing =
+        (options.events * (1 + options.wildcard)).saturating_sub(deliveries.len() as usize);
     anyhow::ensure!(
         missing == 0 && repeated == 0,
         "{missing} deliveries missing, {repeated} repeated"

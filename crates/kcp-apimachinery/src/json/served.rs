@@ -59,14 +59,14 @@ pub fn served_from_stored(
     // object (a comma precedes it once the object has members). Both metadata inserts may
     // meet at metadata's closing brace, the resourceVersion first.
     let mut inserts: Vec<Insert> = Vec::with_capacity(2);
-    inserts.push(Insert::into(
+    inserts.push(Insert::member(
         &metadata,
         METADATA,
         metadata.before_resource_version,
         version,
     ));
     match &places.annotations {
-        Some(annotations) => inserts.push(Insert::into(
+        Some(annotations) => inserts.push(Insert::member(
             annotations,
             ANNOTATIONS,
             annotations.before_entry,
@@ -77,7 +77,7 @@ pub fn served_from_stored(
             member.extend_from_slice(b"\"annotations\":{");
             member.extend_from_slice(&entry);
             member.push(b'}');
-            inserts.push(Insert::into(
+            inserts.push(Insert::member(
                 &metadata,
                 METADATA,
                 metadata.before_annotations,
@@ -127,7 +127,7 @@ struct Insert {
 
 impl Insert {
     /// `text` as a member of `object`, before the member at `before` or else at its end.
-    fn into(object: &Members, which: usize, before: Option<usize>, text: Vec<u8>) -> Insert {
+    fn member(object: &Members, which: usize, before: Option<usize>, text: Vec<u8>) -> Insert {
         Insert {
             at: before.unwrap_or(object.close),
             text,

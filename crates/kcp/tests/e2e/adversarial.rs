@@ -196,8 +196,46 @@ fn slow_clients(address: std::net::SocketAddr) -> Vec<tokio::task::JoinHandle<()
     silent.chain(dribbling).collect()
 }
 
+/// `count` GETs of `path`, each on a client (a connection) of its own, whose bodies are never
+/// read; held until dropped.
+async fn unread(
+    attacker: &kube::Config,
+    path: &str,
+    count: usize,
+) -> Vec<(kube::Client, http::Response<kube::client::Body>)> {
+    let mut held = Vec::new();
+    for _ in 0..count {
+        let client = kube::Client::try_from(attacker.clone()).unwrap();
+        let request = http::Request::get(path)
+            .body(kube::client::Body::empty())
+            .unwrap();
+        let response = client.send(request).await.unwrap();
+        assert_eq!(response.status(), 200);
+        held.push((client, response));
+    }
+    held
+}
+
+/// The server's RSS, after a fixed window, must have grown less than `bound` over `before`.
+/// Deliberately a window, not a condition: what is held gets time to fill what it may buffer,
+/// and the server's memory must NOT grow past the bound meanwhile.
+async fn within(kcp: &Kcp, before: u64, bound: u64, what: &str) {
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let grown = rss(kcp.pid()).saturating_sub(before);
+    eprintln!(
+        "{what}: RSS {} MiB before, grew {} MiB",
+        before / MIB,
+        grown / MIB
+    );
+    assert!(
+        grown < bound,
+        "{what} grew the server by {} MiB",
+        grown / MIB
+    );
+}
+
 /// Watchers that ask for the whole collection (`resourceVersion=0`) and never read: each may
-/// hold a page of objects and a few encoded frames, never the collection.
+/// hold a page of objects, never the collection.
 async fn stalled_watchers(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe) {
     const OBJECTS: usize = 20_000;
     const WATCHERS: usize = 20;
@@ -206,31 +244,19 @@ async fn stalled_watchers(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe
     create_configmaps(&api, "bulk", OBJECTS, &"p".repeat(1024)).await;
     probe.check("20,000 creates");
     let before = rss(kcp.pid());
-    let mut held = Vec::new();
-    for _ in 0..WATCHERS {
-        // One client per watcher: its own connection, whose body is never read.
-        let client = kube::Client::try_from(attacker.clone()).unwrap();
-        let request = http::Request::get("/api/v1/namespaces/default/configmaps?watch=1")
-            .body(kube::client::Body::empty())
-            .unwrap();
-        let response = client.send(request).await.unwrap();
-        assert_eq!(response.status(), 200);
-        held.push((client, response));
-    }
-    // Deliberately a fixed window, not a condition: every watcher gets time to fill what it may
-    // buffer, and the server's memory must NOT grow past the bound meanwhile.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let grown = rss(kcp.pid()).saturating_sub(before);
-    eprintln!(
-        "stalled watchers: RSS {} MiB before, grew {} MiB",
-        before / MIB,
-        grown / MIB
-    );
-    assert!(
-        grown < 256 * MIB,
-        "{WATCHERS} stalled watchers over {OBJECTS} objects grew the server by {} MiB",
-        grown / MIB
-    );
+    let held = unread(
+        attacker,
+        "/api/v1/namespaces/default/configmaps?watch=1",
+        WATCHERS,
+    )
+    .await;
+    within(
+        kcp,
+        before,
+        256 * MIB,
+        &format!("{WATCHERS} stalled watchers over {OBJECTS} objects"),
+    )
+    .await;
     probe.check("stalled watchers");
     drop(held);
     stalled_lists(kcp, attacker, probe, OBJECTS).await;
@@ -242,29 +268,14 @@ async fn stalled_watchers(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe
 async fn stalled_lists(kcp: &Kcp, attacker: &kube::Config, probe: &ReadyProbe, objects: usize) {
     const LISTS: usize = 20;
     let before = rss(kcp.pid());
-    let mut held = Vec::new();
-    for _ in 0..LISTS {
-        let client = kube::Client::try_from(attacker.clone()).unwrap();
-        let request = http::Request::get("/api/v1/namespaces/default/configmaps")
-            .body(kube::client::Body::empty())
-            .unwrap();
-        let response = client.send(request).await.unwrap();
-        assert_eq!(response.status(), 200);
-        held.push((client, response));
-    }
-    // A fixed window again: time for every list to fill what it may buffer.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let grown = rss(kcp.pid()).saturating_sub(before);
-    eprintln!(
-        "stalled lists: RSS {} MiB before, grew {} MiB",
-        before / MIB,
-        grown / MIB
-    );
-    assert!(
-        grown < 128 * MIB,
-        "{LISTS} stalled lists of {objects} objects grew the server by {} MiB",
-        grown / MIB
-    );
+    let held = unread(attacker, "/api/v1/namespaces/default/configmaps", LISTS).await;
+    within(
+        kcp,
+        before,
+        128 * MIB,
+        &format!("{LISTS} stalled lists of {objects} objects"),
+    )
+    .await;
     probe.check("stalled lists");
     // A list read to its end has every object once.
     let client = kube::Client::try_from(attacker.clone()).unwrap();
