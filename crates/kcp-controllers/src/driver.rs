@@ -17,8 +17,11 @@ use tokio::sync::watch;
 
 use crate::queue::WorkQueue;
 
-/// How many objects are reconciled at once.
-const WORKERS: usize = 8;
+/// How many objects are reconciled at once. A reconcile spends most of its time waiting for
+/// durable writes, and the store commits every write queued at once in one fsync: many
+/// reconciles in flight share the commits, where a few would each wait for their own (with 8,
+/// workspaces became Ready at about 200/s while clients created them at 600-800/s).
+const WORKERS: usize = 64;
 /// The wait before listing again after the watch broke.
 const RESYNC_DELAY: Duration = Duration::from_secs(1);
 

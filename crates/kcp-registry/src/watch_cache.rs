@@ -22,19 +22,18 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
-use kcp_storage::{Event, EventKind, Storage, WatchRequest};
+use kcp_storage::{Event, EventKind, KeyValue, Storage, WatchRequest};
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
 use crate::error::RegistryError;
 use crate::list::Filter;
-use crate::meta;
-use crate::store::decode;
+use crate::store::{decode, json_answer};
 use crate::watch::WatchEvent;
 
 /// Events each hub keeps for late joiners and watchers that are behind.
@@ -53,42 +52,59 @@ pub(crate) struct SharedEvent {
     /// What watchers receive: the new state of a put, the last state of a delete (carrying the
     /// delete's revision).
     pub object: Arc<Value>,
-    /// `object` as JSON.
+    /// `object` as JSON, spliced from the stored bytes where they allow it.
     pub encoded: Bytes,
-    /// The state before a put (`None` for a create), to tell selector transitions.
-    pub prev: Option<Value>,
+    /// The stored state before a put (`None` for a create), to tell selector transitions;
+    /// decoded only when a watcher with a selector asks ([`SharedEvent::prev`]).
+    prev_stored: Option<KeyValue>,
+    prev: OnceLock<Option<Value>>,
     /// About what this event takes in memory: its key, the object decoded and encoded, and the
-    /// previous state decoded (a decoded value takes about twice its JSON).
+    /// previous state stored and perhaps decoded (a decoded value takes about twice its JSON).
     pub bytes: usize,
 }
 
 impl SharedEvent {
     pub(crate) fn from_storage(event: &Event) -> Result<SharedEvent, RegistryError> {
-        let prev = event.prev.as_ref().map(decode).transpose()?;
-        let (object, prev, deleted) = match event.kind {
-            EventKind::Put => (decode(&event.kv)?, prev, false),
+        let (object, encoded, prev_stored, deleted) = match event.kind {
+            EventKind::Put => {
+                let object = decode(&event.kv)?;
+                let encoded = json_answer(&event.kv);
+                (object, encoded, event.prev.clone(), false)
+            }
             EventKind::Delete => {
-                let mut last = prev.ok_or_else(|| {
+                let prev = event.prev.as_ref().ok_or_else(|| {
                     RegistryError::Internal("a delete event without the deleted value".into())
                 })?;
-                meta::set_resource_version(&mut last, event.kv.mod_revision);
-                (last, None, true)
+                // The last state, carrying the delete's revision.
+                let last = KeyValue {
+                    mod_revision: event.kv.mod_revision,
+                    ..prev.clone()
+                };
+                (decode(&last)?, json_answer(&last), None, true)
             }
         };
-        let encoded = Bytes::from(kcp_apis::messages::to_json(&object));
-        let prev_bytes = match (&prev, &event.prev) {
-            (Some(_), Some(stored)) => stored.value.len(),
-            _ => 0,
+        let encoded = match encoded {
+            Some(spliced) => Bytes::from(spliced),
+            None => Bytes::from(kcp_apis::messages::to_json(&object)),
         };
+        let prev_bytes = prev_stored.as_ref().map_or(0, |kv| kv.value.len());
         Ok(SharedEvent {
-            bytes: event.kv.key.len() + 3 * encoded.len() + 2 * prev_bytes,
+            bytes: event.kv.key.len() + 3 * encoded.len() + 3 * prev_bytes,
             key: event.kv.key.clone(),
             revision: event.kv.mod_revision,
             deleted,
             object: Arc::new(object),
             encoded,
-            prev,
+            prev_stored,
+            prev: OnceLock::new(),
         })
+    }
+
+    /// The state before a put, decoded on first use (one that does not decode counts as none).
+    fn prev(&self) -> Option<&Value> {
+        self.prev
+            .get_or_init(|| self.prev_stored.as_ref().and_then(|kv| decode(kv).ok()))
+            .as_ref()
     }
 
     /// What a watcher with `filter` sees of this event, as kube-apiserver's watch cache: an
@@ -101,7 +117,10 @@ impl SharedEvent {
             }
             "DELETED"
         } else {
-            let was = self.prev.as_ref().is_some_and(matches);
+            let was = match filter {
+                None => self.prev_stored.is_some(),
+                Some(_) => self.prev().is_some_and(matches),
+            };
             match (was, matches(&self.object)) {
                 (false, true) => "ADDED",
                 (true, true) => "MODIFIED",
@@ -527,6 +546,66 @@ mod tests {
 
     fn memory() -> Arc<dyn Storage> {
         Arc::new(MemoryStorage::new())
+    }
+
+    fn stored(name: &str, label: &str, revision: u64) -> KeyValue {
+        let object = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "n", "labels": {"app": label}, "uid": "u"},
+            "data": {"k": "v"},
+        });
+        KeyValue {
+            key: Bytes::from(format!("/registry/core/configmaps/c/n/{name}")),
+            value: Bytes::from(kcp_apis::messages::to_json(&object)),
+            create_revision: 1,
+            mod_revision: revision,
+            version: 1,
+        }
+    }
+
+    #[test]
+    fn events_are_encoded_as_decoding_and_encoding_would_and_transitions_use_the_previous_state() {
+        let selector: Filter =
+            Box::new(|object: &Value| object["metadata"]["labels"]["app"] == "a");
+        let update = Event {
+            kind: EventKind::Put,
+            kv: stored("x", "b", 7),
+            prev: Some(stored("x", "a", 5)),
+        };
+        let event = SharedEvent::from_storage(&update).unwrap();
+        let decoded = decode(&update.kv).unwrap();
+        assert_eq!(*event.object, decoded);
+        assert_eq!(event.encoded, kcp_apis::messages::to_json(&decoded));
+        // No selector: an update. With one: the object left it.
+        assert_eq!(event.translate(None).unwrap().kind, "MODIFIED");
+        assert_eq!(event.translate(Some(&selector)).unwrap().kind, "DELETED");
+
+        let delete = Event {
+            kind: EventKind::Delete,
+            kv: KeyValue {
+                value: Bytes::new(),
+                ..stored("x", "a", 9)
+            },
+            prev: Some(stored("x", "a", 7)),
+        };
+        let event = SharedEvent::from_storage(&delete).unwrap();
+        let last = decode(&stored("x", "a", 9)).unwrap();
+        assert_eq!(
+            *event.object, last,
+            "the last state at the delete's revision"
+        );
+        assert_eq!(event.encoded, kcp_apis::messages::to_json(&last));
+        assert_eq!(event.translate(Some(&selector)).unwrap().kind, "DELETED");
+
+        let create = Event {
+            kind: EventKind::Put,
+            kv: stored("y", "a", 10),
+            prev: None,
+        };
+        let event = SharedEvent::from_storage(&create).unwrap();
+        assert_eq!(event.translate(Some(&selector)).unwrap().kind, "ADDED");
+        assert_eq!(event.translate(None).unwrap().kind, "ADDED");
     }
 
     #[tokio::test]

@@ -10,8 +10,9 @@ use anyhow::{Context, bail};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-/// How long a start may take before the benchmark gives up.
-const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a start or a stop may take before the benchmark gives up (a server holding a
+/// million workspaces included).
+const START_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The `kcp` binary to run: `explicit` if given, else `kcp` next to this executable.
 pub fn locate_binary(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {

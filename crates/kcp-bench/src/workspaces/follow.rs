@@ -44,7 +44,7 @@ impl Follower {
         let (report, seen) = watch::channel(Seen::default());
         let task = tokio::spawn(async move {
             let _connection = connection;
-            let mut phases: HashMap<(String, String), bool> = HashMap::new();
+            let mut phases = Phases::default();
             let mut buffer = BytesMut::new();
             while let Some(frame) = body.frame().await {
                 let Ok(data) = frame?.into_data() else {
@@ -55,10 +55,9 @@ impl Follower {
                     let line = buffer.split_to(end + 1);
                     apply(&mut phases, line.chunk())?;
                 }
-                let ready = phases.values().filter(|ready| **ready).count();
                 report.send_replace(Seen {
-                    existing: phases.len(),
-                    ready,
+                    existing: phases.ready.len(),
+                    ready: phases.ready_count,
                 });
             }
             anyhow::Ok(())
@@ -79,37 +78,88 @@ impl Follower {
         }
     }
 
+    /// What the watch has seen, now (for progress reports).
+    pub fn watcher(&self) -> watch::Receiver<Seen> {
+        self.seen.clone()
+    }
+
     pub fn stop(self) {
         self.task.abort();
     }
 }
 
-/// Applies one watch event line to `phases` (keyed by logical cluster and name).
-fn apply(phases: &mut HashMap<(String, String), bool>, line: &[u8]) -> anyhow::Result<()> {
+/// Whether each workspace (by logical cluster and name) is Ready, and how many are: counted as
+/// events come, since a count over the map after every read would cost the client more than
+/// the server's work at a million workspaces.
+#[derive(Default)]
+struct Phases {
+    ready: HashMap<(String, String), bool>,
+    ready_count: usize,
+}
+
+impl Phases {
+    fn set(&mut self, key: (String, String), ready: Option<bool>) {
+        let before = match ready {
+            Some(ready) => self.ready.insert(key, ready),
+            None => self.ready.remove(&key),
+        };
+        self.ready_count -= usize::from(before == Some(true));
+        self.ready_count += usize::from(ready == Some(true));
+    }
+}
+
+/// The parts of a watch event the counts need (the rest is skipped, not built).
+#[derive(serde::Deserialize)]
+struct WatchEvent {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    object: Workspace,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct Workspace {
+    metadata: Metadata,
+    status: Status,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct Metadata {
+    name: String,
+    annotations: Annotations,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct Annotations {
+    #[serde(rename = "kcp.io/cluster")]
+    cluster: String,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct Status {
+    phase: String,
+}
+
+/// Applies one watch event line to `phases`.
+fn apply(phases: &mut Phases, line: &[u8]) -> anyhow::Result<()> {
     let line = line.trim_ascii();
     if line.is_empty() {
         return Ok(());
     }
-    let event: serde_json::Value = serde_json::from_slice(line).context("a watch event")?;
-    let object = &event["object"];
-    let key = (
-        object["metadata"]["annotations"]["kcp.io/cluster"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-        object["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-    );
-    match event["type"].as_str() {
-        Some("ADDED" | "MODIFIED") => {
-            phases.insert(key, object["status"]["phase"] == "Ready");
-        }
-        Some("DELETED") => {
-            phases.remove(&key);
-        }
-        Some("ERROR") => bail!("the workspace watch failed: {object}"),
+    let event: WatchEvent = serde_json::from_slice(line).context("a watch event")?;
+    let metadata = event.object.metadata;
+    let key = (metadata.annotations.cluster, metadata.name);
+    match event.kind.as_str() {
+        "ADDED" | "MODIFIED" => phases.set(key, Some(event.object.status.phase == "Ready")),
+        "DELETED" => phases.set(key, None),
+        "ERROR" => bail!(
+            "the workspace watch failed: {}",
+            String::from_utf8_lossy(line)
+        ),
         _ => {}
     }
     Ok(())
@@ -121,7 +171,7 @@ mod tests {
 
     #[test]
     fn events_count_existing_and_ready_workspaces() {
-        let mut phases = HashMap::new();
+        let mut phases = Phases::default();
         let event = |kind: &str, cluster: &str, name: &str, phase: &str| {
             format!(
                 r#"{{"type":"{kind}","object":{{"metadata":{{"name":"{name}","annotations":{{"kcp.io/cluster":"{cluster}"}}}},"status":{{"phase":"{phase}"}}}}}}"#
@@ -138,10 +188,11 @@ mod tests {
             event("MODIFIED", "root", "a", "Ready").as_bytes(),
         )
         .unwrap();
-        assert_eq!(phases.len(), 2);
-        assert_eq!(phases.values().filter(|r| **r).count(), 2);
+        assert_eq!(phases.ready.len(), 2);
+        assert_eq!(phases.ready_count, 2);
         apply(&mut phases, event("DELETED", "x", "a", "Ready").as_bytes()).unwrap();
-        assert_eq!(phases.len(), 1);
+        assert_eq!(phases.ready.len(), 1);
+        assert_eq!(phases.ready_count, 1);
         assert!(apply(&mut phases, b"\n").is_ok());
     }
 }

@@ -54,6 +54,28 @@ pub fn plan(n: usize) -> Vec<Vec<Planned>> {
     levels
 }
 
+/// The workspaces of organizations of `org_size` each (`1,000 orgs of 1,000`): `n` in all,
+/// counting the organizations, in two levels.
+pub fn plan_orgs(n: usize, org_size: usize) -> Vec<Vec<Planned>> {
+    let org_count = n.div_ceil(org_size + 1).max(1).min(n);
+    let orgs: Vec<Planned> = (0..org_count)
+        .map(|i| Planned {
+            parent: "root".into(),
+            name: format!("org-{i}"),
+        })
+        .collect();
+    let members: Vec<Planned> = (0..n - org_count)
+        .map(|i| Planned {
+            parent: orgs[i / org_size.max(1) % org_count].path(),
+            name: format!("ws-{}", i % org_size.max(1)),
+        })
+        .collect();
+    [orgs, members]
+        .into_iter()
+        .filter(|level| !level.is_empty())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
@@ -76,6 +98,22 @@ mod tests {
             }
             assert_eq!(known.len(), n + 1, "paths are unique");
         }
+        for (n, org_size) in [(1, 5), (7, 2), (1_001_000, 1000), (50, 1000)] {
+            let levels = plan_orgs(n, org_size);
+            let all: Vec<&Planned> = levels.iter().flatten().collect();
+            assert_eq!(all.len(), n, "{n}");
+            let paths: HashSet<String> = all.iter().map(|w| w.path()).collect();
+            assert_eq!(paths.len(), n, "paths are unique");
+            for member in levels.get(1).into_iter().flatten() {
+                assert!(paths.contains(&member.parent), "{member:?}");
+            }
+        }
+        let orgs = plan_orgs(1_001_000, 1000);
+        assert_eq!(orgs[0].len(), 1000);
+        assert_eq!(
+            orgs[1].iter().filter(|w| w.parent == "root:org-7").count(),
+            1000
+        );
         let levels = plan(10_000);
         assert_eq!(levels[0].len(), 22);
         assert_eq!(levels[1].len(), 484);
