@@ -75,8 +75,8 @@ pub(crate) struct Controller {
     /// Whether a DELETED event needs a reconcile of its key.
     pub deletions: bool,
     pub reconcile: fn(Registry, Key) -> Reconciled,
-    /// A second resource to watch (no list: the own list covers every object).
-    pub also: Option<Also>,
+    /// Other resources to watch (no list: the own list covers every object).
+    pub also: Vec<Also>,
 }
 
 /// A second resource whose events concern the controller's objects.
@@ -109,15 +109,19 @@ impl Controller {
             .watch_all_clusters(self.resource, revision)
             .await?
             .map(|event| event.map(Trigger::Own));
-        let Some(also) = &self.also else {
-            return Ok(Box::pin(own));
-        };
-        let key = also.key;
-        let other = registry
-            .watch_all_clusters(also.resource, revision)
-            .await?
-            .map(move |event| event.map(|e| Trigger::Key(key(&e.cluster, &e.event.object))));
-        Ok(Box::pin(futures::stream::select(own, other)))
+        let mut streams: Vec<Events> = vec![Box::pin(own)];
+        for also in &self.also {
+            let key = also.key;
+            let other = registry
+                .watch_all_clusters(also.resource, revision)
+                .await?
+                .map(move |event| event.map(|e| Trigger::Key(key(&e.cluster, &e.event.object))));
+            streams.push(Box::pin(other));
+        }
+        Ok(match streams.len() {
+            1 => streams.pop().expect("the own stream"),
+            _ => Box::pin(futures::stream::select_all(streams)),
+        })
     }
 
     /// Runs the controller until `stop` turns true.
@@ -285,7 +289,7 @@ mod tests {
             wants: |_| true,
             deletions: false,
             reconcile: failing,
-            also: None,
+            also: Vec::new(),
         };
         let task = tokio::spawn(controller.run(registry, stopped));
         tokio::time::sleep(Duration::from_secs(5)).await;

@@ -100,6 +100,38 @@ impl SharedEvent {
         })
     }
 
+    /// A storage event as a watcher without a selector that reads only the object sees it
+    /// (ADDED, MODIFIED or DELETED with the last state), not encoded: the cross-cluster watches
+    /// of controllers and caches ([`crate::wildcard`]) decode each event once and encode none.
+    pub(crate) fn decoded_only(event: &Event) -> Result<WatchEvent, RegistryError> {
+        let (kind, object) = match event.kind {
+            EventKind::Put => {
+                let kind = if event.prev.is_some() {
+                    "MODIFIED"
+                } else {
+                    "ADDED"
+                };
+                (kind, decode(&event.kv)?)
+            }
+            EventKind::Delete => {
+                let prev = event.prev.as_ref().ok_or_else(|| {
+                    RegistryError::Internal("a delete event without the deleted value".into())
+                })?;
+                let last = KeyValue {
+                    mod_revision: event.kv.mod_revision,
+                    ..prev.clone()
+                };
+                ("DELETED", decode(&last)?)
+            }
+        };
+        Ok(WatchEvent {
+            kind,
+            object: Arc::new(object),
+            encoded: Bytes::new(),
+            revision: event.kv.mod_revision,
+        })
+    }
+
     /// The state before a put, decoded on first use (one that does not decode counts as none).
     fn prev(&self) -> Option<&Value> {
         self.prev
@@ -575,6 +607,12 @@ mod tests {
         };
         let event = SharedEvent::from_storage(&update).unwrap();
         let decoded = decode(&update.kv).unwrap();
+        let unencoded = SharedEvent::decoded_only(&update).unwrap();
+        assert_eq!(
+            (unencoded.kind, &*unencoded.object),
+            ("MODIFIED", &decoded),
+            "what a cross-cluster watch sees"
+        );
         assert_eq!(*event.object, decoded);
         assert_eq!(event.encoded, kcp_apis::messages::to_json(&decoded));
         // No selector: an update. With one: the object left it.
@@ -591,6 +629,8 @@ mod tests {
         };
         let event = SharedEvent::from_storage(&delete).unwrap();
         let last = decode(&stored("x", "a", 9)).unwrap();
+        let unencoded = SharedEvent::decoded_only(&delete).unwrap();
+        assert_eq!((unencoded.kind, &*unencoded.object), ("DELETED", &last));
         assert_eq!(
             *event.object, last,
             "the last state at the delete's revision"
@@ -604,6 +644,7 @@ mod tests {
             prev: None,
         };
         let event = SharedEvent::from_storage(&create).unwrap();
+        assert_eq!(SharedEvent::decoded_only(&create).unwrap().kind, "ADDED");
         assert_eq!(event.translate(Some(&selector)).unwrap().kind, "ADDED");
         assert_eq!(event.translate(None).unwrap().kind, "ADDED");
     }

@@ -24,7 +24,9 @@ pub struct ClusterObject {
     pub object: Value,
 }
 
-/// A watch event of a cross-cluster watch, with the object's logical cluster.
+/// A watch event of a cross-cluster watch, with the object's logical cluster. Its
+/// `event.encoded` is empty: these watches serve controllers and caches, which read the
+/// object, so their events are decoded once and never encoded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClusterEvent {
     pub cluster: String,
@@ -78,14 +80,13 @@ impl Registry {
         let events = self.storage().watch(request).await?;
         Ok(events.filter_map(move |event| {
             let translated = match event {
-                Ok(event) => match SharedEvent::from_storage(&event).map(|e| e.translate(None)) {
-                    Ok(Some(translated)) => cluster_of(&prefix, &event.kv.key).map(|cluster| {
+                Ok(event) => match SharedEvent::decoded_only(&event) {
+                    Ok(decoded) => cluster_of(&prefix, &event.kv.key).map(|cluster| {
                         Ok(ClusterEvent {
                             cluster,
-                            event: translated,
+                            event: decoded,
                         })
                     }),
-                    Ok(None) => None,
                     Err(error) => Some(Err(error)),
                 },
                 Err(error) => Some(Err(error.into())),

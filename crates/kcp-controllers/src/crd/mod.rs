@@ -38,7 +38,7 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
                 cleanup::reconcile(&registry, &key.cluster, &key.name).await
             })
         },
-        also: None,
+        also: Vec::new(),
     }
     .run(registry, stop)
     .await

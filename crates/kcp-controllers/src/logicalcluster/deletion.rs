@@ -17,8 +17,14 @@ use serde_json::{Value, json};
 use crate::conditions::{self, Condition};
 use crate::driver::Outcome;
 
-/// The wait before looking again at content that finalizers (or nested workspaces) still hold.
+/// The wait before looking again at content that finalizers (or nested workspaces) still hold:
+/// at first this, then a quarter of the time the deletion has taken, up to
+/// [`LONGEST_CONTENT_DELAY`]. Namespaces and nested workspaces that change or go bring the
+/// pass back at once (see the controller's module); the timer is for other finalizers, and a
+/// fixed short one made a hundred thousand deleting logical clusters poll the store instead
+/// of letting their namespaces be finalized.
 const CONTENT_REMAINING_DELAY: Duration = Duration::from_millis(500);
+const LONGEST_CONTENT_DELAY: Duration = Duration::from_secs(10);
 /// How long deletion runs before the LogicalCluster reports what is left.
 const REPORT_AFTER_SECONDS: i64 = 2;
 
@@ -55,6 +61,12 @@ fn resources(registry: &Registry, cluster: &str) -> Vec<ResourceRef> {
             .map(ResourceRef::from),
     );
     ordered
+}
+
+/// When to look again at content that is still there, `deleting_for` seconds into deletion.
+fn remaining_delay(deleting_for: i64) -> Duration {
+    let quarter = Duration::from_secs(u64::try_from(deleting_for).unwrap_or(0) / 4);
+    quarter.clamp(CONTENT_REMAINING_DELAY, LONGEST_CONTENT_DELAY)
 }
 
 pub(super) async fn reconcile(
@@ -116,7 +128,11 @@ pub(super) async fn reconcile(
                 })
                 .await?;
         }
-        return Ok(Outcome::Again(CONTENT_REMAINING_DELAY));
+        let deleting_for = logical_cluster["metadata"]["deletionTimestamp"]
+            .as_str()
+            .and_then(kcp_registry::seconds_since)
+            .unwrap_or(0);
+        return Ok(Outcome::Again(remaining_delay(deleting_for)));
     }
     let result = privileged
         .patch(target, LOGICAL_CLUSTER, &|current: &Value| {
@@ -133,5 +149,19 @@ pub(super) async fn reconcile(
     match result {
         Ok(_) | Err(RegistryError::NotFound { .. }) => Ok(Outcome::Finished),
         Err(other) => Err(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_is_looked_at_soon_at_first_then_less_often() {
+        assert_eq!(remaining_delay(0), CONTENT_REMAINING_DELAY);
+        assert_eq!(remaining_delay(-5), CONTENT_REMAINING_DELAY);
+        assert_eq!(remaining_delay(2), CONTENT_REMAINING_DELAY);
+        assert_eq!(remaining_delay(20), Duration::from_secs(5));
+        assert_eq!(remaining_delay(3600), LONGEST_CONTENT_DELAY);
     }
 }

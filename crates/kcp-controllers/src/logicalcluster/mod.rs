@@ -8,6 +8,8 @@
 //!   (nested workspaces included, honouring finalizers), then loses its finalizer.
 //!
 //! One task for every logical cluster, keyed by the cluster (the object is always `cluster`).
+//! Besides LogicalClusters it follows namespaces and workspaces that are going: each such
+//! change brings back the deletion of the logical cluster that holds them.
 
 mod deletion;
 mod initialization;
@@ -18,12 +20,25 @@ use kcp_registry::{Registry, RegistryError};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::driver::{Controller, Key, Outcome};
+use crate::driver::{Also, Controller, Key, Outcome};
 
 /// Whether a LogicalCluster needs the controller.
 fn needs_work(logical_cluster: &Value) -> bool {
     logical_cluster["metadata"]["deletionTimestamp"].is_string()
         || logical_cluster["status"]["phase"] == "Initializing"
+}
+
+/// The LogicalCluster whose content an object is, when the object is going (a terminating
+/// namespace, a deleting nested workspace): its deletion may be waiting for it, and looks
+/// again when it changes or goes rather than only on its timer.
+fn content_going(cluster: &str, object: &Value) -> Option<Key> {
+    object["metadata"]["deletionTimestamp"]
+        .is_string()
+        .then(|| Key {
+            cluster: cluster.to_string(),
+            namespace: String::new(),
+            name: LOGICAL_CLUSTER.to_string(),
+        })
 }
 
 /// Reconciles the LogicalCluster of one logical cluster.
@@ -53,7 +68,16 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         wants: needs_work,
         deletions: false,
         reconcile: |registry, key: Key| Box::pin(async move { reconcile(&registry, &key).await }),
-        also: None,
+        also: vec![
+            Also {
+                resource: kcp_apis::builtin::core("namespaces"),
+                key: content_going,
+            },
+            Also {
+                resource: system::workspaces(),
+                key: content_going,
+            },
+        ],
     }
     .run(registry, stop)
     .await

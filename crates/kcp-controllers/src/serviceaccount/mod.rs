@@ -49,7 +49,7 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         reconcile: |registry, key: Key| {
             Box::pin(async move { token_secret::reconcile(&registry, &key).await })
         },
-        also: None,
+        also: Vec::new(),
     };
     let accounts = Controller {
         name: "serviceaccount-token-cleanup",
@@ -59,7 +59,7 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         reconcile: |registry, key: Key| {
             Box::pin(async move { cleanup::reconcile(&registry, &key).await })
         },
-        also: None,
+        also: Vec::new(),
     };
     tokio::join!(
         secrets.run(registry.clone(), stop.clone()),

@@ -144,10 +144,10 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         wants: needs_work,
         deletions: false,
         reconcile: |registry, key: Key| Box::pin(async move { reconcile(&registry, &key).await }),
-        also: Some(Also {
+        also: vec![Also {
             resource: system::logical_clusters(),
             key: owner,
-        }),
+        }],
     }
     .run(registry, stop)
     .await
