@@ -17,11 +17,11 @@ use tokio::sync::watch;
 
 use crate::queue::WorkQueue;
 
-/// How many objects are reconciled at once. A reconcile spends most of its time waiting for
+/// How many objects a controller reconciles at once, unless it says otherwise. A reconcile spends most of its time waiting for
 /// durable writes, and the store commits every write queued at once in one fsync: many
 /// reconciles in flight share the commits, where a few would each wait for their own (with 8,
 /// workspaces became Ready at about 200/s while clients created them at 600-800/s).
-const WORKERS: usize = 64;
+pub(crate) const WORKERS: usize = 64;
 /// The wait before listing again after the watch broke.
 const RESYNC_DELAY: Duration = Duration::from_secs(1);
 
@@ -75,6 +75,8 @@ pub(crate) struct Controller {
     /// Whether a DELETED event needs a reconcile of its key.
     pub deletions: bool,
     pub reconcile: fn(Registry, Key) -> Reconciled,
+    /// How many objects are reconciled at once (usually [`WORKERS`]).
+    pub workers: usize,
     /// Other resources to watch (no list: the own list covers every object).
     pub also: Vec<Also>,
 }
@@ -84,6 +86,8 @@ pub(crate) struct Also {
     pub resource: &'static Resource,
     /// The key of the controller's object an object of `resource` in a cluster concerns.
     pub key: fn(&str, &Value) -> Option<Key>,
+    /// Only deletes of `resource` matter (the others are not even decoded).
+    pub deletions_only: bool,
 }
 
 fn name_of(object: &Value) -> String {
@@ -112,11 +116,18 @@ impl Controller {
         let mut streams: Vec<Events> = vec![Box::pin(own)];
         for also in &self.also {
             let key = also.key;
-            let other = registry
-                .watch_all_clusters(also.resource, revision)
-                .await?
-                .map(move |event| event.map(|e| Trigger::Key(key(&e.cluster, &e.event.object))));
-            streams.push(Box::pin(other));
+            let to_key = move |event: Result<ClusterEvent, RegistryError>| {
+                event.map(|e| Trigger::Key(key(&e.cluster, &e.event.object)))
+            };
+            if also.deletions_only {
+                let other = registry
+                    .watch_all_clusters_deletions(also.resource, revision)
+                    .await?;
+                streams.push(Box::pin(other.map(to_key)));
+            } else {
+                let other = registry.watch_all_clusters(also.resource, revision).await?;
+                streams.push(Box::pin(other.map(to_key)));
+            }
         }
         Ok(match streams.len() {
             1 => streams.pop().expect("the own stream"),
@@ -143,7 +154,7 @@ impl Controller {
                     }
                 }
             }
-            while in_flight.len() < WORKERS {
+            while in_flight.len() < self.workers {
                 let Some(key) = queue.next() else { break };
                 let reconciled = (self.reconcile)(registry.clone(), key.clone());
                 in_flight.push(async move { (key, reconciled.await) });
@@ -289,6 +300,7 @@ mod tests {
             wants: |_| true,
             deletions: false,
             reconcile: failing,
+            workers: WORKERS,
             also: Vec::new(),
         };
         let task = tokio::spawn(controller.run(registry, stopped));

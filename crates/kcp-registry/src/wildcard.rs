@@ -5,7 +5,7 @@
 use futures::{Stream, StreamExt};
 use kcp_apis::builtin::Resource;
 use kcp_storage::keys::ResourceKeys;
-use kcp_storage::{RangeRequest, WatchRequest};
+use kcp_storage::{Event, EventKind, RangeRequest, WatchRequest};
 use serde_json::Value;
 
 use crate::error::RegistryError;
@@ -49,7 +49,10 @@ impl Registry {
         filter: &Filter,
     ) -> Result<(Vec<ClusterObject>, u64), RegistryError> {
         let prefix = ResourceKeys::new(&resource.group, &resource.name).all_clusters();
-        let mut request = RangeRequest::prefix(prefix.clone()).with_limit(PAGE);
+        // Through the whole collection: no count of what is past each page.
+        let mut request = RangeRequest::prefix(prefix.clone())
+            .with_limit(PAGE)
+            .without_count();
         let mut objects = Vec::new();
         loop {
             let page = self.storage().range(request.clone()).await?;
@@ -66,6 +69,30 @@ impl Registry {
         }
     }
 
+    /// Every delete of `resource` in every logical cluster after `resource_version` (the last
+    /// state of the object): the other events are dropped before they are decoded, so a
+    /// controller that only cares what goes pays nothing while objects are written.
+    pub async fn watch_all_clusters_deletions(
+        &self,
+        resource: &Resource,
+        resource_version: u64,
+    ) -> Result<
+        impl Stream<Item = Result<ClusterEvent, RegistryError>> + Send + 'static,
+        RegistryError,
+    > {
+        let prefix = ResourceKeys::new(&resource.group, &resource.name).all_clusters();
+        let request = WatchRequest::prefix(prefix.clone(), resource_version.saturating_add(1));
+        let events = self.storage().watch(request).await?;
+        Ok(events.filter_map(move |event| {
+            let translated = match event {
+                Ok(event) if event.kind != EventKind::Delete => None,
+                Ok(event) => Some(cluster_event(&prefix, &event)).flatten(),
+                Err(error) => Some(Err(error.into())),
+            };
+            std::future::ready(translated)
+        }))
+    }
+
     /// Every change of `resource` in every logical cluster after `resource_version`.
     pub async fn watch_all_clusters(
         &self,
@@ -80,19 +107,25 @@ impl Registry {
         let events = self.storage().watch(request).await?;
         Ok(events.filter_map(move |event| {
             let translated = match event {
-                Ok(event) => match SharedEvent::decoded_only(&event) {
-                    Ok(decoded) => cluster_of(&prefix, &event.kv.key).map(|cluster| {
-                        Ok(ClusterEvent {
-                            cluster,
-                            event: decoded,
-                        })
-                    }),
-                    Err(error) => Some(Err(error)),
-                },
+                Ok(event) => cluster_event(&prefix, &event),
                 Err(error) => Some(Err(error.into())),
             };
             std::future::ready(translated)
         }))
+    }
+}
+
+/// A storage event under `prefix` as a cross-cluster watch delivers it (`None` for a key
+/// without a cluster).
+fn cluster_event(prefix: &[u8], event: &Event) -> Option<Result<ClusterEvent, RegistryError>> {
+    match SharedEvent::decoded_only(event) {
+        Ok(decoded) => cluster_of(prefix, &event.kv.key).map(|cluster| {
+            Ok(ClusterEvent {
+                cluster,
+                event: decoded,
+            })
+        }),
+        Err(error) => Some(Err(error)),
     }
 }
 

@@ -43,6 +43,12 @@ pub(crate) struct Shared {
     hub: WatchHub,
 }
 
+/// Committed batches (each up to `writer::MAX_BATCH` events, deletes carrying the previous
+/// value) kept for the slowest watcher before it must re-read from the log. Every batch a
+/// watcher has not yet taken stays in memory: with 1,024, watchers lagging behind the deletion
+/// of 100,000 workspaces held 1.4 GiB of batches.
+const HUB_BATCHES: usize = 32;
+
 /// redb's own page cache. Its default (1 GiB) lets a busy server's memory grow with the store;
 /// the kernel's page cache still holds hot file pages beyond this.
 const CACHE_BYTES: usize = 64 * 1024 * 1024;
@@ -87,7 +93,7 @@ impl RedbStorage {
             db,
             current: AtomicU64::new(current),
             compacted: AtomicU64::new(compacted),
-            hub: WatchHub::new(1024),
+            hub: WatchHub::new(HUB_BATCHES),
         });
         let (requests, receiver) = mpsc::channel(QUEUE_DEPTH);
         let writer_shared = Arc::clone(&shared);

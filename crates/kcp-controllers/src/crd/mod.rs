@@ -38,6 +38,7 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
                 cleanup::reconcile(&registry, &key.cluster, &key.name).await
             })
         },
+        workers: crate::driver::WORKERS,
         also: Vec::new(),
     }
     .run(registry, stop)

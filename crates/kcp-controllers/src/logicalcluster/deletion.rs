@@ -18,12 +18,13 @@ use crate::conditions::{self, Condition};
 use crate::driver::Outcome;
 
 /// The wait before looking again at content that finalizers (or nested workspaces) still hold:
-/// at first this, then a quarter of the time the deletion has taken, up to
-/// [`LONGEST_CONTENT_DELAY`]. Namespaces and nested workspaces that change or go bring the
-/// pass back at once (see the controller's module); the timer is for other finalizers, and a
-/// fixed short one made a hundred thousand deleting logical clusters poll the store instead
-/// of letting their namespaces be finalized.
+/// at least this, longer the more objects wait ([`DELAY_PER_PENDING`] each), at most
+/// [`LONGEST_CONTENT_DELAY`]. Deleted namespaces and nested workspaces bring the pass back at
+/// once (see the controller's module). Each pass reads all that is left, so a fixed short timer
+/// made an organization of 1,000 deleting workspaces read them all twice a second, and a
+/// hundred such organizations starved the deletions they waited for.
 const CONTENT_REMAINING_DELAY: Duration = Duration::from_millis(500);
+const DELAY_PER_PENDING: Duration = Duration::from_millis(2);
 const LONGEST_CONTENT_DELAY: Duration = Duration::from_secs(10);
 /// How long deletion runs before the LogicalCluster reports what is left.
 const REPORT_AFTER_SECONDS: i64 = 2;
@@ -63,10 +64,11 @@ fn resources(registry: &Registry, cluster: &str) -> Vec<ResourceRef> {
     ordered
 }
 
-/// When to look again at content that is still there, `deleting_for` seconds into deletion.
-fn remaining_delay(deleting_for: i64) -> Duration {
-    let quarter = Duration::from_secs(u64::try_from(deleting_for).unwrap_or(0) / 4);
-    quarter.clamp(CONTENT_REMAINING_DELAY, LONGEST_CONTENT_DELAY)
+/// When to look again at `pending` objects still there.
+fn remaining_delay(pending: usize) -> Duration {
+    DELAY_PER_PENDING
+        .saturating_mul(u32::try_from(pending).unwrap_or(u32::MAX))
+        .clamp(CONTENT_REMAINING_DELAY, LONGEST_CONTENT_DELAY)
 }
 
 pub(super) async fn reconcile(
@@ -128,11 +130,7 @@ pub(super) async fn reconcile(
                 })
                 .await?;
         }
-        let deleting_for = logical_cluster["metadata"]["deletionTimestamp"]
-            .as_str()
-            .and_then(kcp_registry::seconds_since)
-            .unwrap_or(0);
-        return Ok(Outcome::Again(remaining_delay(deleting_for)));
+        return Ok(Outcome::Again(remaining_delay(remaining)));
     }
     let result = privileged
         .patch(target, LOGICAL_CLUSTER, &|current: &Value| {
@@ -157,11 +155,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn content_is_looked_at_soon_at_first_then_less_often() {
+    fn content_is_looked_at_less_often_when_much_waits() {
         assert_eq!(remaining_delay(0), CONTENT_REMAINING_DELAY);
-        assert_eq!(remaining_delay(-5), CONTENT_REMAINING_DELAY);
         assert_eq!(remaining_delay(2), CONTENT_REMAINING_DELAY);
-        assert_eq!(remaining_delay(20), Duration::from_secs(5));
-        assert_eq!(remaining_delay(3600), LONGEST_CONTENT_DELAY);
+        assert_eq!(remaining_delay(1000), Duration::from_secs(2));
+        assert_eq!(remaining_delay(usize::MAX), LONGEST_CONTENT_DELAY);
     }
 }

@@ -8,8 +8,9 @@
 //!   (nested workspaces included, honouring finalizers), then loses its finalizer.
 //!
 //! One task for every logical cluster, keyed by the cluster (the object is always `cluster`).
-//! Besides LogicalClusters it follows namespaces and workspaces that are going: each such
-//! change brings back the deletion of the logical cluster that holds them.
+//! Besides LogicalClusters it follows the deletes of namespaces and workspaces (only those;
+//! their other events are not even decoded): each brings back the deletion of the logical
+//! cluster that held the object.
 
 mod deletion;
 mod initialization;
@@ -28,17 +29,15 @@ fn needs_work(logical_cluster: &Value) -> bool {
         || logical_cluster["status"]["phase"] == "Initializing"
 }
 
-/// The LogicalCluster whose content an object is, when the object is going (a terminating
-/// namespace, a deleting nested workspace): its deletion may be waiting for it, and looks
-/// again when it changes or goes rather than only on its timer.
-fn content_going(cluster: &str, object: &Value) -> Option<Key> {
-    object["metadata"]["deletionTimestamp"]
-        .is_string()
-        .then(|| Key {
-            cluster: cluster.to_string(),
-            namespace: String::new(),
-            name: LOGICAL_CLUSTER.to_string(),
-        })
+/// The LogicalCluster whose content a deleted namespace or nested workspace was: its deletion
+/// may have been waiting for it, and looks again at once rather than on its timer (the
+/// work queue folds a burst of them into one pass).
+fn content_gone(cluster: &str, _object: &Value) -> Option<Key> {
+    Some(Key {
+        cluster: cluster.to_string(),
+        namespace: String::new(),
+        name: LOGICAL_CLUSTER.to_string(),
+    })
 }
 
 /// Reconciles the LogicalCluster of one logical cluster.
@@ -68,14 +67,20 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         wants: needs_work,
         deletions: false,
         reconcile: |registry, key: Key| Box::pin(async move { reconcile(&registry, &key).await }),
+        // A deletion pass holds every object left of each resource it reads (an organization's
+        // 1,000 workspaces, say): fewer at once than other controllers bounds what a hundred
+        // deleting organizations hold.
+        workers: 32,
         also: vec![
             Also {
                 resource: kcp_apis::builtin::core("namespaces"),
-                key: content_going,
+                key: content_gone,
+                deletions_only: true,
             },
             Also {
                 resource: system::workspaces(),
-                key: content_going,
+                key: content_gone,
+                deletions_only: true,
             },
         ],
     }

@@ -38,6 +38,7 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         reconcile: |registry, key: Key| {
             Box::pin(async move { reconcile(&registry, &key.cluster, &key.name).await })
         },
+        workers: crate::driver::WORKERS,
         also: Vec::new(),
     }
     .run(registry, stop)

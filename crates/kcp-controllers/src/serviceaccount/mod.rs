@@ -49,6 +49,7 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         reconcile: |registry, key: Key| {
             Box::pin(async move { token_secret::reconcile(&registry, &key).await })
         },
+        workers: crate::driver::WORKERS,
         also: Vec::new(),
     };
     let accounts = Controller {
@@ -59,6 +60,7 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         reconcile: |registry, key: Key| {
             Box::pin(async move { cleanup::reconcile(&registry, &key).await })
         },
+        workers: crate::driver::WORKERS,
         also: Vec::new(),
     };
     tokio::join!(

@@ -144,9 +144,11 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         wants: needs_work,
         deletions: false,
         reconcile: |registry, key: Key| Box::pin(async move { reconcile(&registry, &key).await }),
+        workers: crate::driver::WORKERS,
         also: vec![Also {
             resource: system::logical_clusters(),
             key: owner,
+            deletions_only: false,
         }],
     }
     .run(registry, stop)

@@ -75,7 +75,11 @@ impl Registry {
             None => keys.cluster(cluster),
         };
         let mut remaining = 0;
-        let mut request = Some(RangeRequest::prefix(prefix).with_limit(DELETE_PAGE));
+        let mut request = Some(
+            RangeRequest::prefix(prefix)
+                .with_limit(DELETE_PAGE)
+                .without_count(),
+        );
         while let Some(page_request) = request {
             let page = self.storage().range(page_request.clone()).await?;
             for kv in &page.kvs {
