@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, Stream, StreamExt};
 use kcp_apis::builtin::Resource;
-use kcp_registry::{ClusterEvent, Filter, Registry, RegistryError};
+use kcp_registry::{ClusterEvent, Filter, Registry, RegistryError, Watched};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -86,8 +86,8 @@ pub(crate) struct Also {
     pub resource: &'static Resource,
     /// The key of the controller's object an object of `resource` in a cluster concerns.
     pub key: fn(&str, &Value) -> Option<Key>,
-    /// Only deletes of `resource` matter (the others are not even decoded).
-    pub deletions_only: bool,
+    /// Which events of `resource` matter (with `Deletions` the others are not even decoded).
+    pub watched: Watched,
 }
 
 fn name_of(object: &Value) -> String {
@@ -116,23 +116,13 @@ impl Controller {
         let mut streams: Vec<Events> = vec![Box::pin(own)];
         for also in &self.also {
             let key = also.key;
-            let to_key = move |event: Result<ClusterEvent, RegistryError>| {
-                event.map(|e| Trigger::Key(key(&e.cluster, &e.event.object)))
-            };
-            if also.deletions_only {
-                let other = registry
-                    .watch_all_clusters_deletions(also.resource, revision)
-                    .await?;
-                streams.push(Box::pin(other.map(to_key)));
-            } else {
-                let other = registry.watch_all_clusters(also.resource, revision).await?;
-                streams.push(Box::pin(other.map(to_key)));
-            }
+            let other = registry
+                .watch_all_clusters_of(also.resource, revision, also.watched)
+                .await?
+                .map(move |event| event.map(|e| Trigger::Key(key(&e.cluster, &e.event.object))));
+            streams.push(Box::pin(other));
         }
-        Ok(match streams.len() {
-            1 => streams.pop().expect("the own stream"),
-            _ => Box::pin(futures::stream::select_all(streams)),
-        })
+        Ok(Box::pin(futures::stream::select_all(streams)))
     }
 
     /// Runs the controller until `stop` turns true.

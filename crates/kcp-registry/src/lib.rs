@@ -54,4 +54,4 @@ pub use store::{
     ALL_CLUSTERS, AccessCheck, DeleteOutcome, PatchWith, Place, Registry, Requester, Target,
 };
 pub use watch::WatchEvent;
-pub use wildcard::{ClusterEvent, ClusterObject};
+pub use wildcard::{ClusterEvent, ClusterObject, Watched};

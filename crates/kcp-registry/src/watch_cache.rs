@@ -63,27 +63,30 @@ pub(crate) struct SharedEvent {
     pub bytes: usize,
 }
 
+/// The stored state a watcher receives for `event`: the new value of a put, the last value of a
+/// delete carrying the delete's revision.
+fn delivered_state(event: &Event) -> Result<KeyValue, RegistryError> {
+    match event.kind {
+        EventKind::Put => Ok(event.kv.clone()),
+        EventKind::Delete => {
+            let prev = event.prev.as_ref().ok_or_else(|| {
+                RegistryError::Internal("a delete event without the deleted value".into())
+            })?;
+            Ok(KeyValue {
+                mod_revision: event.kv.mod_revision,
+                ..prev.clone()
+            })
+        }
+    }
+}
+
 impl SharedEvent {
     pub(crate) fn from_storage(event: &Event) -> Result<SharedEvent, RegistryError> {
-        let (object, encoded, prev_stored, deleted) = match event.kind {
-            EventKind::Put => {
-                let object = decode(&event.kv)?;
-                let encoded = json_answer(&event.kv);
-                (object, encoded, event.prev.clone(), false)
-            }
-            EventKind::Delete => {
-                let prev = event.prev.as_ref().ok_or_else(|| {
-                    RegistryError::Internal("a delete event without the deleted value".into())
-                })?;
-                // The last state, carrying the delete's revision.
-                let last = KeyValue {
-                    mod_revision: event.kv.mod_revision,
-                    ..prev.clone()
-                };
-                (decode(&last)?, json_answer(&last), None, true)
-            }
-        };
-        let encoded = match encoded {
+        let delivered = delivered_state(event)?;
+        let object = decode(&delivered)?;
+        let deleted = event.kind == EventKind::Delete;
+        let prev_stored = if deleted { None } else { event.prev.clone() };
+        let encoded = match json_answer(&delivered) {
             Some(spliced) => Bytes::from(spliced),
             None => Bytes::from(kcp_apis::messages::to_json(&object)),
         };
@@ -104,29 +107,14 @@ impl SharedEvent {
     /// (ADDED, MODIFIED or DELETED with the last state), not encoded: the cross-cluster watches
     /// of controllers and caches ([`crate::wildcard`]) decode each event once and encode none.
     pub(crate) fn decoded_only(event: &Event) -> Result<WatchEvent, RegistryError> {
-        let (kind, object) = match event.kind {
-            EventKind::Put => {
-                let kind = if event.prev.is_some() {
-                    "MODIFIED"
-                } else {
-                    "ADDED"
-                };
-                (kind, decode(&event.kv)?)
-            }
-            EventKind::Delete => {
-                let prev = event.prev.as_ref().ok_or_else(|| {
-                    RegistryError::Internal("a delete event without the deleted value".into())
-                })?;
-                let last = KeyValue {
-                    mod_revision: event.kv.mod_revision,
-                    ..prev.clone()
-                };
-                ("DELETED", decode(&last)?)
-            }
+        let kind = match (event.kind, &event.prev) {
+            (EventKind::Delete, _) => "DELETED",
+            (EventKind::Put, Some(_)) => "MODIFIED",
+            (EventKind::Put, None) => "ADDED",
         };
         Ok(WatchEvent {
             kind,
-            object: Arc::new(object),
+            object: Arc::new(decode(&delivered_state(event)?)?),
             encoded: Bytes::new(),
             revision: event.kv.mod_revision,
         })

@@ -24,6 +24,15 @@ pub struct ClusterObject {
     pub object: Value,
 }
 
+/// Which events a cross-cluster watch delivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Watched {
+    /// Every change.
+    All,
+    /// Deletes only (the last state of the object).
+    Deletions,
+}
+
 /// A watch event of a cross-cluster watch, with the object's logical cluster. Its
 /// `event.encoded` is empty: these watches serve controllers and caches, which read the
 /// object, so their events are decoded once and never encoded.
@@ -69,30 +78,6 @@ impl Registry {
         }
     }
 
-    /// Every delete of `resource` in every logical cluster after `resource_version` (the last
-    /// state of the object): the other events are dropped before they are decoded, so a
-    /// controller that only cares what goes pays nothing while objects are written.
-    pub async fn watch_all_clusters_deletions(
-        &self,
-        resource: &Resource,
-        resource_version: u64,
-    ) -> Result<
-        impl Stream<Item = Result<ClusterEvent, RegistryError>> + Send + 'static,
-        RegistryError,
-    > {
-        let prefix = ResourceKeys::new(&resource.group, &resource.name).all_clusters();
-        let request = WatchRequest::prefix(prefix.clone(), resource_version.saturating_add(1));
-        let events = self.storage().watch(request).await?;
-        Ok(events.filter_map(move |event| {
-            let translated = match event {
-                Ok(event) if event.kind != EventKind::Delete => None,
-                Ok(event) => Some(cluster_event(&prefix, &event)).flatten(),
-                Err(error) => Some(Err(error.into())),
-            };
-            std::future::ready(translated)
-        }))
-    }
-
     /// Every change of `resource` in every logical cluster after `resource_version`.
     pub async fn watch_all_clusters(
         &self,
@@ -102,11 +87,30 @@ impl Registry {
         impl Stream<Item = Result<ClusterEvent, RegistryError>> + Send + 'static,
         RegistryError,
     > {
+        self.watch_all_clusters_of(resource, resource_version, Watched::All)
+            .await
+    }
+
+    /// [`Registry::watch_all_clusters`] of the events `watched` names. With
+    /// [`Watched::Deletions`] the other events are dropped before they are decoded, so a
+    /// controller that only cares what goes pays nothing while objects are written.
+    pub async fn watch_all_clusters_of(
+        &self,
+        resource: &Resource,
+        resource_version: u64,
+        watched: Watched,
+    ) -> Result<
+        impl Stream<Item = Result<ClusterEvent, RegistryError>> + Send + 'static,
+        RegistryError,
+    > {
         let prefix = ResourceKeys::new(&resource.group, &resource.name).all_clusters();
         let request = WatchRequest::prefix(prefix.clone(), resource_version.saturating_add(1));
         let events = self.storage().watch(request).await?;
         Ok(events.filter_map(move |event| {
             let translated = match event {
+                Ok(event) if watched == Watched::Deletions && event.kind != EventKind::Delete => {
+                    None
+                }
                 Ok(event) => cluster_event(&prefix, &event),
                 Err(error) => Some(Err(error.into())),
             };

@@ -75,12 +75,12 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
             Also {
                 resource: kcp_apis::builtin::core("namespaces"),
                 key: content_gone,
-                deletions_only: true,
+                watched: kcp_registry::Watched::Deletions,
             },
             Also {
                 resource: system::workspaces(),
                 key: content_gone,
-                deletions_only: true,
+                watched: kcp_registry::Watched::Deletions,
             },
         ],
     }

@@ -148,7 +148,7 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         also: vec![Also {
             resource: system::logical_clusters(),
             key: owner,
-            deletions_only: false,
+            watched: kcp_registry::Watched::All,
         }],
     }
     .run(registry, stop)

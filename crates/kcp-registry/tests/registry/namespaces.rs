@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use kcp_registry::{DeleteOutcome, Filter, Registry, RegistryError, Target};
+use kcp_registry::{DeleteOutcome, Filter, Registry, RegistryError, Target, Watched};
 use kcp_storage::MemoryStorage;
 use serde_json::{Value, json};
 
@@ -285,4 +285,36 @@ async fn cross_cluster_lists_and_watches_name_the_cluster() {
         ("root", "MODIFIED")
     );
     assert_eq!(second.event.object["status"]["phase"], "Terminating");
+
+    // A watch of deletions only: the create and the terminating update above pass it by; the
+    // namespace going (its finalizer removed) is the one event, with its last state.
+    let mut deletions = Box::pin(
+        registry
+            .watch_all_clusters_of(core("namespaces"), revision, Watched::Deletions)
+            .await
+            .unwrap(),
+    );
+    registry.delete(namespaces("root:org"), "b").await.unwrap();
+    let finalize = registry.subresource("finalize").unwrap();
+    for (cluster, name) in [("root", "a"), ("root:org", "b")] {
+        finalize
+            .update(
+                namespaces(cluster),
+                name,
+                json!({"spec": {"finalizers": []}}),
+            )
+            .await
+            .unwrap();
+    }
+    let gone = deletions.next().await.unwrap().unwrap();
+    assert_eq!(
+        (gone.cluster.as_str(), gone.event.kind),
+        ("root", "DELETED")
+    );
+    assert_eq!(gone.event.object["metadata"]["name"], "a");
+    let gone = deletions.next().await.unwrap().unwrap();
+    assert_eq!(
+        (gone.cluster.as_str(), gone.event.kind),
+        ("root:org", "DELETED")
+    );
 }
