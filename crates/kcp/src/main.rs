@@ -4,6 +4,8 @@ use clap::{Parser, Subcommand};
 use kcp_server::{Options, Server};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+mod memory;
+
 #[derive(Parser)]
 #[command(
     name = "kcp",
@@ -21,8 +23,15 @@ enum Command {
     Start(Options),
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .on_thread_park(memory::collect_on_park)
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
@@ -33,7 +42,7 @@ async fn main() -> anyhow::Result<()> {
             // Installed before anything is announced, so a signal right after "ready" stops us
             // cleanly instead of killing the process.
             let signals = ShutdownSignals::install()?;
-            trim_freed_memory();
+            memory::purge_periodically();
             let server = Server::start(options).await?;
             signals.wait().await;
             tracing::info!("shutting down");
@@ -64,23 +73,3 @@ impl ShutdownSignals {
         }
     }
 }
-
-/// glibc keeps what the server frees (a deleted CRD's schema, a big request's buffers) in its
-/// arenas; every few seconds, give the free pages back to the system.
-/// The crate's only `unsafe` code: std has no wrapper for malloc_trim.
-#[cfg(target_env = "gnu")]
-#[allow(unsafe_code)]
-fn trim_freed_memory() {
-    std::thread::spawn(|| {
-        loop {
-            std::thread::sleep(std::time::Duration::from_secs(5));
-            // SAFETY: malloc_trim(3) takes a plain integer and works on glibc's own allocator
-            // state under glibc's own locks, so any thread may call it at any time; it only
-            // returns free pages of glibc's arenas to the system and touches no live allocation.
-            unsafe { libc::malloc_trim(0) };
-        }
-    });
-}
-
-#[cfg(not(target_env = "gnu"))]
-fn trim_freed_memory() {}
