@@ -101,8 +101,23 @@ impl KcpProcess {
             }
         };
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        // The server's log is dropped unless `KCP_BENCH_SERVER_LOG` names a file to append it to.
+        let log = match std::env::var_os("KCP_BENCH_SERVER_LOG") {
+            Some(path) => Some(
+                tokio::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .await
+                    .with_context(|| format!("open {}", path.to_string_lossy()))?,
+            ),
+            None => None,
+        };
         tokio::spawn(async move {
-            let _ = tokio::io::copy(&mut stderr, &mut tokio::io::sink()).await;
+            let _ = match log {
+                Some(mut file) => tokio::io::copy(&mut stderr, &mut file).await,
+                None => tokio::io::copy(&mut stderr, &mut tokio::io::sink()).await,
+            };
         });
         let port = parse_ready_line(&line)?;
         Ok(KcpProcess {

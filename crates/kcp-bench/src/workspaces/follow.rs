@@ -26,39 +26,33 @@ pub struct Follower {
 }
 
 impl Follower {
-    /// Starts the watch (its first events are the workspaces that exist now).
+    /// Starts the watch (its first events are the workspaces that exist now). A watch the server
+    /// closes without an error is resumed from the last revision seen, as an informer does
+    /// (kube-apiserver closes watchers that fall behind); an ERROR event ends it.
     pub async fn start(target: &Target, authorization: &str) -> anyhow::Result<Follower> {
-        let mut connection = target.connect(Protocol::Http1).await?;
-        let request = connection
-            .request(
-                Method::GET,
-                "/clusters/*/apis/tenancy.kcp.io/v1alpha1/workspaces?watch=true&timeoutSeconds=3600",
-            )
-            .header(http::header::AUTHORIZATION, authorization)
-            .header(http::header::ACCEPT, "application/json")
-            .body(Full::new(Bytes::new()))?;
-        let (status, mut body) = connection.stream(request).await?;
-        if status != StatusCode::OK {
-            bail!("the wildcard watch of workspaces answered {status}");
-        }
+        let first = open(target, authorization, Resume::Start).await?;
         let (report, seen) = watch::channel(Seen::default());
+        let target = target.clone();
+        let authorization = authorization.to_string();
         let task = tokio::spawn(async move {
-            let _connection = connection;
             let mut phases = Phases::default();
-            let mut buffer = BytesMut::new();
-            while let Some(frame) = body.frame().await {
-                let Ok(data) = frame?.into_data() else {
-                    continue;
-                };
-                buffer.extend_from_slice(&data);
-                while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
-                    let line = buffer.split_to(end + 1);
-                    apply(&mut phases, line.chunk())?;
+            let mut stream = first;
+            let mut relisting = false;
+            for resumed in 0.. {
+                let ended = read(&mut stream, &mut phases, &report, relisting).await?;
+                if resumed == MAX_RESUMES {
+                    bail!("the server closed the watch {MAX_RESUMES} times");
                 }
-                report.send_replace(Seen {
-                    existing: phases.ready.len(),
-                    ready: phases.ready_count,
-                });
+                relisting = ended == Ended::Expired;
+                stream = if relisting {
+                    // Fell behind the server's window: list again (as initial events), and
+                    // report nothing until the listing is complete.
+                    phases = Phases::default();
+                    open(&target, &authorization, Resume::Relist).await?
+                } else {
+                    let from = phases.revision.clone();
+                    open(&target, &authorization, Resume::From(&from)).await?
+                };
             }
             anyhow::Ok(())
         });
@@ -73,7 +67,12 @@ impl Follower {
                 return Ok(now);
             }
             if self.seen.changed().await.is_err() {
-                bail!("the wildcard watch of workspaces ended");
+                let why = match (&mut self.task).await {
+                    Ok(Ok(())) => "without an error".to_string(),
+                    Ok(Err(error)) => format!("{error:#}"),
+                    Err(error) => error.to_string(),
+                };
+                bail!("the wildcard watch of workspaces ended: {why}");
             }
         }
     }
@@ -88,6 +87,101 @@ impl Follower {
     }
 }
 
+/// How often a watch the server closed is resumed before the benchmark gives up.
+const MAX_RESUMES: usize = 100;
+
+/// One watch request's connection and response body.
+struct WatchStream {
+    _connection: crate::api::client::Connection,
+    body: hyper::body::Incoming,
+}
+
+/// Where an (re)opened watch starts.
+enum Resume<'a> {
+    /// With every workspace that exists now, as ADDED events.
+    Start,
+    /// After this revision.
+    From(&'a str),
+    /// With every workspace that exists now, then a bookmark marking the listing's end.
+    Relist,
+}
+
+/// How a watch response ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Ended {
+    /// The server closed it: resume from the last revision.
+    Closed,
+    /// 410 Expired: list again.
+    Expired,
+}
+
+/// Opens the wildcard watch.
+async fn open(
+    target: &Target,
+    authorization: &str,
+    resume: Resume<'_>,
+) -> anyhow::Result<WatchStream> {
+    let mut connection = target.connect(Protocol::Http1).await?;
+    let mut uri =
+        "/clusters/*/apis/tenancy.kcp.io/v1alpha1/workspaces?watch=true&timeoutSeconds=3600"
+            .to_string();
+    match resume {
+        Resume::Start => {}
+        Resume::From(revision) => {
+            uri.push_str("&resourceVersion=");
+            uri.push_str(revision);
+        }
+        Resume::Relist => uri.push_str(
+            "&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+        ),
+    }
+    let request = connection
+        .request(Method::GET, &uri)
+        .header(http::header::AUTHORIZATION, authorization)
+        .header(http::header::ACCEPT, "application/json")
+        .body(Full::new(Bytes::new()))?;
+    let (status, body) = connection.stream(request).await?;
+    if status != StatusCode::OK {
+        bail!("the wildcard watch of workspaces answered {status}");
+    }
+    Ok(WatchStream {
+        _connection: connection,
+        body,
+    })
+}
+
+/// Applies the events of `stream` until the server ends it, reporting the counts after each read
+/// (while `relisting`, only once the listing is complete).
+async fn read(
+    stream: &mut WatchStream,
+    phases: &mut Phases,
+    report: &watch::Sender<Seen>,
+    mut relisting: bool,
+) -> anyhow::Result<Ended> {
+    let mut buffer = BytesMut::new();
+    while let Some(frame) = stream.body.frame().await {
+        let Ok(data) = frame?.into_data() else {
+            continue;
+        };
+        buffer.extend_from_slice(&data);
+        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+            let line = buffer.split_to(end + 1);
+            match apply(phases, line.chunk())? {
+                Applied::Event => {}
+                Applied::Listed => relisting = false,
+                Applied::Expired => return Ok(Ended::Expired),
+            }
+        }
+        if !relisting {
+            report.send_replace(Seen {
+                existing: phases.ready.len(),
+                ready: phases.ready_count,
+            });
+        }
+    }
+    Ok(Ended::Closed)
+}
+
 /// Whether each workspace (by logical cluster and name) is Ready, and how many are: counted as
 /// events come, since a count over the map after every read would cost the client more than
 /// the server's work at a million workspaces.
@@ -95,6 +189,8 @@ impl Follower {
 struct Phases {
     ready: HashMap<(String, String), bool>,
     ready_count: usize,
+    /// The resourceVersion of the last event, to resume from.
+    revision: String,
 }
 
 impl Phases {
@@ -128,6 +224,8 @@ struct Workspace {
 #[serde(default)]
 struct Metadata {
     name: String,
+    #[serde(rename = "resourceVersion")]
+    resource_version: String,
     annotations: Annotations,
 }
 
@@ -136,6 +234,8 @@ struct Metadata {
 struct Annotations {
     #[serde(rename = "kcp.io/cluster")]
     cluster: String,
+    #[serde(rename = "k8s.io/initial-events-end")]
+    initial_events_end: String,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -144,25 +244,44 @@ struct Status {
     phase: String,
 }
 
+/// What one watch event line was.
+#[derive(Debug, PartialEq, Eq)]
+enum Applied {
+    Event,
+    /// The bookmark ending the initial events.
+    Listed,
+    /// An ERROR event with code 410.
+    Expired,
+}
+
 /// Applies one watch event line to `phases`.
-fn apply(phases: &mut Phases, line: &[u8]) -> anyhow::Result<()> {
+fn apply(phases: &mut Phases, line: &[u8]) -> anyhow::Result<Applied> {
     let line = line.trim_ascii();
     if line.is_empty() {
-        return Ok(());
+        return Ok(Applied::Event);
+    }
+    if line.starts_with(br#"{"type":"ERROR""#) {
+        let error: serde_json::Value = serde_json::from_slice(line).context("a watch error")?;
+        if error["object"]["code"] == 410 {
+            return Ok(Applied::Expired);
+        }
+        bail!("the workspace watch failed: {}", error["object"]);
     }
     let event: WatchEvent = serde_json::from_slice(line).context("a watch event")?;
     let metadata = event.object.metadata;
+    if !metadata.resource_version.is_empty() {
+        phases.revision = metadata.resource_version;
+    }
     let key = (metadata.annotations.cluster, metadata.name);
     match event.kind.as_str() {
         "ADDED" | "MODIFIED" => phases.set(key, Some(event.object.status.phase == "Ready")),
         "DELETED" => phases.set(key, None),
-        "ERROR" => bail!(
-            "the workspace watch failed: {}",
-            String::from_utf8_lossy(line)
-        ),
+        "BOOKMARK" if metadata.annotations.initial_events_end == "true" => {
+            return Ok(Applied::Listed);
+        }
         _ => {}
     }
-    Ok(())
+    Ok(Applied::Event)
 }
 
 #[cfg(test)]
@@ -194,5 +313,21 @@ mod tests {
         assert_eq!(phases.ready.len(), 1);
         assert_eq!(phases.ready_count, 1);
         assert!(apply(&mut phases, b"\n").is_ok());
+    }
+
+    #[test]
+    fn errors_and_bookmarks_tell_how_to_go_on() {
+        let mut phases = Phases::default();
+        let expired = br#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 5","reason":"Expired","code":410}}"#;
+        assert_eq!(apply(&mut phases, expired).unwrap(), Applied::Expired);
+        let other = br#"{"type":"ERROR","object":{"kind":"Status","status":"Failure","code":500}}"#;
+        assert!(apply(&mut phases, other).is_err());
+        let end = br#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"42","annotations":{"k8s.io/initial-events-end":"true"}}}}"#;
+        assert_eq!(apply(&mut phases, end).unwrap(), Applied::Listed);
+        assert_eq!(phases.revision, "42");
+        let plain = br#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"43"}}}"#;
+        assert_eq!(apply(&mut phases, plain).unwrap(), Applied::Event);
+        assert_eq!(phases.revision, "43");
+        assert!(phases.ready.is_empty());
     }
 }

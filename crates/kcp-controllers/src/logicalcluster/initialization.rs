@@ -1,5 +1,8 @@
 //! Initialization: the `root:universal` initializer's work (namespaces `default` and
-//! `kube-system`), and phase Ready once no initializer is left.
+//! `kube-system`), and phase Ready once no initializer is left. A workspace's scheduling does
+//! that work itself before it creates the LogicalCluster (see [`universal_bootstrap`]); this
+//! step serves the LogicalClusters created otherwise (home workspaces) and any created still
+//! holding the initializer.
 
 use kcp_apimachinery::object;
 use kcp_apis::system;
@@ -21,6 +24,18 @@ fn initializers(logical_cluster: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The `root:universal` initializer's work in `cluster`: its namespaces, each created unless
+/// there.
+pub(crate) async fn universal_bootstrap(
+    registry: &Registry,
+    cluster: &str,
+) -> Result<(), RegistryError> {
+    for namespace in NAMESPACES {
+        registry.ensure_namespace(cluster, namespace).await?;
+    }
+    Ok(())
+}
+
 pub(super) async fn reconcile(
     registry: &Registry,
     cluster: &str,
@@ -28,9 +43,7 @@ pub(super) async fn reconcile(
 ) -> Result<Outcome, RegistryError> {
     let mut remaining = initializers(logical_cluster);
     if remaining.iter().any(|i| i == UNIVERSAL_INITIALIZER) {
-        for namespace in NAMESPACES {
-            registry.ensure_namespace(cluster, namespace).await?;
-        }
+        universal_bootstrap(registry, cluster).await?;
         remaining.retain(|i| i != UNIVERSAL_INITIALIZER);
     } else if !remaining.is_empty() {
         // Someone else's initializer: its owner removes it.

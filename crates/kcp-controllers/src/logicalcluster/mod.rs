@@ -15,6 +15,8 @@
 mod deletion;
 mod initialization;
 
+pub(crate) use initialization::universal_bootstrap;
+
 use kcp_apis::system;
 use kcp_registry::tenancy::LOGICAL_CLUSTER;
 use kcp_registry::{Registry, RegistryError};

@@ -2,7 +2,10 @@
 //! (annotation `internal.tenancy.kcp.io/cluster`), owned by the workspace, with the initializers
 //! of the workspace's type set, its path and URL, phase Initializing (Ready at once when there
 //! is nothing to initialize); then writes `spec.cluster`, `spec.URL` and the phase to the
-//! workspace in one write. A name another owner already holds is replaced by a new random one.
+//! workspace in one write. The `root:universal` initializer's work (the namespaces `default`
+//! and `kube-system`) is done first, in the new logical cluster, so the LogicalCluster starts
+//! without it: a workspace of a type with no other initializer is Ready after this one pass,
+//! two writes and two reconciles fewer than initializing it afterwards. A name another owner already holds is replaced by a new random one.
 //! A workspace created by a user (annotation `experimental.tenancy.kcp.io/owner`) passes the
 //! annotation to its LogicalCluster, and that user becomes the new logical cluster's admin: the
 //! ClusterRoleBinding `workspace-admin` to `cluster-admin`, as kcp writes it.
@@ -12,7 +15,7 @@ use kcp_apis::system;
 use kcp_registry::tenancy::paths::valid_cluster_name;
 use kcp_registry::tenancy::{
     CLUSTER_ANNOTATION, LOGICAL_CLUSTER, LOGICAL_CLUSTER_FINALIZER, OWNER_ANNOTATION,
-    PATH_ANNOTATION, TYPE_ANNOTATION, names, types,
+    PATH_ANNOTATION, TYPE_ANNOTATION, UNIVERSAL_INITIALIZER, names, types,
 };
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::{Value, json};
@@ -48,7 +51,12 @@ pub(super) async fn reconcile(
         .await?;
     let type_annotation = ty.qualified();
     let initializers = types::initializers(&registry.workspace_type_set(ty).await?);
-    let phase = if initializers.is_empty() {
+    let mut remaining = initializers.clone();
+    if remaining.iter().any(|i| i == UNIVERSAL_INITIALIZER) {
+        crate::logicalcluster::universal_bootstrap(registry, cluster).await?;
+        remaining.retain(|i| i != UNIVERSAL_INITIALIZER);
+    }
+    let phase = if remaining.is_empty() {
         "Ready"
     } else {
         "Initializing"
@@ -75,7 +83,7 @@ pub(super) async fn reconcile(
             },
             "initializers": initializers,
         },
-        "status": {"phase": phase, "URL": url, "initializers": initializers},
+        "status": {"phase": phase, "URL": url, "initializers": remaining},
     });
     if let Some(owner) = &owner {
         logical_cluster["metadata"]["annotations"][OWNER_ANNOTATION] = json!(owner);
@@ -106,7 +114,7 @@ pub(super) async fn reconcile(
         spec.insert("URL".into(), json!(url));
         let status = status_of(next)?;
         status.insert("phase".into(), json!(phase));
-        status.insert("initializers".into(), json!(initializers));
+        status.insert("initializers".into(), json!(remaining));
         conditions::set(
             status,
             Condition {

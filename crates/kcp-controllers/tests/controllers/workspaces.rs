@@ -158,3 +158,71 @@ async fn a_poisoned_workspace_stalls_no_one() {
     registry.get(workspaces("root"), "poisoned").await.unwrap();
     controllers.shutdown().await;
 }
+
+/// A workspace whose type's only initializer is `root:universal` goes from Scheduling straight
+/// to Ready: scheduling does the universal work (the namespaces) before it creates the
+/// LogicalCluster, which starts Ready with that initializer run, so the workspace is written
+/// once by the controller and never shows Initializing.
+#[tokio::test]
+async fn a_universal_workspace_is_ready_in_one_pass() {
+    use futures::StreamExt;
+    use kcp_storage::Storage;
+
+    let storage = Arc::new(MemoryStorage::new());
+    let registry = Registry::new(storage.clone());
+    registry
+        .bootstrap_root("https://kcp.example:6443/clusters/root")
+        .await
+        .unwrap();
+    let controllers = Controllers::start(registry.clone());
+    let start = storage.current_revision().await.unwrap();
+    let mut events = registry
+        .watch(workspaces("root"), start, None)
+        .await
+        .unwrap();
+    let solo = ready(&registry, "root", "solo").await;
+
+    let mut phases = Vec::new();
+    while phases.last().map(String::as_str) != Some("Ready") {
+        let event = events.next().await.unwrap().unwrap();
+        if event.object["metadata"]["name"] == "solo" {
+            phases.push(
+                event.object["status"]["phase"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            );
+        }
+    }
+    assert!(!phases.iter().any(|p| p == "Initializing"), "{phases:?}");
+    assert_eq!(
+        phases.len(),
+        2,
+        "the create and one write by the controller: {phases:?}"
+    );
+
+    let cluster = solo["spec"]["cluster"].as_str().unwrap();
+    let logical_cluster = registry.logical_cluster(cluster).await.unwrap();
+    assert_eq!(
+        logical_cluster["spec"]["initializers"],
+        json!(["root:universal"])
+    );
+    assert_eq!(logical_cluster["status"]["initializers"], json!([]));
+    assert_eq!(logical_cluster["status"]["phase"], "Ready");
+    assert_eq!(solo["status"]["initializers"], json!([]));
+    let namespaces = Target {
+        cluster,
+        resource: kcp_apis::builtin::core("namespaces"),
+        namespace: None,
+    };
+    let names: Vec<Value> = registry
+        .list(namespaces, ListOptions::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|n| n["metadata"]["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("default"), json!("kube-system")]);
+    controllers.shutdown().await;
+}
