@@ -24,6 +24,7 @@
 pub mod admission;
 mod collection;
 pub mod custom;
+mod decoded;
 mod error;
 mod escalation;
 pub mod followed;

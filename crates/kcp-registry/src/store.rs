@@ -172,6 +172,8 @@ pub struct Registry {
     service_account_lookups: crate::serviceaccounts::Lookups,
     /// The manager writes are recorded under in managedFields (see `managed`).
     manager: Option<Arc<str>>,
+    /// Objects of kcp's tenancy kinds decoded lately (see [`Registry::get_shared`]).
+    decoded: Arc<crate::decoded::DecodedObjects>,
 }
 
 /// The user a write is made for, as admission needs it: kcp records who created a workspace,
@@ -240,6 +242,7 @@ impl Registry {
             service_account_tokens: None,
             service_account_lookups: Default::default(),
             manager: None,
+            decoded: Arc::default(),
         }
     }
 
@@ -490,6 +493,32 @@ impl Registry {
     pub async fn get(&self, target: Target<'_>, name: &str) -> Result<Value, RegistryError> {
         let kv = self.read(&target, name).await?;
         self.present(&target, decode(&kv)?).await
+    }
+
+    /// [`Registry::get`], shared: for the objects every request of a workspace reads again
+    /// (its path's Workspaces, its LogicalCluster, WorkspaceTypes), an object's revision is
+    /// decoded once (see `decoded`). Only for kinds whose reads depend on nothing but the
+    /// stored bytes (built-in and kcp's own kinds, not custom resources, which a CRD change
+    /// presents differently).
+    pub async fn get_shared(
+        &self,
+        target: Target<'_>,
+        name: &str,
+    ) -> Result<Arc<Value>, RegistryError> {
+        let kv = self.read(&target, name).await?;
+        let cacheable = target.resource.custom.is_none()
+            || kcp_apis::system::resources()
+                .iter()
+                .any(|system| std::ptr::eq(system, target.resource));
+        if cacheable && let Some(object) = self.decoded.get(&kv.key, kv.mod_revision) {
+            return Ok(object);
+        }
+        let object = Arc::new(self.present(&target, decode(&kv)?).await?);
+        if cacheable {
+            self.decoded
+                .insert(&kv.key, kv.mod_revision, Arc::clone(&object));
+        }
+        Ok(object)
     }
 
     /// One object as a GET answers it in JSON. Built-in kinds' objects come straight from

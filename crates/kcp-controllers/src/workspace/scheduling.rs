@@ -35,7 +35,7 @@ pub(super) async fn reconcile(
     else {
         return rename(registry, key).await;
     };
-    let parent = registry.logical_cluster(&key.cluster).await?;
+    let parent = registry.logical_cluster_shared(&key.cluster).await?;
     let parent_path = parent["metadata"]["annotations"][PATH_ANNOTATION]
         .as_str()
         .unwrap_or(&key.cluster);

@@ -189,7 +189,7 @@ impl Registry {
             .map_err(|e| refuse(e.to_string()))?;
         }
         let parent = self
-            .logical_cluster(target.cluster)
+            .logical_cluster_shared(target.cluster)
             .await
             .map_err(|e| refuse(format!("workspace type cannot be resolved: {e}")))?;
         let parent_path = match str_at(&parent, &["metadata", "annotations", PATH_ANNOTATION]) {

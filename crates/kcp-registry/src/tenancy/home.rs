@@ -25,7 +25,7 @@ impl Registry {
     pub async fn home_workspace(&self, user: &str) -> Result<HomeWorkspace, RegistryError> {
         let cluster = names::home_cluster_name(user);
         let path = format!("user:{user}");
-        let root = self.logical_cluster(ROOT).await?;
+        let root = self.logical_cluster_shared(ROOT).await?;
         let base = str_at(&root, &["status", "URL"])
             .strip_suffix("/clusters/root")
             .unwrap_or_default()

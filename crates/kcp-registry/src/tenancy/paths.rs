@@ -81,7 +81,7 @@ impl Registry {
                 resource: system::workspaces(),
                 namespace: None,
             };
-            let workspace = match self.get(target, segment).await {
+            let workspace = match self.get_shared(target, segment).await {
                 Ok(workspace) => workspace,
                 Err(RegistryError::NotFound { .. }) => return Err(not_found(path)),
                 Err(other) => return Err(other),
@@ -95,9 +95,14 @@ impl Registry {
         Ok(cluster)
     }
 
-    /// Whether `cluster` has its LogicalCluster.
+    /// Whether `cluster` has its LogicalCluster (read, not decoded).
     pub async fn logical_cluster_exists(&self, cluster: &str) -> Result<bool, RegistryError> {
-        match self.logical_cluster(cluster).await {
+        let target = Target {
+            cluster,
+            resource: system::logical_clusters(),
+            namespace: None,
+        };
+        match self.read(&target, LOGICAL_CLUSTER).await {
             Ok(_) => Ok(true),
             Err(RegistryError::NotFound { .. }) => Ok(false),
             Err(other) => Err(other),
@@ -112,6 +117,20 @@ impl Registry {
             namespace: None,
         };
         self.get(target, LOGICAL_CLUSTER).await
+    }
+
+    /// [`Registry::logical_cluster`], shared (see [`Registry::get_shared`]): for the reads that
+    /// every request into a logical cluster repeats.
+    pub async fn logical_cluster_shared(
+        &self,
+        cluster: &str,
+    ) -> Result<std::sync::Arc<serde_json::Value>, RegistryError> {
+        let target = Target {
+            cluster,
+            resource: system::logical_clusters(),
+            namespace: None,
+        };
+        self.get_shared(target, LOGICAL_CLUSTER).await
     }
 }
 

@@ -18,7 +18,7 @@ use crate::store::{Registry, Target};
 pub struct WorkspaceType {
     pub path: String,
     pub name: String,
-    pub object: Value,
+    pub object: std::sync::Arc<Value>,
 }
 
 impl WorkspaceType {
@@ -82,7 +82,7 @@ impl Registry {
             resource: system::workspace_types(),
             namespace: None,
         };
-        match self.get(target, name).await {
+        match self.get_shared(target, name).await {
             Ok(object) => Ok(Some(WorkspaceType {
                 path: path.to_string(),
                 name: name.to_string(),
@@ -286,7 +286,7 @@ mod tests {
         WorkspaceType {
             path: "root".into(),
             name: name.into(),
-            object: json!({"spec": spec}),
+            object: json!({"spec": spec}).into(),
         }
     }
 
