@@ -262,14 +262,12 @@ impl WatchStream {
                 self.last_revision = event.revision;
                 Some(self.frame(event))
             }
-            Woke::Event(Some(Err(RegistryError::Expired(_)))) => {
-                self.done = true;
-                Some(self.encode("ERROR", too_old(self.from)))
-            }
             Woke::Event(Some(Err(error))) => {
-                tracing::warn!(%error, "watch ended by a storage error");
+                if !matches!(error, RegistryError::Expired(_)) {
+                    tracing::warn!(%error, "watch ended by a storage error");
+                }
                 self.done = true;
-                None
+                Some(self.encode("ERROR", ending_status(&error, self.from)))
             }
             Woke::Event(None) => {
                 self.done = true;
@@ -311,6 +309,16 @@ impl WatchStream {
 }
 
 /// The Status of an ERROR event for a start revision storage no longer has.
+/// The Status of the ERROR event that ends a watch whose storage failed, as kube-apiserver
+/// sends it: 410 Expired (the client lists again) when the watch fell out of the window, the
+/// error's own Status (500 InternalError for most) otherwise, never a silent end.
+fn ending_status(error: &RegistryError, from: u64) -> Value {
+    match error {
+        RegistryError::Expired(_) => too_old(from),
+        other => registry_status(other).1,
+    }
+}
+
 fn too_old(from: u64) -> Value {
     json!({
         "kind": "Status",
@@ -326,6 +334,19 @@ fn too_old(from: u64) -> Value {
 #[cfg(test)]
 mod tests {
     use crate::test_support::{call, router};
+
+    #[test]
+    fn a_failed_storage_watch_ends_with_an_error_event_status() {
+        use kcp_registry::RegistryError;
+        let expired = super::ending_status(&RegistryError::Expired("gone".into()), 7);
+        assert_eq!(expired["code"], 410);
+        assert_eq!(expired["reason"], "Expired");
+        assert_eq!(expired["message"], "too old resource version: 7");
+        let broken = super::ending_status(&RegistryError::Internal("disk".into()), 7);
+        assert_eq!(broken["code"], 500);
+        assert_eq!(broken["reason"], "InternalError");
+        assert_eq!(broken["status"], "Failure");
+    }
 
     // Paused time: the watch timeouts and waits pass as soon as nothing else can run.
     #[tokio::test(start_paused = true)]

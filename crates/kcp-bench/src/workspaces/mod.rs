@@ -82,6 +82,10 @@ pub struct Options {
     /// The kcp binary (default: `kcp` next to this executable, i.e. target/release/kcp).
     #[arg(long)]
     kcp_binary: Option<PathBuf>,
+    /// Stop after deleting the first organization, without deleting all the others (an hour
+    /// at a million workspaces).
+    #[arg(long)]
+    keep_rest: bool,
 }
 
 pub async fn run(options: Options) -> anyhow::Result<()> {
@@ -181,16 +185,20 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     .context("the organization was not deleted")??;
     let org_deleted_in = deleting.elapsed();
     eprintln!("{} deleted in {}", org.path(), seconds(org_deleted_in));
-    let progress = Progress::start(follower.watcher(), kcp.pid()?, store.clone());
-    let deleting = Instant::now();
-    delete_orgs(&target, &authorization, &levels[0][1..]).await?;
-    tokio::time::timeout(PHASE_TIMEOUT, follower.wait(|seen| seen.existing == 0))
-        .await
-        .context("workspaces were not deleted")??;
-    let deleted_in = deleting.elapsed();
-    drop(progress);
-    tokio::time::sleep(Duration::from_secs(6)).await;
-    let rss_deleted = kcp.rss_bytes()?;
+    let deleted = if options.keep_rest {
+        None
+    } else {
+        let progress = Progress::start(follower.watcher(), kcp.pid()?, store.clone());
+        let deleting = Instant::now();
+        delete_orgs(&target, &authorization, &levels[0][1..]).await?;
+        tokio::time::timeout(PHASE_TIMEOUT, follower.wait(|seen| seen.existing == 0))
+            .await
+            .context("workspaces were not deleted")??;
+        let deleted_in = deleting.elapsed();
+        drop(progress);
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        Some((deleted_in, kcp.rss_bytes()?))
+    };
     follower.stop();
     kcp.stop().await?;
 
@@ -202,7 +210,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         options.clients,
         binary.display()
     );
-    let rows = vec![
+    let mut rows = vec![
         vec![
             "figure".to_string(),
             "kcp-rs".to_string(),
@@ -283,7 +291,9 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             ),
             String::new(),
         ],
-        vec![
+    ];
+    if let Some((deleted_in, rss_deleted)) = deleted {
+        rows.push(vec![
             format!("delete the other {remaining}"),
             seconds(deleted_in),
             format!(
@@ -300,8 +310,8 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
                 "(none past 10,000)".into()
             },
             "about 1 h".into(),
-        ],
-    ];
+        ]);
+    }
     print!("{}", table::render(&rows));
     Ok(())
 }
