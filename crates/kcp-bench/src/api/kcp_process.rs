@@ -100,7 +100,6 @@ impl KcpProcess {
                 );
             }
         };
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         // The server's log is dropped unless `KCP_BENCH_SERVER_LOG` names a file to append it to.
         let log = match std::env::var_os("KCP_BENCH_SERVER_LOG") {
             Some(path) => Some(
@@ -113,6 +112,21 @@ impl KcpProcess {
             ),
             None => None,
         };
+        // Its log lines come on stdout (after the ready line), anything else on stderr.
+        let stdout_log = match &log {
+            Some(file) => Some(file.try_clone().await?),
+            None => None,
+        };
+        tokio::spawn(async move {
+            let mut stdout_log = stdout_log;
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(file) = &mut stdout_log {
+                    let _ =
+                        tokio::io::AsyncWriteExt::write_all(file, format!("{line}\n").as_bytes())
+                            .await;
+                }
+            }
+        });
         tokio::spawn(async move {
             let _ = match log {
                 Some(mut file) => tokio::io::copy(&mut stderr, &mut file).await,
