@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kcp_storage::{Event, Op, OpResult, Result, Revision, Txn, TxnResponse, check_compaction};
@@ -24,7 +25,11 @@ use crate::read::{get_at, version_at};
 pub(crate) const MAX_BATCH: usize = 1024;
 
 /// Most log revisions one compaction transaction removes, to keep transactions bounded.
-const COMPACTION_CHUNK: usize = if cfg!(test) { 64 } else { 10_000 };
+const COMPACTION_CHUNK: usize = if cfg!(test) { 64 } else { 2_000 };
+
+/// After a chunk of compaction, the writer serves writes for this many times the chunk's
+/// duration before the next chunk: compaction takes at most a quarter of its time.
+const WRITES_PER_COMPACTION: u32 = 3;
 
 pub(crate) enum Request {
     Txn(Txn, oneshot::Sender<Result<TxnResponse>>),
@@ -36,13 +41,15 @@ pub(crate) enum Request {
 /// Runs the writer until every sender is gone or a shutdown request arrives.
 ///
 /// A compaction removes its history a chunk ([`COMPACTION_CHUNK`] log revisions, one
-/// transaction) at a time, with the writes queued meanwhile committed between chunks: writes wait
-/// for one chunk at most, not for the whole compaction (at a million workspaces, five minutes of
-/// history took half a minute to remove, and every write waited for it). Compactions queue
+/// transaction) at a time, and between two chunks the writer commits writes for three times as
+/// long as the chunk took: writes wait for one chunk at most and keep three quarters of the
+/// writer, instead of waiting for the whole compaction (at a million workspaces, five minutes
+/// of history took half a minute to remove, and every write waited for it). Compactions queue
 /// behind each other; one under way is finished before the writer stops.
 pub(crate) fn run(shared: Arc<Shared>, mut requests: mpsc::Receiver<Request>) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut compactions = Compactions::default();
+    let mut next_chunk = Instant::now();
     loop {
         let first = if compactions.idle() {
             match requests.blocking_recv() {
@@ -53,7 +60,13 @@ pub(crate) fn run(shared: Arc<Shared>, mut requests: mpsc::Receiver<Request>) {
             match requests.try_recv() {
                 Ok(request) => request,
                 Err(mpsc::error::TryRecvError::Empty) => {
-                    compactions.step(&shared);
+                    let now = Instant::now();
+                    if now < next_chunk {
+                        // Writes' turn: wait briefly for one rather than block on the queue.
+                        std::thread::sleep((next_chunk - now).min(Duration::from_millis(1)));
+                    } else {
+                        next_chunk = compactions.step_in_turn(&shared);
+                    }
                     continue;
                 }
                 Err(mpsc::error::TryRecvError::Disconnected) => break,
@@ -82,7 +95,9 @@ pub(crate) fn run(shared: Arc<Shared>, mut requests: mpsc::Receiver<Request>) {
         if stop {
             break;
         }
-        compactions.step(&shared);
+        if Instant::now() >= next_chunk {
+            next_chunk = compactions.step_in_turn(&shared);
+        }
     }
     compactions.finish(&shared);
 }
@@ -153,6 +168,15 @@ impl Compactions {
         } else {
             let _ = under_way.reply.send(Ok(()));
         }
+    }
+
+    /// [`Compactions::step`], and when the next chunk's turn comes: after the writes have had
+    /// [`WRITES_PER_COMPACTION`] times as long as this chunk took.
+    fn step_in_turn(&mut self, shared: &Shared) -> Instant {
+        let began = Instant::now();
+        self.step(shared);
+        let now = Instant::now();
+        now + (now - began) * WRITES_PER_COMPACTION
     }
 
     /// Runs every compaction asked for to its end.
