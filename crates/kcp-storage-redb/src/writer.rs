@@ -472,7 +472,10 @@ mod tests {
         );
         compacted.await.unwrap().unwrap();
         let old = store.get(b"/k/0", until - 5).await;
-        assert!(old.is_err(), "history below the compaction is gone");
+        assert!(
+            old.is_err(),
+            "reads below the compacted revision are refused"
+        );
         let now = store.get(b"/k/0", 0).await.unwrap();
         assert!(now.kv.is_some());
     }

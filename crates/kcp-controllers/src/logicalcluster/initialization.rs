@@ -24,16 +24,21 @@ fn initializers(logical_cluster: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The `root:universal` initializer's work in `cluster`: its namespaces, each created unless
-/// there.
+/// Does the `root:universal` initializer's work in `cluster` (its namespaces, each created
+/// unless there) if `initializers` holds it, and takes it out of them; whether it did.
 pub(crate) async fn universal_bootstrap(
     registry: &Registry,
     cluster: &str,
-) -> Result<(), RegistryError> {
+    initializers: &mut Vec<String>,
+) -> Result<bool, RegistryError> {
+    if !initializers.iter().any(|i| i == UNIVERSAL_INITIALIZER) {
+        return Ok(false);
+    }
     for namespace in NAMESPACES {
         registry.ensure_namespace(cluster, namespace).await?;
     }
-    Ok(())
+    initializers.retain(|i| i != UNIVERSAL_INITIALIZER);
+    Ok(true)
 }
 
 pub(super) async fn reconcile(
@@ -42,10 +47,8 @@ pub(super) async fn reconcile(
     logical_cluster: &Value,
 ) -> Result<Outcome, RegistryError> {
     let mut remaining = initializers(logical_cluster);
-    if remaining.iter().any(|i| i == UNIVERSAL_INITIALIZER) {
-        universal_bootstrap(registry, cluster).await?;
-        remaining.retain(|i| i != UNIVERSAL_INITIALIZER);
-    } else if !remaining.is_empty() {
+    let ours = universal_bootstrap(registry, cluster, &mut remaining).await?;
+    if !ours && !remaining.is_empty() {
         // Someone else's initializer: its owner removes it.
         return Ok(Outcome::Finished);
     }

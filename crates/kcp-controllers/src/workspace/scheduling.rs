@@ -5,8 +5,8 @@
 //! workspace in one write. The `root:universal` initializer's work (the namespaces `default`
 //! and `kube-system`) is done first, in the new logical cluster, so the LogicalCluster starts
 //! without it: a workspace of a type with no other initializer is Ready after this one pass,
-//! two writes and two reconciles fewer than initializing it afterwards. A name another owner already holds is replaced by a new random one.
-//! A workspace created by a user (annotation `experimental.tenancy.kcp.io/owner`) passes the
+//! two writes and two reconciles fewer than initializing it afterwards. A name another owner
+//! already holds is replaced by a new random one. A workspace created by a user (annotation `experimental.tenancy.kcp.io/owner`) passes the
 //! annotation to its LogicalCluster, and that user becomes the new logical cluster's admin: the
 //! ClusterRoleBinding `workspace-admin` to `cluster-admin`, as kcp writes it.
 
@@ -15,7 +15,7 @@ use kcp_apis::system;
 use kcp_registry::tenancy::paths::valid_cluster_name;
 use kcp_registry::tenancy::{
     CLUSTER_ANNOTATION, LOGICAL_CLUSTER, LOGICAL_CLUSTER_FINALIZER, OWNER_ANNOTATION,
-    PATH_ANNOTATION, TYPE_ANNOTATION, UNIVERSAL_INITIALIZER, names, types,
+    PATH_ANNOTATION, TYPE_ANNOTATION, names, types,
 };
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::{Value, json};
@@ -52,10 +52,7 @@ pub(super) async fn reconcile(
     let type_annotation = ty.qualified();
     let initializers = types::initializers(&registry.workspace_type_set(ty).await?);
     let mut remaining = initializers.clone();
-    if remaining.iter().any(|i| i == UNIVERSAL_INITIALIZER) {
-        crate::logicalcluster::universal_bootstrap(registry, cluster).await?;
-        remaining.retain(|i| i != UNIVERSAL_INITIALIZER);
-    }
+    crate::logicalcluster::universal_bootstrap(registry, cluster, &mut remaining).await?;
     let phase = if remaining.is_empty() {
         "Ready"
     } else {

@@ -38,6 +38,31 @@ async fn ready(registry: &Registry, parent: &str, name: &str) -> Value {
     .await
 }
 
+fn namespaces_of(cluster: &str) -> Target<'_> {
+    Target {
+        cluster,
+        resource: kcp_apis::builtin::core("namespaces"),
+        namespace: None,
+    }
+}
+
+/// The names of the namespaces of `cluster`, in order.
+async fn namespace_names(registry: &Registry, cluster: &str) -> Vec<String> {
+    registry
+        .list(namespaces_of(cluster), ListOptions::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|n| {
+            n["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn a_tree_becomes_ready_and_goes_away_with_its_top() {
     let registry = Registry::new(Arc::new(MemoryStorage::new()));
@@ -78,23 +103,11 @@ async fn a_tree_becomes_ready_and_goes_away_with_its_top() {
         logical_cluster["spec"]["owner"]["uid"],
         leaf["metadata"]["uid"]
     );
-    let namespaces = Target {
-        cluster: &leaf_cluster,
-        resource: kcp_apis::builtin::RESOURCES
-            .iter()
-            .find(|r| r.name == "namespaces")
-            .unwrap(),
-        namespace: None,
-    };
-    let names: Vec<Value> = registry
-        .list(namespaces, ListOptions::default())
-        .await
-        .unwrap()
-        .items
-        .iter()
-        .map(|n| n["metadata"]["name"].clone())
-        .collect();
-    assert_eq!(names, [json!("default"), json!("kube-system")]);
+    let namespaces = namespaces_of(&leaf_cluster);
+    assert_eq!(
+        namespace_names(&registry, &leaf_cluster).await,
+        ["default", "kube-system"]
+    );
 
     registry.delete(workspaces("root"), "org").await.unwrap();
     until_async("the org to go", async || {
@@ -210,19 +223,9 @@ async fn a_universal_workspace_is_ready_in_one_pass() {
     assert_eq!(logical_cluster["status"]["initializers"], json!([]));
     assert_eq!(logical_cluster["status"]["phase"], "Ready");
     assert_eq!(solo["status"]["initializers"], json!([]));
-    let namespaces = Target {
-        cluster,
-        resource: kcp_apis::builtin::core("namespaces"),
-        namespace: None,
-    };
-    let names: Vec<Value> = registry
-        .list(namespaces, ListOptions::default())
-        .await
-        .unwrap()
-        .items
-        .iter()
-        .map(|n| n["metadata"]["name"].clone())
-        .collect();
-    assert_eq!(names, [json!("default"), json!("kube-system")]);
+    assert_eq!(
+        namespace_names(&registry, cluster).await,
+        ["default", "kube-system"]
+    );
     controllers.shutdown().await;
 }

@@ -97,12 +97,10 @@ impl Registry {
 
     /// Whether `cluster` has its LogicalCluster (read, not decoded).
     pub async fn logical_cluster_exists(&self, cluster: &str) -> Result<bool, RegistryError> {
-        let target = Target {
-            cluster,
-            resource: system::logical_clusters(),
-            namespace: None,
-        };
-        match self.read(&target, LOGICAL_CLUSTER).await {
+        match self
+            .read(&logical_cluster_of(cluster), LOGICAL_CLUSTER)
+            .await
+        {
             Ok(_) => Ok(true),
             Err(RegistryError::NotFound { .. }) => Ok(false),
             Err(other) => Err(other),
@@ -111,12 +109,7 @@ impl Registry {
 
     /// The LogicalCluster of `cluster`.
     pub async fn logical_cluster(&self, cluster: &str) -> Result<serde_json::Value, RegistryError> {
-        let target = Target {
-            cluster,
-            resource: system::logical_clusters(),
-            namespace: None,
-        };
-        self.get(target, LOGICAL_CLUSTER).await
+        self.get(logical_cluster_of(cluster), LOGICAL_CLUSTER).await
     }
 
     /// [`Registry::logical_cluster`], shared (see [`Registry::get_shared`]): for the reads that
@@ -125,12 +118,17 @@ impl Registry {
         &self,
         cluster: &str,
     ) -> Result<std::sync::Arc<serde_json::Value>, RegistryError> {
-        let target = Target {
-            cluster,
-            resource: system::logical_clusters(),
-            namespace: None,
-        };
-        self.get_shared(target, LOGICAL_CLUSTER).await
+        self.get_shared(logical_cluster_of(cluster), LOGICAL_CLUSTER)
+            .await
+    }
+}
+
+/// Where the LogicalCluster of `cluster` is.
+fn logical_cluster_of(cluster: &str) -> Target<'_> {
+    Target {
+        cluster,
+        resource: system::logical_clusters(),
+        namespace: None,
     }
 }
 
