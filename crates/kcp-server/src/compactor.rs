@@ -55,8 +55,13 @@ pub fn start(storage: Arc<dyn Storage>, interval: Duration) -> Option<JoinHandle
         loop {
             ticks.tick().await;
             if let Some(revision) = previous.filter(|r| *r > 0) {
+                let began = std::time::Instant::now();
                 match storage.compact(revision).await {
-                    Ok(()) => tracing::debug!(revision, "storage compacted"),
+                    Ok(()) => tracing::info!(
+                        revision,
+                        took_ms = began.elapsed().as_millis() as u64,
+                        "storage compacted"
+                    ),
                     // Someone (another replica) compacted further already.
                     Err(StorageError::Compacted { .. }) => {}
                     Err(error) => tracing::warn!(%error, revision, "compaction failed"),

@@ -101,4 +101,8 @@ pub struct Options {
     /// Open connections at most (0: from the process's file descriptor limit).
     #[arg(long, hide = true, default_value_t = 0)]
     pub max_connections: usize,
+    /// Not a flag: what the server's own threads (the embedded store's writer) call when they
+    /// run out of work, for the binary's allocator to collect their freed memory there.
+    #[arg(skip)]
+    pub on_thread_idle: Option<fn()>,
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use kcp_storage::Storage;
 use kcp_storage_etcd::{EtcdConfig, EtcdStorage, EtcdTls};
-use kcp_storage_redb::RedbStorage;
+use kcp_storage_redb::{OpenOptions, RedbStorage};
 
 use crate::Options;
 
@@ -21,7 +21,10 @@ impl Store {
     pub async fn open(options: &Options) -> anyhow::Result<Store> {
         if options.etcd_servers.is_empty() {
             let path = options.root_directory.join("store.redb");
-            let store = RedbStorage::open(&path)
+            let open = OpenOptions {
+                on_writer_idle: options.on_thread_idle,
+            };
+            let store = RedbStorage::open_with(&path, open)
                 .with_context(|| format!("open the embedded store at {}", path.display()))?;
             tracing::info!(path = %path.display(), "embedded store open");
             return Ok(Store::Embedded(store));

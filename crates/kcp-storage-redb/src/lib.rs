@@ -61,10 +61,25 @@ pub struct RedbStorage {
     writer: Arc<std::sync::Mutex<Option<std::thread::JoinHandle<()>>>>,
 }
 
+/// How the store is opened, besides its path.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenOptions {
+    /// Called on the writer thread when it runs out of work after writing (at most every
+    /// 100 ms): where the process's allocator can collect the thread's freed memory, which
+    /// some allocators (mimalloc) leave to the thread that allocated it. The store itself
+    /// knows no allocator.
+    pub on_writer_idle: Option<fn()>,
+}
+
 impl RedbStorage {
     /// Opens (or creates) the store in the file at `path`, recovering it if the last process
     /// died without closing it.
     pub fn open(path: &Path) -> Result<Self> {
+        RedbStorage::open_with(path, OpenOptions::default())
+    }
+
+    /// [`RedbStorage::open`] with `options`.
+    pub fn open_with(path: &Path, options: OpenOptions) -> Result<Self> {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(internal)?;
         }
@@ -99,7 +114,7 @@ impl RedbStorage {
         let writer_shared = Arc::clone(&shared);
         let writer = std::thread::Builder::new()
             .name("kcp-redb-writer".into())
-            .spawn(move || writer::run(writer_shared, receiver))
+            .spawn(move || writer::run(writer_shared, receiver, options.on_writer_idle))
             .map_err(internal)?;
         Ok(RedbStorage {
             shared,

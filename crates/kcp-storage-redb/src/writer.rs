@@ -31,6 +31,9 @@ const COMPACTION_CHUNK: usize = if cfg!(test) { 64 } else { 2_000 };
 /// duration before the next chunk: compaction takes at most a quarter of its time.
 const WRITES_PER_COMPACTION: u32 = 3;
 
+/// The least time between two calls of the idle hook.
+const IDLE_HOOK_EVERY: Duration = Duration::from_millis(100);
+
 pub(crate) enum Request {
     Txn(Txn, oneshot::Sender<Result<TxnResponse>>),
     Compact(Revision, oneshot::Sender<Result<()>>),
@@ -46,13 +49,18 @@ pub(crate) enum Request {
 /// writer, instead of waiting for the whole compaction (at a million workspaces, five minutes
 /// of history took half a minute to remove, and every write waited for it). Compactions queue
 /// behind each other; one under way is finished before the writer stops.
-pub(crate) fn run(shared: Arc<Shared>, mut requests: mpsc::Receiver<Request>) {
+pub(crate) fn run(
+    shared: Arc<Shared>,
+    mut requests: mpsc::Receiver<Request>,
+    on_idle: Option<fn()>,
+) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut compactions = Compactions::default();
     let mut next_chunk = Instant::now();
+    let mut idle = IdleHook::new(on_idle);
     loop {
         let first = if compactions.idle() {
-            match requests.blocking_recv() {
+            match idle.wait(&mut requests) {
                 Some(request) => request,
                 None => break,
             }
@@ -100,6 +108,59 @@ pub(crate) fn run(shared: Arc<Shared>, mut requests: mpsc::Receiver<Request>) {
         }
     }
     compactions.finish(&shared);
+}
+
+/// What the writer calls when it runs out of work (the process's allocator collects the
+/// thread's freed memory there), at most every [`IDLE_HOOK_EVERY`] but always before the
+/// writer stays idle: when the last call was too recent, the writer polls the queue until the
+/// next is due rather than block on it.
+struct IdleHook {
+    hook: Option<fn()>,
+    last: Option<Instant>,
+    /// Whether a write was committed since the last call.
+    owed: bool,
+}
+
+impl IdleHook {
+    fn new(hook: Option<fn()>) -> IdleHook {
+        IdleHook {
+            hook,
+            last: None,
+            owed: false,
+        }
+    }
+
+    /// The next request (`None`: every sender is gone), calling the hook if the writer worked
+    /// since its last call and goes idle now.
+    fn wait(&mut self, requests: &mut mpsc::Receiver<Request>) -> Option<Request> {
+        let Some(hook) = self.hook else {
+            return requests.blocking_recv();
+        };
+        loop {
+            match requests.try_recv() {
+                Ok(request) => {
+                    self.owed = true;
+                    return Some(request);
+                }
+                Err(mpsc::error::TryRecvError::Disconnected) => return None,
+                Err(mpsc::error::TryRecvError::Empty) => {}
+            }
+            if !self.owed {
+                return requests.blocking_recv().inspect(|_| self.owed = true);
+            }
+            let now = Instant::now();
+            match self.last.map(|last| last + IDLE_HOOK_EVERY) {
+                Some(due) if now < due => {
+                    std::thread::sleep((due - now).min(Duration::from_millis(1)));
+                }
+                _ => {
+                    hook();
+                    self.last = Some(now);
+                    self.owed = false;
+                }
+            }
+        }
+    }
 }
 
 /// The compactions asked for and not yet done, the first one perhaps under way.
@@ -478,5 +539,40 @@ mod tests {
         );
         let now = store.get(b"/k/0", 0).await.unwrap();
         assert!(now.kv.is_some());
+    }
+
+    static IDLE_CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    fn count_idle() {
+        IDLE_CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The idle hook runs once the writer has written and runs out of work, even when a burst
+    /// ends right after an earlier call, and not again while nothing is written.
+    #[tokio::test]
+    async fn the_idle_hook_runs_after_writes_and_only_then() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let dir = tempfile::tempdir().unwrap();
+        let options = crate::OpenOptions {
+            on_writer_idle: Some(count_idle),
+        };
+        let store = RedbStorage::open_with(&dir.path().join("store.redb"), options).unwrap();
+        let settle = || tokio::time::sleep(super::IDLE_HOOK_EVERY * 3);
+        settle().await;
+        assert_eq!(IDLE_CALLS.load(SeqCst), 0, "called before any write");
+        store.txn(put("/k/a", "1")).await.unwrap();
+        settle().await;
+        assert_eq!(IDLE_CALLS.load(SeqCst), 1, "not called once after a write");
+        // Two bursts closer together than the hook's interval: the second still gets a call
+        // after it.
+        store.txn(put("/k/b", "2")).await.unwrap();
+        tokio::time::sleep(super::IDLE_HOOK_EVERY / 4).await;
+        let before_second = IDLE_CALLS.load(SeqCst);
+        store.txn(put("/k/c", "3")).await.unwrap();
+        settle().await;
+        let after = IDLE_CALLS.load(SeqCst);
+        assert!(after > before_second, "the second burst went without a call");
+        settle().await;
+        assert_eq!(IDLE_CALLS.load(SeqCst), after, "called while nothing was written");
     }
 }

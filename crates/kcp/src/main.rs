@@ -43,6 +43,10 @@ async fn run() -> anyhow::Result<()> {
             // cleanly instead of killing the process.
             let signals = ShutdownSignals::install()?;
             memory::purge_periodically();
+            let options = Options {
+                on_thread_idle: Some(memory::collect_idle_thread),
+                ..options
+            };
             let server = Server::start(options).await?;
             signals.wait().await;
             tracing::info!("shutting down");

@@ -4,10 +4,13 @@
 //! writes glibc spent about a quarter of the server's CPU in its arenas' locks and consolidation.
 //! mimalloc keeps freed memory in per-thread pages that only their own thread collects, and a
 //! tokio worker that goes idle after a burst would keep its pages indefinitely. So each worker
-//! collects its pages when it parks (at most every [`PARK_COLLECT_EVERY`]), and a thread of our
-//! own makes mimalloc purge its arenas, the whole process's free memory, every
-//! [`PURGE_EVERY`] (what `malloc_trim` did for glibc). `kcp-bench crds` and `kcp-bench lists`
-//! measure what comes back.
+//! collects its pages when it parks (at most every [`PARK_COLLECT_EVERY`]), the server's own
+//! threads (the embedded store's writer, whose pages hold the store's page cache) when they run
+//! out of work ([`collect_idle_thread`]), and a thread of ours makes mimalloc purge its arenas,
+//! the whole process's free memory, every [`PURGE_EVERY`] (what `malloc_trim` did for glibc).
+//! Without the writer's collection, deleting 2,000 workspaces left 114 MiB resident after the
+//! history was compacted; with it, 32 MiB (fresh: 20 MiB). `kcp-bench crds`, `kcp-bench lists`
+//! and `kcp-bench workspaces` measure what comes back.
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -38,6 +41,11 @@ pub fn collect_on_park() {
     if due {
         collect(false);
     }
+}
+
+/// For the server's own threads when they run out of work (they limit how often).
+pub fn collect_idle_thread() {
+    collect(false);
 }
 
 /// Starts the thread that purges mimalloc's arenas every [`PURGE_EVERY`].

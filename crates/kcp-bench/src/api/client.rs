@@ -137,10 +137,16 @@ impl Connection {
             .get(http::header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
             .map(str::to_string);
+        let content_encoding = response
+            .headers()
+            .get(http::header::CONTENT_ENCODING)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_string);
         let body = response.into_body().collect().await?.to_bytes();
         Ok(Answer {
             status,
             content_type,
+            content_encoding,
             body,
         })
     }
@@ -194,5 +200,7 @@ impl Connection {
 pub struct Answer {
     pub status: StatusCode,
     pub content_type: Option<String>,
+    /// `gzip` when the body is compressed (only when the request offered it).
+    pub content_encoding: Option<String>,
     pub body: Bytes,
 }

@@ -1,9 +1,12 @@
 //! The real `kcp` binary as a child process: found next to `kcp-bench` (both in `target/release`),
 //! started on a free loopback port, timed from spawn to its "ready to serve" log line, measured
-//! through `/proc/<pid>/status`, and stopped with SIGTERM (SIGKILL on drop).
+//! through `/proc/<pid>/status`, and stopped with SIGTERM (SIGKILL on drop). Its log's "storage
+//! compacted" lines tell how far its history is compacted.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -41,6 +44,8 @@ pub struct KcpProcess {
     pub port: u16,
     /// From spawn to the "ready to serve" log line.
     pub start_to_ready: Duration,
+    /// The revision of its last "storage compacted" log line (0: none yet).
+    compacted: Arc<AtomicU64>,
 }
 
 impl KcpProcess {
@@ -117,9 +122,14 @@ impl KcpProcess {
             Some(file) => Some(file.try_clone().await?),
             None => None,
         };
+        let compacted = Arc::new(AtomicU64::new(0));
+        let compacted_seen = Arc::clone(&compacted);
         tokio::spawn(async move {
             let mut stdout_log = stdout_log;
             while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(revision) = compacted_revision(&line) {
+                    compacted_seen.fetch_max(revision, Ordering::Relaxed);
+                }
                 if let Some(file) = &mut stdout_log {
                     let _ =
                         tokio::io::AsyncWriteExt::write_all(file, format!("{line}\n").as_bytes())
@@ -138,7 +148,13 @@ impl KcpProcess {
             child,
             port,
             start_to_ready,
+            compacted,
         })
+    }
+
+    /// The revision its history was last compacted at, by its log (0: not yet).
+    pub fn compacted_revision(&self) -> u64 {
+        self.compacted.load(Ordering::Relaxed)
     }
 
     /// Resident memory now (`VmRSS`), in bytes.
@@ -190,6 +206,19 @@ impl KcpProcess {
     }
 }
 
+/// `... storage compacted revision=1234 took_ms=56` → 1234.
+fn compacted_revision(line: &str) -> Option<u64> {
+    if !line.contains("storage compacted") {
+        return None;
+    }
+    let from = line.find("revision=")? + "revision=".len();
+    let digits: String = line[from..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
 /// `... ready to serve on https://127.0.0.1:43211; use it with ...` → 43211.
 fn parse_ready_line(line: &str) -> anyhow::Result<u16> {
     let from = line
@@ -225,6 +254,14 @@ mod tests {
                     use it with KUBECONFIG=/tmp/x/admin.kubeconfig";
         assert_eq!(super::parse_ready_line(line).unwrap(), 43211);
         assert!(super::parse_ready_line("ready to serve").is_err());
+    }
+
+    #[test]
+    fn compaction_lines_give_their_revision() {
+        let line = "2025-01-01T00:00:00Z  INFO kcp_server::compactor: storage compacted \
+                    revision=98765 took_ms=12";
+        assert_eq!(super::compacted_revision(line), Some(98765));
+        assert_eq!(super::compacted_revision("revision=5 written"), None);
     }
 
     #[test]

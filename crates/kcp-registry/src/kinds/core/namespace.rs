@@ -1,6 +1,8 @@
 //! Namespace: names are RFC 1123 labels; the lifecycle Kubernetes gives it. Creation adds the
-//! `kubernetes` finalizer to `spec.finalizers` and sets `status.phase: Active`; updates of the
-//! whole object keep `spec.finalizers` and `status`, which only the `finalize` and `status`
+//! `kubernetes` finalizer to `spec.finalizers` and sets `status.phase: Active`; every write
+//! carries the label `kubernetes.io/metadata.name` with the namespace's name (set when the body
+//! is decoded, as Kubernetes' defaulting does, so its writer owns it in managedFields, and again
+//! once a generated name is known); updates of the whole object keep `spec.finalizers` and `status`, which only the `finalize` and `status`
 //! subresources change; a deleting namespace goes once both `metadata.finalizers` and
 //! `spec.finalizers` are empty (the namespace controller removes its content first). Field
 //! selector: `status.phase`.
@@ -11,6 +13,7 @@ use kcp_apimachinery::patch::strategic::ListStrategy;
 use kcp_apis::builtin::Resource;
 use serde_json::{Value, json};
 
+use crate::error::RegistryError;
 use crate::kinds::printing::{self, Column, col};
 use crate::kinds::{Deletion, Kind, conditions_list_strategy};
 use crate::meta;
@@ -21,6 +24,10 @@ use crate::validation::formats::qualified_name_errors;
 
 /// The finalizer the namespace controller owns in `spec.finalizers`.
 pub const NAMESPACE_FINALIZER: &str = "kubernetes";
+
+/// The label every namespace carries with its own name (Kubernetes' `LabelMetadataName`), for
+/// selectors such as NetworkPolicies' `namespaceSelector`.
+pub const NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 /// Namespaces that can never be deleted, as kube-apiserver's NamespaceLifecycle admission keeps.
 pub const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
@@ -47,7 +54,13 @@ impl Kind for Namespace {
         validate(object, errs);
     }
 
+    fn decode(&self, _: &Resource, object: &mut Value) -> Result<(), RegistryError> {
+        label_with_name(object);
+        Ok(())
+    }
+
     fn prepare_create(&self, resource: &Resource, part: Part, object: &mut Value) {
+        label_with_name(object);
         strategy::drop_status_on_create(resource, part, object);
         let mut finalizers = spec_finalizers(object);
         if !finalizers.iter().any(|f| f == NAMESPACE_FINALIZER) {
@@ -70,6 +83,7 @@ impl Kind for Namespace {
             Part::Whole | Part::Everything => {
                 let mut next = strategy::update_of_part(resource, part, stored, requested);
                 set_spec_finalizers(&mut next, &spec_finalizers(stored));
+                label_with_name(&mut next);
                 next
             }
             Part::Status | Part::Approval => {
@@ -116,6 +130,23 @@ impl Kind for Namespace {
 
     fn deletion(&self) -> Deletion {
         Deletion::NamespaceLifecycle
+    }
+}
+
+/// Sets [`NAME_LABEL`] to the namespace's name, whatever the labels said (no name yet: nothing).
+fn label_with_name(object: &mut Value) {
+    let Some(name) = meta::string(object, "name")
+        .filter(|name| !name.is_empty())
+        .map(str::to_string)
+    else {
+        return;
+    };
+    let metadata = meta::metadata_mut(object);
+    if !metadata.get("labels").is_some_and(Value::is_object) {
+        metadata.insert("labels".into(), json!({}));
+    }
+    if let Some(Value::Object(labels)) = metadata.get_mut("labels") {
+        labels.insert(NAME_LABEL.into(), Value::String(name));
     }
 }
 
