@@ -4,9 +4,10 @@
 //!
 //! Each resource has a hub, started by its first watcher at that watcher's revision and stopped
 //! when its last watcher goes. The hub keeps its recent events in one log, bounded by count
-//! ([`BUFFER`]) and by size ([`HUB_BYTES`] for each hub, [`CACHE_BYTES`] for all hubs of a
-//! registry, counted from the events' encoded sizes), so neither many watchers nor big objects
-//! can grow it: every watcher reads the same log at its own position (nothing is queued per
+//! ([`BUFFER`]), by size ([`HUB_BYTES`] for each hub, [`CACHE_BYTES`] for all hubs of a
+//! registry, counted from the events' encoded sizes) and by age ([`FRESH_FOR`], as
+//! kube-apiserver sizes its window by how fresh the events are), so neither many watchers nor
+//! big objects can grow it, and a burst long past does not stay in memory: every watcher reads the same log at its own position (nothing is queued per
 //! watcher), waking when the hub publishes. A watcher starting at or after the log's window
 //! joins without a storage watch of its own; older starts fall back to a direct storage watch
 //! (see [`crate::watch`]). A watcher that falls behind the window ends with 410 Expired and the
@@ -23,6 +24,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
@@ -30,6 +32,7 @@ use kcp_storage::{Event, EventKind, KeyValue, Storage, WatchRequest};
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
+use tokio::time::Instant;
 
 use crate::error::RegistryError;
 use crate::list::Filter;
@@ -42,6 +45,13 @@ const BUFFER: usize = 1024;
 const HUB_BYTES: usize = 32 * 1024 * 1024;
 /// Approximate memory the events kept by all hubs of a registry may take.
 const CACHE_BYTES: usize = 256 * 1024 * 1024;
+/// Events older than this leave the log even when it has room (kube-apiserver's watch cache
+/// shrinks its window to the events of its `eventFreshDuration`, 75 s). A window kept forever
+/// held the last thousand events of every resource: after 10,000 workspaces were deleted,
+/// 20 MB of deletions nobody would read again. Watchers from further back watch storage.
+const FRESH_FOR: Duration = Duration::from_secs(75);
+/// How often a hub without new events lets its stale ones go.
+const TRIM_EVERY: Duration = Duration::from_secs(5);
 
 /// One storage event, decoded and encoded once.
 pub(crate) struct SharedEvent {
@@ -61,6 +71,8 @@ pub(crate) struct SharedEvent {
     /// About what this event takes in memory: its key, the object decoded and encoded, and the
     /// previous state stored and perhaps decoded (a decoded value takes about twice its JSON).
     pub bytes: usize,
+    /// When it came from storage.
+    arrived: Instant,
 }
 
 /// The stored state a watcher receives for `event`: the new value of a put, the last value of a
@@ -100,6 +112,7 @@ impl SharedEvent {
             encoded,
             prev_stored,
             prev: OnceLock::new(),
+            arrived: Instant::now(),
         })
     }
 
@@ -265,32 +278,53 @@ impl Hub {
             log.events.push_back(Arc::clone(&event));
             let published = Arc::clone(&log.published);
             state.log.push_back(event);
-            // The newest event always stays, whatever its size, so every watcher can see it.
-            while state.log.len() > 1
-                && (state.log.len() > BUFFER
-                    || state.bytes > HUB_BYTES
-                    || self.cache_bytes.load(Ordering::Relaxed) > CACHE_BYTES)
-            {
-                let Some(oldest) = state.log.pop_front() else {
-                    break;
-                };
-                state.bytes -= oldest.bytes;
-                self.cache_bytes.fetch_sub(oldest.bytes, Ordering::Relaxed);
-                state.complete_after = oldest.revision;
-                let cluster = self.cluster_of(&oldest.key);
-                if let Some(log) = state.clusters.get_mut(cluster) {
-                    // The oldest event of the log is the oldest of its cluster's.
-                    log.events.pop_front();
-                    log.complete_after = oldest.revision;
-                    if log.events.is_empty() && log.watchers == 0 {
-                        state.clusters.remove(cluster);
-                    }
-                }
-            }
+            self.trim(&mut state);
             published
         };
         cluster_published.notify_waiters();
         self.published.notify_waiters();
+    }
+
+    /// Lets the oldest events go while the log is over its count or sizes, or they are older
+    /// than [`FRESH_FOR`]. The newest event always stays, whatever its size or age, so every
+    /// watcher can see it.
+    fn trim(&self, state: &mut HubState) {
+        let stale_before = Instant::now().checked_sub(FRESH_FOR);
+        while state.log.len() > 1 {
+            let Some(oldest) = state.log.front() else {
+                break;
+            };
+            let over = state.log.len() > BUFFER
+                || state.bytes > HUB_BYTES
+                || self.cache_bytes.load(Ordering::Relaxed) > CACHE_BYTES
+                || stale_before.is_some_and(|before| oldest.arrived < before);
+            if !over {
+                break;
+            }
+            let Some(oldest) = state.log.pop_front() else {
+                break;
+            };
+            state.bytes -= oldest.bytes;
+            self.cache_bytes.fetch_sub(oldest.bytes, Ordering::Relaxed);
+            state.complete_after = oldest.revision;
+            let cluster = self.cluster_of(&oldest.key);
+            if let Some(log) = state.clusters.get_mut(cluster) {
+                // The oldest event of the log is the oldest of its cluster's.
+                log.events.pop_front();
+                log.complete_after = oldest.revision;
+                if log.events.is_empty() && log.watchers == 0 {
+                    state.clusters.remove(cluster);
+                }
+            }
+        }
+    }
+
+    /// Lets stale events go when none came to do it (see [`Hub::trim`]).
+    fn trim_stale(&self) {
+        let mut state = self.lock();
+        if state.alive {
+            self.trim(&mut state);
+        }
     }
 
     /// Stops the hub: its log is given back, its watchers end.
@@ -388,7 +422,19 @@ impl WatchCache {
         let feeding = Arc::clone(&hub);
         let task = tokio::spawn(async move {
             let mut events = events;
-            while let Some(next) = events.next().await {
+            let mut trimming = tokio::time::interval(TRIM_EVERY);
+            trimming.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                let next = tokio::select! {
+                    next = events.next() => next,
+                    _ = trimming.tick() => {
+                        feeding.trim_stale();
+                        continue;
+                    }
+                };
+                let Some(next) = next else {
+                    break;
+                };
                 match next
                     .map_err(RegistryError::from)
                     .and_then(|e| SharedEvent::from_storage(&e))
@@ -670,6 +716,37 @@ mod tests {
         }
         // A start older than the log is served from storage instead.
         assert!(watch(start).await.unwrap().is_err());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn events_long_past_leave_the_log_and_older_starts_watch_storage() {
+        let storage = memory();
+        let cache = WatchCache::default();
+        let start = storage.current_revision().await.unwrap();
+        let watch = |revision| cache.watch(&storage, RESOURCE, RESOURCE.to_vec(), revision, None);
+        let mut watcher = Box::pin(watch(start).await.unwrap().ok().unwrap());
+        for i in 0..10 {
+            put(&storage, &format!("s{i}"), 10).await;
+        }
+        for _ in 0..10 {
+            watcher.next().await.unwrap().unwrap();
+        }
+        let hub = cache.hub(RESOURCE).unwrap();
+        assert_eq!(hub.lock().log.len(), 10);
+        assert!(
+            watch(start).await.unwrap().is_ok(),
+            "a start before fresh events joins the hub"
+        );
+
+        tokio::time::sleep(FRESH_FOR + 2 * TRIM_EVERY).await;
+        assert_eq!(hub.lock().log.len(), 1, "stale events stayed in the log");
+        assert!(
+            watch(start).await.unwrap().is_err(),
+            "a start before the stale events joined the hub"
+        );
+        // A watcher that had read everything goes on.
+        let next = put(&storage, "after", 10).await;
+        assert_eq!(watcher.next().await.unwrap().unwrap().revision, next);
     }
 
     async fn put_in(storage: &Arc<dyn Storage>, cluster: &str, name: &str) -> u64 {

@@ -65,7 +65,7 @@ pub struct RedbStorage {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OpenOptions {
     /// Called on the writer thread when it runs out of work after writing (at most every
-    /// 100 ms): where the process's allocator can collect the thread's freed memory, which
+    /// second): where the process's allocator can collect the thread's freed memory, which
     /// some allocators (mimalloc) leave to the thread that allocated it. The store itself
     /// knows no allocator.
     pub on_writer_idle: Option<fn()>,

@@ -32,7 +32,7 @@ const COMPACTION_CHUNK: usize = if cfg!(test) { 64 } else { 2_000 };
 const WRITES_PER_COMPACTION: u32 = 3;
 
 /// The least time between two calls of the idle hook.
-const IDLE_HOOK_EVERY: Duration = Duration::from_millis(100);
+const IDLE_HOOK_EVERY: Duration = Duration::from_millis(if cfg!(test) { 100 } else { 1000 });
 
 pub(crate) enum Request {
     Txn(Txn, oneshot::Sender<Result<TxnResponse>>),
@@ -571,8 +571,15 @@ mod tests {
         store.txn(put("/k/c", "3")).await.unwrap();
         settle().await;
         let after = IDLE_CALLS.load(SeqCst);
-        assert!(after > before_second, "the second burst went without a call");
+        assert!(
+            after > before_second,
+            "the second burst went without a call"
+        );
         settle().await;
-        assert_eq!(IDLE_CALLS.load(SeqCst), after, "called while nothing was written");
+        assert_eq!(
+            IDLE_CALLS.load(SeqCst),
+            after,
+            "called while nothing was written"
+        );
     }
 }

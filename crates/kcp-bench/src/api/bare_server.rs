@@ -83,10 +83,7 @@ impl BareServer {
     }
 
     /// Replays `answers` (by [`request_key`]), 404 to any other request.
-    pub fn replay(
-        root: &Path,
-        answers: HashMap<String, Recorded>,
-    ) -> anyhow::Result<BareServer> {
+    pub fn replay(root: &Path, answers: HashMap<String, Recorded>) -> anyhow::Result<BareServer> {
         BareServer::serve(root, Replies::ByRequest(answers))
     }
 

@@ -7,7 +7,8 @@
 //!   child needs its parent. The rate counts every workspace up to the moment the last one is
 //!   Ready, as one wildcard watch ([`follow`]) sees it. Target ≥ 500/s (kcp: 8/s). The baseline
 //!   in the same run: configmap creates by as many clients (one write each, where a workspace
-//!   takes several: the Workspace, its LogicalCluster, two namespaces, status updates).
+//!   takes several: the Workspace, its LogicalCluster, two namespaces, status updates), deleted
+//!   again right after.
 //! - Memory: growth of the server's RSS from before the first workspace to after the last is
 //!   Ready, per workspace. Target ≤ 64 KiB (kcp: 7.4 MiB).
 //! - One organization (the first): `kubectl get ws` in it, the whole command, against the same
@@ -148,6 +149,8 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
 
     eprintln!("configmap creates for the baseline");
     let configmaps = configmap_baseline(&target, &authorization, &options).await?;
+    // Gone again, so that what is left at the end is what the workspaces left.
+    delete_baseline_configmaps(&target, &authorization).await?;
 
     // One organization as its users see it.
     let org = &levels[0][0];
@@ -407,6 +410,23 @@ async fn configmap_baseline(
     )
     .await
     .context("configmap creates")
+}
+
+/// Deletes every configmap the baseline created (one collection delete).
+async fn delete_baseline_configmaps(target: &Target, authorization: &str) -> anyhow::Result<()> {
+    let mut connection = target.connect(Protocol::Http1).await?;
+    let request = connection
+        .request(
+            Method::DELETE,
+            "/clusters/root/api/v1/namespaces/default/configmaps",
+        )
+        .header(http::header::AUTHORIZATION, authorization)
+        .body(Full::new(Bytes::new()))?;
+    connection
+        .expect(request, StatusCode::OK)
+        .await
+        .context("delete the baseline's configmaps")?;
+    Ok(())
 }
 
 /// Polls a GET of workspace `name` in `parent` until it answers 200 (after a restart).

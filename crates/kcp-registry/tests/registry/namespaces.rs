@@ -134,6 +134,65 @@ async fn metadata_finalizers_hold_a_finalized_namespace() {
     assert!(registry.get(namespaces("root"), "held").await.is_err());
 }
 
+/// Every namespace is labelled with its name, as Kubernetes does: its creator owns the label in
+/// managedFields, a generated name gets it too, and updates and patches cannot change or drop it.
+#[tokio::test]
+async fn namespaces_carry_their_name_as_a_label() {
+    const LABEL: &str = "kubernetes.io/metadata.name";
+    let registry = registry().managed_by("kubectl-create");
+    let created = registry
+        .create(
+            namespaces("root"),
+            json!({"metadata": {"name": "named", "labels": {LABEL: "other", "team": "a"}}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        created["metadata"]["labels"],
+        json!({LABEL: "named", "team": "a"})
+    );
+    let owners = &created["metadata"]["managedFields"];
+    assert_eq!(owners[0]["manager"], "kubectl-create");
+    assert!(
+        owners[0]["fieldsV1"]["f:metadata"]["f:labels"]
+            .get(format!("f:{LABEL}"))
+            .is_some(),
+        "the creator does not own the label: {owners}"
+    );
+
+    let generated = registry
+        .create(
+            namespaces("root"),
+            json!({"metadata": {"generateName": "gen-"}}),
+        )
+        .await
+        .unwrap();
+    let name = generated["metadata"]["name"].as_str().unwrap();
+    assert_eq!(generated["metadata"]["labels"][LABEL], name);
+
+    let mut unlabelled = created.clone();
+    unlabelled["metadata"]["labels"] = json!({"team": "b"});
+    let updated = registry
+        .update(namespaces("root"), "named", unlabelled)
+        .await
+        .unwrap();
+    assert_eq!(
+        updated["metadata"]["labels"],
+        json!({LABEL: "named", "team": "b"})
+    );
+
+    let relabel = |current: &Value| {
+        let mut next = current.clone();
+        next["metadata"]["labels"][LABEL] = json!("changed");
+        Ok(next)
+    };
+    let patched = registry
+        .patch(namespaces("root"), "named", &relabel)
+        .await
+        .unwrap();
+    assert_eq!(patched["metadata"]["labels"][LABEL], "named");
+}
+
 #[tokio::test]
 async fn immortal_namespaces_cannot_be_deleted() {
     let registry = registry();
@@ -160,7 +219,10 @@ async fn the_status_subresource_changes_only_status() {
     let updated = status.update(namespaces("root"), "st", body).await.unwrap();
     assert_eq!(updated["status"]["conditions"][0]["type"], "X");
     assert_eq!(updated["spec"]["finalizers"], json!(["kubernetes"]));
-    assert!(updated["metadata"].get("labels").is_none());
+    assert_eq!(
+        updated["metadata"]["labels"],
+        json!({"kubernetes.io/metadata.name": "st"})
+    );
 
     // A stale resourceVersion still conflicts.
     let mut stale = created;

@@ -138,6 +138,16 @@ fn status_and_finalize_subresources_change_only_their_part() {
     let kcp = Kcp::shared("ns-subresources");
     let ws = kcp.home().to_string();
     kcp.kubectl_ok(&["create", "namespace", "parts"]);
+    // Selected by the label every namespace carries with its name.
+    let selected = kcp.kubectl_ok(&[
+        "get",
+        "ns",
+        "-l",
+        "kubernetes.io/metadata.name=parts",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(selected.trim(), "namespace/parts");
     let namespace = json(&kcp.kubectl_ok(&[
         "get",
         "--raw",
@@ -157,7 +167,11 @@ fn status_and_finalize_subresources_change_only_their_part() {
         &file,
     ]));
     assert_eq!(updated["status"]["conditions"][0]["type"], "Example");
-    assert!(updated["metadata"].get("labels").is_none());
+    assert_eq!(
+        updated["metadata"]["labels"],
+        serde_json::json!({"kubernetes.io/metadata.name": "parts"}),
+        "the status subresource changed labels"
+    );
 
     kcp.kubectl_ok(&[
         "patch",
