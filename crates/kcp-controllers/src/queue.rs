@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::Hash;
 use std::time::Duration;
 
+use kcp_registry::room::GiveBackRoom;
 use tokio::time::Instant;
 
 /// The first retry delay of a failing key; it doubles per failure up to [`MAX_BACKOFF`].
@@ -74,6 +75,7 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
             .min(MAX_BACKOFF);
         *failures = failures.saturating_add(1);
         self.dirty.remove(&key);
+        self.dirty.give_back_room();
         let sequence = self.add_after(key.clone(), delay);
         self.backing_off.insert(key, sequence);
     }
@@ -81,6 +83,7 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
     /// Resets the backoff of `key`.
     pub(crate) fn forget(&mut self, key: &K) {
         self.failures.remove(key);
+        self.failures.give_back_room();
     }
 
     /// The next key to process, if one is due; it stays active until [`Self::done`].
@@ -94,11 +97,14 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
             let key = entry.remove();
             if self.backing_off.get(&key) == Some(&sequence) {
                 self.backing_off.remove(&key);
+                self.backing_off.give_back_room();
             }
             self.add(key);
         }
         let key = self.ready.pop_front()?;
+        self.ready.give_back_room();
         self.queued.remove(&key);
+        self.queued.give_back_room();
         self.active.insert(key.clone());
         Some(key)
     }
@@ -106,7 +112,9 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
     /// Marks `key` processed; it is queued again if it was added meanwhile.
     pub(crate) fn done(&mut self, key: &K) {
         self.active.remove(key);
+        self.active.give_back_room();
         if self.dirty.remove(key) {
+            self.dirty.give_back_room();
             self.add(key.clone());
         }
     }

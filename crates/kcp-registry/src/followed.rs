@@ -17,6 +17,7 @@ use futures::StreamExt;
 use kcp_apis::builtin::Resource;
 
 use crate::RegistryError;
+use crate::room::GiveBackRoom;
 use crate::store::Registry;
 use crate::wildcard::ClusterEvent;
 
@@ -96,7 +97,9 @@ where
             Some(count) if *count > 1 => *count -= 1,
             _ => {
                 state.reading.remove(key);
+                state.reading.give_back_room();
                 state.changed_while_reading.remove(key);
+                state.changed_while_reading.give_back_room();
             }
         }
         let value = value?;
@@ -147,6 +150,7 @@ where
             let key = (self.key_of)(resource, &event);
             let mut state = self.state.lock().unwrap();
             state.kept.remove(&key);
+            state.kept.give_back_room();
             if state.reading.contains_key(&key) {
                 state.changed_while_reading.insert(key);
             }

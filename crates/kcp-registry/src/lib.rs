@@ -36,6 +36,7 @@ mod meta;
 mod names;
 mod namespaces;
 mod reserved_crds;
+pub mod room;
 pub mod serviceaccounts;
 mod store;
 pub mod strategy;

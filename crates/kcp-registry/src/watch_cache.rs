@@ -36,6 +36,7 @@ use tokio::time::Instant;
 
 use crate::error::RegistryError;
 use crate::list::Filter;
+use crate::room::GiveBackRoom;
 use crate::store::{decode, json_answer};
 use crate::watch::WatchEvent;
 
@@ -314,6 +315,7 @@ impl Hub {
                 log.complete_after = oldest.revision;
                 if log.events.is_empty() && log.watchers == 0 {
                     state.clusters.remove(cluster);
+                    state.clusters.give_back_room();
                 }
             }
         }
@@ -571,6 +573,7 @@ impl Drop for Watcher {
                 log.watchers = log.watchers.saturating_sub(1);
                 if log.watchers == 0 && log.events.is_empty() {
                     state.clusters.remove(cluster);
+                    state.clusters.give_back_room();
                 }
             }
             state.watchers == 0
