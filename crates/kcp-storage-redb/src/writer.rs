@@ -112,21 +112,31 @@ pub(crate) fn run(
 
 /// What the writer calls when it runs out of work (the process's allocator collects the
 /// thread's freed memory there), at most every [`IDLE_HOOK_EVERY`] but always before the
-/// writer stays idle: when the last call was too recent, the writer polls the queue until the
-/// next is due rather than block on it.
+/// writer stays idle: when the last call was too recent, the writer waits for a request only
+/// until the next call is due.
 struct IdleHook {
     hook: Option<fn()>,
     last: Option<Instant>,
-    /// Whether a write was committed since the last call.
+    /// Whether a request was taken since the last call.
     owed: bool,
+    /// A clock for waiting on the queue with a deadline (none if it could not be built: then
+    /// the writer polls the queue).
+    clock: Option<tokio::runtime::Runtime>,
 }
 
 impl IdleHook {
     fn new(hook: Option<fn()>) -> IdleHook {
+        let clock = hook.and_then(|_| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .ok()
+        });
         IdleHook {
             hook,
             last: None,
             owed: false,
+            clock,
         }
     }
 
@@ -150,9 +160,17 @@ impl IdleHook {
             }
             let now = Instant::now();
             match self.last.map(|last| last + IDLE_HOOK_EVERY) {
-                Some(due) if now < due => {
-                    std::thread::sleep((due - now).min(Duration::from_millis(1)));
-                }
+                Some(due) if now < due => match &self.clock {
+                    Some(clock) => {
+                        // The timer is made inside the clock's context, which it needs.
+                        let until_due =
+                            async { tokio::time::timeout(due - now, requests.recv()).await };
+                        if let Ok(received) = clock.block_on(until_due) {
+                            return received.inspect(|_| self.owed = true);
+                        }
+                    }
+                    None => std::thread::sleep((due - now).min(Duration::from_millis(1))),
+                },
                 _ => {
                     hook();
                     self.last = Some(now);
