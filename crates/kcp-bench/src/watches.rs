@@ -26,7 +26,7 @@ use hdrhistogram::Histogram;
 use http::{Method, StatusCode};
 use http_body_util::{BodyExt, Full};
 
-use crate::api::client::{Connection, Protocol, Target};
+use crate::api::client::{Connection, Protocol, Target, current_revision};
 use crate::api::kcp_process::{self, KcpProcess};
 use crate::api::verdict;
 use crate::measure::new_histogram;
@@ -243,17 +243,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     );
 
     // The watches, from the current revision.
-    let mut connection = target.connect(Protocol::Http1).await?;
-    let request = connection
-        .request(Method::GET, "/clusters/*/api/v1/configmaps?limit=1")
-        .header(http::header::AUTHORIZATION, authorization.as_str())
-        .body(Full::new(Bytes::new()))?;
-    let answer = connection.expect(request, StatusCode::OK).await?;
-    let listed: serde_json::Value = serde_json::from_slice(&answer.body)?;
-    let revision = listed["metadata"]["resourceVersion"]
-        .as_str()
-        .context("a list's resourceVersion")?
-        .to_string();
+    let revision = current_revision(&target, &authorization).await?.to_string();
     tokio::time::sleep(Duration::from_secs(6)).await;
     let rss_before = kcp.rss_bytes()?;
     let mut paths_to_watch: Vec<(Option<(usize, usize)>, String)> = Vec::new();

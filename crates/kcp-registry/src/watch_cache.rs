@@ -7,11 +7,12 @@
 //! ([`BUFFER`]), by size ([`HUB_BYTES`] for each hub, [`CACHE_BYTES`] for all hubs of a
 //! registry, counted from the events' encoded sizes) and by age ([`FRESH_FOR`], as
 //! kube-apiserver sizes its window by how fresh the events are), so neither many watchers nor
-//! big objects can grow it, and a burst long past does not stay in memory: every watcher reads the same log at its own position (nothing is queued per
-//! watcher), waking when the hub publishes. A watcher starting at or after the log's window
-//! joins without a storage watch of its own; older starts fall back to a direct storage watch
-//! (see [`crate::watch`]). A watcher that falls behind the window ends with 410 Expired and the
-//! client lists again, as with kube-apiserver's watch cache.
+//! big objects can grow it, and a burst long past does not stay in memory: every watcher reads
+//! the same log at its own position (nothing is queued per watcher), waking when the hub
+//! publishes. A watcher starting at or after the log's window joins without a storage watch of
+//! its own; older starts fall back to a direct storage watch (see [`crate::watch`]). A watcher
+//! that falls behind the window ends with 410 Expired and the client lists again, as with
+//! kube-apiserver's watch cache.
 //!
 //! Watchers are indexed by the logical cluster they watch: besides the log, the hub keeps each
 //! cluster's events in a log of its own (the same events, shared), and a publish wakes only the
@@ -292,13 +293,15 @@ impl Hub {
     fn trim(&self, state: &mut HubState) {
         let stale_before = Instant::now().checked_sub(FRESH_FOR);
         while state.log.len() > 1 {
-            let Some(oldest) = state.log.front() else {
-                break;
-            };
+            let stale = state
+                .log
+                .front()
+                .zip(stale_before)
+                .is_some_and(|(oldest, before)| oldest.arrived < before);
             let over = state.log.len() > BUFFER
                 || state.bytes > HUB_BYTES
                 || self.cache_bytes.load(Ordering::Relaxed) > CACHE_BYTES
-                || stale_before.is_some_and(|before| oldest.arrived < before);
+                || stale;
             if !over {
                 break;
             }

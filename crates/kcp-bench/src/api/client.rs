@@ -204,3 +204,21 @@ pub struct Answer {
     pub content_encoding: Option<String>,
     pub body: Bytes,
 }
+
+/// The store's revision now: the resourceVersion of a one-item list.
+pub async fn current_revision(target: &Target, authorization: &str) -> anyhow::Result<u64> {
+    let mut connection = target.connect(Protocol::Http1).await?;
+    let request = connection
+        .request(
+            http::Method::GET,
+            "/clusters/root/api/v1/namespaces?limit=1",
+        )
+        .header(http::header::AUTHORIZATION, authorization)
+        .body(Full::new(Bytes::new()))?;
+    let answer = connection.expect(request, StatusCode::OK).await?;
+    let list: serde_json::Value = serde_json::from_slice(&answer.body)?;
+    list["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|rv| rv.parse().ok())
+        .context("a list's resourceVersion")
+}

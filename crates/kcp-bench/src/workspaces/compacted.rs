@@ -6,12 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-use bytes::Bytes;
-use http::{Method, StatusCode};
-use http_body_util::Full;
-
-use crate::api::client::{Protocol, Target};
+use crate::api::client::{Target, current_revision};
 use crate::api::kcp_process::KcpProcess;
 
 /// Waits until `kcp` has compacted its history up to the revision of now, at most `timeout`.
@@ -32,19 +27,4 @@ pub async fn wait(
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     Ok(())
-}
-
-/// The store's revision now: a list's resourceVersion.
-async fn current_revision(target: &Target, authorization: &str) -> anyhow::Result<u64> {
-    let mut connection = target.connect(Protocol::Http1).await?;
-    let request = connection
-        .request(Method::GET, "/clusters/root/api/v1/namespaces?limit=1")
-        .header(http::header::AUTHORIZATION, authorization)
-        .body(Full::new(Bytes::new()))?;
-    let answer = connection.expect(request, StatusCode::OK).await?;
-    let list: serde_json::Value = serde_json::from_slice(&answer.body)?;
-    list["metadata"]["resourceVersion"]
-        .as_str()
-        .and_then(|rv| rv.parse().ok())
-        .context("a list's resourceVersion")
 }

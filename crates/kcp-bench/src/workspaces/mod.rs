@@ -214,18 +214,17 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             .await
             .context("workspaces were not deleted")??;
         let deleted_in = deleting.elapsed();
+        let deleted_at = Instant::now();
         drop(progress);
         tokio::time::sleep(Duration::from_secs(6)).await;
         let rss_deleted = kcp.rss_bytes()?;
         eprintln!("waiting for the deletions' history to be compacted");
-        let compacting = Instant::now();
         let interval = Duration::from_secs(options.compaction_interval);
         compacted::wait(&kcp, &target, &authorization, 2 * interval + PHASE_TIMEOUT).await?;
-        let compacted_in = compacting.elapsed();
+        let compacted_in = deleted_at.elapsed();
         // The watch cache keeps events for 75 s (its trim runs every 5 s) and mimalloc's
         // arenas are purged every 5 s: both are given their time.
-        let settled = compacting + WATCH_CACHE_WINDOW;
-        tokio::time::sleep_until(settled.max(Instant::now()).into()).await;
+        tokio::time::sleep_until((deleted_at + WATCH_CACHE_WINDOW).into()).await;
         tokio::time::sleep(Duration::from_secs(6)).await;
         Some(Deleted {
             deleted_in,
@@ -377,7 +376,7 @@ struct Deleted {
     rss_deleted: u64,
     /// From the last deletion until its history was compacted.
     compacted_in: Duration,
-    /// 6 s after that.
+    /// 6 s after that, and at least [`WATCH_CACHE_WINDOW`] and 6 s after the last deletion.
     rss_compacted: u64,
 }
 

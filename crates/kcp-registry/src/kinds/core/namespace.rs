@@ -2,10 +2,10 @@
 //! `kubernetes` finalizer to `spec.finalizers` and sets `status.phase: Active`; every write
 //! carries the label `kubernetes.io/metadata.name` with the namespace's name (set when the body
 //! is decoded, as Kubernetes' defaulting does, so its writer owns it in managedFields, and again
-//! once a generated name is known); updates of the whole object keep `spec.finalizers` and `status`, which only the `finalize` and `status`
-//! subresources change; a deleting namespace goes once both `metadata.finalizers` and
-//! `spec.finalizers` are empty (the namespace controller removes its content first). Field
-//! selector: `status.phase`.
+//! once a generated name is known); updates of the whole object keep `spec.finalizers` and
+//! `status`, which only the `finalize` and `status` subresources change; a deleting namespace
+//! goes once both `metadata.finalizers` and `spec.finalizers` are empty (the namespace
+//! controller removes its content first). Field selector: `status.phase`.
 
 use jiff::Timestamp;
 use kcp_apimachinery::object;
