@@ -10,14 +10,23 @@
 //! Bounded by entry count in two generations: a lookup finds an entry in either, a new entry
 //! goes into the current one, and when that is full the older generation is dropped. Objects
 //! read once (a leaf workspace) pass through without pushing out the hot ones for long.
+//!
+//! And bounded by time: [`DecodedObjects::turn`], every [`TURN_EVERY`] (see
+//! `Registry::start_cache_aging`), retires the current generation whatever its size, so an entry
+//! nobody reads for two turns goes. Without it, the objects of workspaces deleted long ago (up
+//! to two generations of decoded objects, megabytes) stayed until as many others were read.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::Value;
 
 /// Entries in each generation.
 const GENERATION: usize = 1024;
+
+/// How often the current generation is retired even when not full.
+pub(crate) const TURN_EVERY: Duration = Duration::from_secs(30);
 
 #[derive(Default)]
 pub(crate) struct DecodedObjects(Mutex<Generations>);
@@ -47,6 +56,13 @@ impl DecodedObjects {
     pub(crate) fn insert(&self, key: &[u8], revision: u64, object: Arc<Value>) {
         let mut generations = self.0.lock().unwrap_or_else(|e| e.into_inner());
         generations.keep(key.to_vec(), revision, object);
+    }
+
+    /// Retires the current generation and drops the one before it: what was not read since the
+    /// last turn goes. An entry read again moves back into the current generation.
+    pub(crate) fn turn(&self) {
+        let mut generations = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        generations.previous = std::mem::take(&mut generations.current);
     }
 }
 
@@ -90,5 +106,19 @@ mod tests {
         let generations = kept.0.lock().unwrap();
         assert!(generations.current.len() <= GENERATION);
         assert!(generations.previous.len() <= GENERATION);
+    }
+
+    #[test]
+    fn entries_unread_for_two_turns_go_and_read_ones_stay() {
+        let kept = DecodedObjects::default();
+        kept.insert(b"read", 1, Arc::new(json!("read")));
+        kept.insert(b"deleted", 1, Arc::new(json!("deleted")));
+        kept.turn();
+        assert!(kept.get(b"read", 1).is_some());
+        kept.turn();
+        assert!(kept.get(b"read", 1).is_some());
+        assert!(kept.get(b"deleted", 1).is_none());
+        let generations = kept.0.lock().unwrap();
+        assert_eq!(generations.current.len() + generations.previous.len(), 1);
     }
 }

@@ -246,6 +246,24 @@ impl Registry {
         }
     }
 
+    /// Starts retiring the decoded objects nobody reads (see `decoded`): every
+    /// `decoded::TURN_EVERY`, until the registry is dropped or the task aborted. Needs a tokio
+    /// runtime.
+    pub fn start_cache_aging(&self) -> tokio::task::JoinHandle<()> {
+        let decoded = Arc::downgrade(&self.decoded);
+        tokio::spawn(async move {
+            let mut turns = tokio::time::interval(crate::decoded::TURN_EVERY);
+            turns.tick().await;
+            loop {
+                turns.tick().await;
+                match decoded.upgrade() {
+                    Some(decoded) => decoded.turn(),
+                    None => return,
+                }
+            }
+        })
+    }
+
     pub(crate) fn manager(&self) -> Option<&str> {
         self.manager.as_deref()
     }

@@ -62,6 +62,7 @@ pub struct Server {
     controllers: Controllers,
     crd_follower: CrdFollower,
     compactor: Option<tokio::task::JoinHandle<()>>,
+    cache_aging: tokio::task::JoinHandle<()>,
     store: Store,
 }
 
@@ -136,6 +137,7 @@ impl Server {
         let crd_follower = registry.start_crd_follower();
         let controllers = Controllers::start(registry.clone());
         let compactor = compactor::start(store.storage(), options.etcd_compaction_interval);
+        let cache_aging = registry.start_cache_aging();
         let serving = serve(
             listener,
             Arc::new(pki.server_config(client_ca.as_deref())?),
@@ -153,6 +155,7 @@ impl Server {
             controllers,
             crd_follower,
             compactor,
+            cache_aging,
             store,
         })
     }
@@ -165,6 +168,7 @@ impl Server {
         if let Some(compactor) = self.compactor {
             compactor.abort();
         }
+        self.cache_aging.abort();
         self.store.close().await;
     }
 }
