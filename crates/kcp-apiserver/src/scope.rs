@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode, header};
 use kcp_apis::builtin::ResourceRef;
-use kcp_registry::{Registry, RegistryError, Target};
+use kcp_registry::{DeleteOptions, Registry, RegistryError, Target};
 use serde_json::Value;
 
 use crate::error::ApiError;
@@ -67,6 +67,33 @@ impl RequestScope<'_> {
             .apply(self.resource, &mut object, &duplicates)?;
         self.warnings.extend(warnings);
         Ok(object)
+    }
+
+    /// The DeleteOptions of a delete: its body, or without one its query parameters
+    /// (`propagationPolicy`, `orphanDependents`), as kube-apiserver reads them.
+    pub fn delete_options(&self) -> Result<DeleteOptions, ApiError> {
+        let options = if self.body.is_empty() {
+            let mut options = serde_json::Map::new();
+            if let Some(policy) = self.params.get("propagationPolicy") {
+                options.insert("propagationPolicy".into(), policy.into());
+            }
+            if let Some(orphan) = self.params.get("orphanDependents") {
+                let orphan = orphan.parse::<bool>().map_err(|_| {
+                    RegistryError::BadRequest(format!(
+                        "invalid value for orphanDependents: {orphan:?}"
+                    ))
+                })?;
+                options.insert("orphanDependents".into(), orphan.into());
+            }
+            Value::Object(options)
+        } else {
+            serde_json::from_slice(&self.body).map_err(|e| {
+                RegistryError::BadRequest(format!(
+                    "the DeleteOptions body could not be decoded: {e}"
+                ))
+            })?
+        };
+        Ok(DeleteOptions::from_value(&options)?)
     }
 
     /// One object, as the client asked for it (the object, a Table, PartialObjectMetadata).

@@ -10,6 +10,7 @@
 mod conditions;
 pub mod crd;
 mod driver;
+pub mod garbagecollector;
 pub mod logicalcluster;
 pub mod namespace;
 mod queue;
@@ -37,7 +38,8 @@ impl Controllers {
             tokio::spawn(crd::run(registry.clone(), stopped.clone())),
             tokio::spawn(workspace::run(registry.clone(), stopped.clone())),
             tokio::spawn(logicalcluster::run(registry.clone(), stopped.clone())),
-            tokio::spawn(serviceaccount::run(registry, stopped)),
+            tokio::spawn(serviceaccount::run(registry.clone(), stopped.clone())),
+            tokio::spawn(garbagecollector::run(registry, stopped)),
         ];
         Controllers { stop, tasks }
     }

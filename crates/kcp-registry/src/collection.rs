@@ -6,6 +6,7 @@ use futures::StreamExt;
 use kcp_apimachinery::object;
 use serde_json::Value;
 
+use crate::delete_options::DeleteOptions;
 use crate::error::RegistryError;
 use crate::list::{Filter, ListOptions};
 use crate::store::{DeleteOutcome, Registry, Target};
@@ -25,11 +26,13 @@ pub struct DeletedCollection {
 }
 
 impl Registry {
-    /// Deletes every object of the collection `target` names that `filter` accepts.
+    /// Deletes every object of the collection `target` names that `filter` accepts, each with
+    /// `options`.
     pub async fn delete_collection(
         &self,
         target: Target<'_>,
         filter: Option<Filter>,
+        options: &DeleteOptions,
     ) -> Result<DeletedCollection, RegistryError> {
         let listed = self
             .list(
@@ -47,7 +50,7 @@ impl Registry {
             .iter()
             .map(|item| {
                 let name = object::str_at(item, &["metadata", "name"]);
-                self.delete(target, name)
+                self.delete_with(target, name, options)
             })
             .collect();
         // Each outcome is counted and dropped as it comes: kept, they doubled what a pass over

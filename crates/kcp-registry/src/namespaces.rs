@@ -11,6 +11,7 @@
 use kcp_apimachinery::object;
 use serde_json::json;
 
+use crate::delete_options::DeleteOptions;
 use crate::error::RegistryError;
 use crate::kinds::core::spec_finalizers;
 use crate::meta;
@@ -32,7 +33,9 @@ impl Registry {
                 if !spec_finalizers(&namespace).is_empty() {
                     return Ok(DeleteOutcome::Pending(namespace));
                 }
-                return self.delete_object(target, name).await;
+                return self
+                    .delete_object(target, name, &DeleteOptions::default())
+                    .await;
             }
             meta::metadata_mut(&mut namespace)
                 .insert("deletionTimestamp".into(), json!(meta::now()));

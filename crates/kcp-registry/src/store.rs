@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::custom::WebhookConverter;
 use crate::custom::index::CustomResourceIndex;
+use crate::delete_options::DeleteOptions;
 use crate::error::{Cause, RegistryError};
 use crate::generic::GenericStore;
 use crate::kinds::{self, Deletion, Generation};
@@ -755,35 +756,72 @@ impl Registry {
         target: Target<'_>,
         name: &str,
     ) -> Result<DeleteOutcome, RegistryError> {
+        self.delete_with(target, name, &DeleteOptions::default())
+            .await
+    }
+
+    /// [`Registry::delete`] with options: a propagation policy and preconditions (namespaces
+    /// and CRDs, which their own controllers empty, take neither).
+    pub async fn delete_with(
+        &self,
+        target: Target<'_>,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<DeleteOutcome, RegistryError> {
         self.admit_delete(&target, name).await?;
         match kinds::rules(target.resource).deletion() {
             Deletion::NamespaceLifecycle => self.delete_namespace(target, name).await,
             Deletion::ServedResources => self.delete_crd(target, name).await,
-            Deletion::Plain => self.delete_object(target, name).await,
+            Deletion::Plain => self.delete_object(target, name, options).await,
         }
     }
 
-    /// The generic delete: finalizers set a deletionTimestamp, else the object goes.
+    /// The generic delete: the propagation policy sets or clears the garbage collector's
+    /// finalizers; finalizers set a deletionTimestamp (or, on an object already being deleted,
+    /// only change), else the object goes.
     pub(crate) async fn delete_object(
         &self,
         target: Target<'_>,
         name: &str,
+        options: &DeleteOptions,
     ) -> Result<DeleteOutcome, RegistryError> {
         for _ in 0..CONFLICT_RETRIES {
             let current = self.read(&target, name).await?;
             let mut object = self.present(&target, decode(&current)?).await?;
-            if meta::has_finalizers(&object) {
-                if meta::string(&object, "deletionTimestamp").is_some() {
-                    return Ok(DeleteOutcome::Pending(object));
+            if let Some(reason) = options.failed_precondition(&object, current.mod_revision) {
+                return Err(RegistryError::Conflict {
+                    qualified_resource: target.qualified_resource(),
+                    name: name.to_string(),
+                    reason,
+                });
+            }
+            let deleting = meta::string(&object, "deletionTimestamp").is_some();
+            let finalizers = options.finalizers_for(&object);
+            if deleting && finalizers.is_none() {
+                return Ok(DeleteOutcome::Pending(object));
+            }
+            let metadata = meta::metadata_mut(&mut object);
+            if let Some(finalizers) = finalizers {
+                if finalizers.is_empty() {
+                    metadata.remove("finalizers");
+                } else {
+                    metadata.insert("finalizers".into(), Value::Array(finalizers));
                 }
+            }
+            if meta::has_finalizers(&object) || deleting {
                 let metadata = meta::metadata_mut(&mut object);
-                metadata.insert("deletionTimestamp".into(), json!(meta::now()));
-                metadata.insert("deletionGracePeriodSeconds".into(), json!(0));
+                if !deleting {
+                    metadata.insert("deletionTimestamp".into(), json!(meta::now()));
+                    metadata.insert("deletionGracePeriodSeconds".into(), json!(0));
+                }
                 metadata.remove("resourceVersion");
+                // An object being deleted whose last finalizer this delete cleared goes here.
+                let finished = !meta::has_finalizers(&object);
                 match self
                     .write_back(&target, name, object, current.mod_revision)
                     .await
                 {
+                    Ok(object) if finished => return Ok(DeleteOutcome::Deleted(object)),
                     Ok(object) => return Ok(DeleteOutcome::Pending(object)),
                     Err(RegistryError::Conflict { .. }) => continue,
                     Err(other) => return Err(other),

@@ -20,6 +20,7 @@ mod e2e {
     pub mod crd_versions;
     pub mod crds;
     pub mod flowcontrol;
+    pub mod garbage_collection;
     pub mod isolation;
     pub mod kube_rs;
     pub mod kube_rs_crd;

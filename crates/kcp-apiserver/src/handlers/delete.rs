@@ -14,7 +14,11 @@ pub(super) async fn serve(
     scope: &RequestScope<'_>,
     name: &str,
 ) -> Result<http::Response<Body>, ApiError> {
-    match scope.registry.delete(scope.target(), name).await? {
+    match scope
+        .registry
+        .delete_with(scope.target(), name, &scope.delete_options()?)
+        .await?
+    {
         DeleteOutcome::Pending(object) => scope.object(StatusCode::OK, object),
         DeleteOutcome::Deleted(object) => {
             Ok(scope.document(StatusCode::OK, &deleted_status(scope.resource, &object)))

@@ -22,7 +22,7 @@ pub(super) async fn serve(scope: &RequestScope<'_>) -> Result<http::Response<Bod
     let filter = selector_filter(&scope.params, resource)?;
     let deleted = scope
         .registry
-        .delete_collection(scope.target(), filter)
+        .delete_collection(scope.target(), filter, &scope.delete_options()?)
         .await?;
     let list = json!({
         "kind": format!("{}List", resource.kind),

@@ -93,7 +93,9 @@ pub(super) async fn reconcile(
             resource: &resource,
             namespace: None,
         };
-        let deleted = privileged.delete_collection(target, None).await?;
+        let deleted = privileged
+            .delete_collection(target, None, &Default::default())
+            .await?;
         remaining += deleted.pending;
     }
     let target = Target {

@@ -81,7 +81,10 @@ pub async fn reconcile(
             resource,
             namespace: Some(name),
         };
-        remaining += registry.delete_collection(content, None).await?.pending;
+        remaining += registry
+            .delete_collection(content, None, &Default::default())
+            .await?
+            .pending;
     }
     for resource in namespaced_custom_resources(registry, cluster) {
         remaining += registry

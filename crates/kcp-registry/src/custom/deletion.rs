@@ -17,6 +17,7 @@ use kcp_storage::keys::ResourceKeys;
 use kcp_storage::{RangeRequest, StorageError};
 use serde_json::{Value, json};
 
+use crate::delete_options::DeleteOptions;
 use crate::error::RegistryError;
 use crate::meta;
 use crate::store::{DeleteOutcome, Registry, Target, decode};
@@ -40,7 +41,9 @@ impl Registry {
             let current = self.read(&target, name).await?;
             let mut crd = decode(&current)?;
             if meta::string(&crd, "deletionTimestamp").is_some() {
-                return self.delete_object(target, name).await;
+                return self
+                    .delete_object(target, name, &DeleteOptions::default())
+                    .await;
             }
             mark_terminating(&mut crd);
             meta::take_resource_version(&mut crd);

@@ -264,7 +264,11 @@ async fn delete_collection_honours_selectors_finalizers_and_dry_run() {
 
     let dry = registry
         .dry_run()
-        .delete_collection(configmaps("root", "c"), Some(label_filter("x", "1")))
+        .delete_collection(
+            configmaps("root", "c"),
+            Some(label_filter("x", "1")),
+            &Default::default(),
+        )
         .await
         .unwrap();
     assert_eq!(dry.items.len(), 2);
@@ -284,7 +288,11 @@ async fn delete_collection_honours_selectors_finalizers_and_dry_run() {
     assert_eq!(names(&registry, "c").await, ["a", "b", "c"]);
 
     let deleted = registry
-        .delete_collection(configmaps("root", "c"), Some(label_filter("x", "1")))
+        .delete_collection(
+            configmaps("root", "c"),
+            Some(label_filter("x", "1")),
+            &Default::default(),
+        )
         .await
         .unwrap();
     let listed: Vec<_> = deleted
@@ -300,7 +308,7 @@ async fn delete_collection_honours_selectors_finalizers_and_dry_run() {
     assert!(held["metadata"]["deletionTimestamp"].is_string());
 
     let everything = registry
-        .delete_collection(configmaps("root", "c"), None)
+        .delete_collection(configmaps("root", "c"), None, &Default::default())
         .await
         .unwrap();
     assert_eq!((everything.items.len(), everything.pending), (2, 1));

@@ -1,0 +1,141 @@
+//! One dependent, looked at again: are its owners still there? As Kubernetes' collector decides
+//! (`attemptToDeleteItem`), each owner reference is
+//! - *dangling*: no object of that kind and name in the dependent's logical cluster (and
+//!   namespace, for a namespaced owner), or one with another uid;
+//! - *waiting*: the owner is being deleted in the foreground, waiting for its dependents;
+//! - *solid*: otherwise, including a reference the collector cannot resolve (a kind nobody
+//!   serves, or a namespaced owner of a cluster-scoped dependent), which keeps the dependent.
+//!
+//! With a solid owner, the dependent stays and loses its dangling and waiting references. With
+//! none, it is deleted: in the foreground when an owner waits for it and it has dependents of
+//! its own (so that the owner waits for those too), else as its own finalizers say, in the
+//! background by default. Deletes carry the dependent's uid as a precondition, so an object
+//! deleted and created again under the same name meanwhile is never hit.
+
+use super::graph::OwnerRef;
+use super::{has_finalizer, read, without_references};
+use kcp_registry::delete_options::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
+use kcp_registry::ownership::Location;
+use kcp_registry::{DeleteOptions, Propagation, Registry, RegistryError, Target};
+
+/// What an owner reference finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    Dangling,
+    Waiting,
+    Solid,
+}
+
+/// Looks at the dependent at `location`; `has_dependents` says whether it owns others.
+pub(crate) async fn reconcile(
+    registry: &Registry,
+    location: &Location,
+    has_dependents: bool,
+) -> Result<(), RegistryError> {
+    let Some(resource) = registry.resolve_location(location) else {
+        // Its kind is no longer served (a CRD deleted with its objects): nothing to collect.
+        return Ok(());
+    };
+    let target = target_of(location, &resource);
+    let Some(dependent) = read(registry, target, &location.name).await? else {
+        return Ok(());
+    };
+    let deleting = dependent["metadata"]["deletionTimestamp"].is_string();
+    let owners = OwnerRef::all_of(&dependent);
+    if owners.is_empty() || deleting {
+        return Ok(());
+    }
+    let mut found = Vec::with_capacity(owners.len());
+    for owner in &owners {
+        found.push(look_up(registry, location, owner).await?);
+    }
+    let uid = dependent["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    if found.contains(&Found::Solid) {
+        let gone: Vec<String> = owners
+            .iter()
+            .zip(&found)
+            .filter(|(_, found)| **found != Found::Solid)
+            .map(|(owner, _)| owner.uid.clone())
+            .collect();
+        if gone.is_empty() {
+            return Ok(());
+        }
+        return without_references(registry, target, &location.name, &uid, &gone).await;
+    }
+    let propagation = if found.contains(&Found::Waiting) && has_dependents {
+        Propagation::Foreground
+    } else if has_finalizer(&dependent, ORPHAN_FINALIZER) {
+        Propagation::Orphan
+    } else if has_finalizer(&dependent, FOREGROUND_FINALIZER) {
+        Propagation::Foreground
+    } else {
+        Propagation::Background
+    };
+    let options = DeleteOptions {
+        uid: Some(uid),
+        ..DeleteOptions::propagating(propagation)
+    };
+    match registry
+        .privileged()
+        .delete_with(target, &location.name, &options)
+        .await
+    {
+        Ok(_) | Err(RegistryError::NotFound { .. }) => Ok(()),
+        // The object changed, or is another one now: the watch brings it back if need be.
+        Err(RegistryError::Conflict { .. }) => Ok(()),
+        Err(other) => Err(other),
+    }
+}
+
+/// Where the object at `location` is read and written.
+pub(crate) fn target_of<'a>(
+    location: &'a Location,
+    resource: &'a kcp_apis::builtin::Resource,
+) -> Target<'a> {
+    Target {
+        cluster: &location.cluster,
+        resource,
+        namespace: (!location.namespace.is_empty()).then_some(location.namespace.as_str()),
+    }
+}
+
+/// What `owner`, named by the dependent at `dependent`, finds.
+async fn look_up(
+    registry: &Registry,
+    dependent: &Location,
+    owner: &OwnerRef,
+) -> Result<Found, RegistryError> {
+    let Some(resource) = registry.resolve_kind(&dependent.cluster, &owner.api_version, &owner.kind)
+    else {
+        return Ok(Found::Solid);
+    };
+    let namespace = if resource.namespaced {
+        if dependent.namespace.is_empty() {
+            return Ok(Found::Solid);
+        }
+        Some(dependent.namespace.as_str())
+    } else {
+        None
+    };
+    let target = Target {
+        cluster: &dependent.cluster,
+        resource: &resource,
+        namespace,
+    };
+    let Some(object) = read(registry, target, &owner.name).await? else {
+        return Ok(Found::Dangling);
+    };
+    if object["metadata"]["uid"].as_str() != Some(owner.uid.as_str()) {
+        return Ok(Found::Dangling);
+    }
+    let waiting = object["metadata"]["deletionTimestamp"].is_string()
+        && has_finalizer(&object, FOREGROUND_FINALIZER);
+    Ok(if waiting {
+        Found::Waiting
+    } else {
+        Found::Solid
+    })
+}

@@ -1,0 +1,235 @@
+//! The garbage collector: objects whose owners are gone go too, in every logical cluster, for
+//! every kind (built-in, kcp's, custom), as Kubernetes' collector does it.
+//!
+//! One task serves every logical cluster. It reads the store's ownership feed
+//! ([`kcp_registry::ownership`]): one list, then one watch of everything, of which only objects
+//! with owner references or one of the collector's finalizers are decoded. It keeps the
+//! ownership [`graph`] (memory in proportion to objects with owners, none per workspace) and a
+//! work queue of two kinds of steps, run a few at a time with backoff on error:
+//! - [`dependent`]: a dependent whose owner went (or that was just written) is deleted when
+//!   none of its owners is left, or loses the references to owners that are gone;
+//! - [`finalizer`]: an owner deleted with propagation `Orphan` or `Foreground` has its
+//!   dependents orphaned or deleted first, then its finalizer removed.
+//!
+//! The propagation policy itself is the registry's (`DeleteOptions`): a delete sets the
+//! `orphan` or `foregroundDeletion` finalizer, or neither (background: the owner goes at once
+//! and its dependents follow here).
+
+mod dependent;
+mod finalizer;
+mod graph;
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures::stream::{FuturesUnordered, Stream, StreamExt};
+use kcp_registry::ownership::OwnershipEvent;
+use kcp_registry::{Registry, RegistryError, Target};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::queue::WorkQueue;
+use graph::{Graph, Work};
+
+/// How many steps run at once.
+const WORKERS: usize = 16;
+/// The wait before listing again after the watch broke.
+const RESYNC_DELAY: Duration = Duration::from_secs(1);
+
+type Events = Pin<Box<dyn Stream<Item = Result<OwnershipEvent, RegistryError>> + Send>>;
+
+/// Runs the collector until `stop` turns true.
+pub async fn run(registry: Registry, mut stop: watch::Receiver<bool>) {
+    let mut graph = Graph::default();
+    let mut queue: WorkQueue<Work> = WorkQueue::new();
+    let mut events: Option<Events> = None;
+    let mut resync_at = Some(tokio::time::Instant::now());
+    let mut in_flight = FuturesUnordered::new();
+    loop {
+        if events.is_none() && resync_at.is_some_and(|at| at <= tokio::time::Instant::now()) {
+            match list_and_watch(&registry, &mut graph, &mut queue).await {
+                Ok(stream) => {
+                    events = Some(stream);
+                    resync_at = None;
+                }
+                Err(error) => {
+                    tracing::warn!(controller = "garbagecollector", %error, "listing failed");
+                    resync_at = Some(tokio::time::Instant::now() + RESYNC_DELAY);
+                }
+            }
+        }
+        while in_flight.len() < WORKERS {
+            let Some(work) = queue.next() else { break };
+            in_flight.push(step(&registry, &graph, work));
+        }
+        let wake_at = [queue.next_deadline(), resync_at]
+            .into_iter()
+            .flatten()
+            .min();
+        tokio::select! {
+            _ = stop.wait_for(|stopped| *stopped) => return,
+            event = next_event(&mut events) => match event {
+                Some(Ok(event)) => {
+                    for work in graph.apply(event) {
+                        queue.add(work);
+                    }
+                }
+                Some(Err(error)) => {
+                    tracing::info!(controller = "garbagecollector", %error, "watch broke; listing again");
+                    events = None;
+                    resync_at = Some(tokio::time::Instant::now() + RESYNC_DELAY);
+                }
+                None => {
+                    events = None;
+                    resync_at = Some(tokio::time::Instant::now() + RESYNC_DELAY);
+                }
+            },
+            Some((work, outcome)) = in_flight.next(), if !in_flight.is_empty() => {
+                match outcome {
+                    Ok(next) => {
+                        queue.forget(&work);
+                        for next in next {
+                            queue.add(next);
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(controller = "garbagecollector", ?work, %error, "retrying");
+                        queue.add_rate_limited(work.clone());
+                    }
+                }
+                queue.done(&work);
+            }
+            _ = sleep_until(wake_at), if wake_at.is_some() => {}
+        }
+    }
+}
+
+/// Lists every object that takes part in ownership into a fresh graph, and watches from there.
+async fn list_and_watch(
+    registry: &Registry,
+    graph: &mut Graph,
+    queue: &mut WorkQueue<Work>,
+) -> Result<Events, RegistryError> {
+    let (found, revision) = registry.list_ownership().await?;
+    graph.clear();
+    for (location, object) in found {
+        for work in graph.listed(location, &object) {
+            queue.add(work);
+        }
+    }
+    tracing::info!(
+        controller = "garbagecollector",
+        dependents = graph.len(),
+        revision,
+        "ownership listed"
+    );
+    Ok(Box::pin(registry.watch_ownership(revision).await?))
+}
+
+type Stepped = Pin<Box<dyn Future<Output = (Work, Result<Vec<Work>, RegistryError>)> + Send>>;
+
+/// A step of `work`, with what it needs of the graph taken now.
+fn step(registry: &Registry, graph: &Graph, work: Work) -> Stepped {
+    let registry = registry.clone();
+    match work {
+        Work::Dependent(location) => {
+            let has_dependents = graph
+                .uid_at(&location)
+                .is_some_and(|uid| graph.has_dependents(&location.cluster, uid));
+            Box::pin(async move {
+                let result = dependent::reconcile(&registry, &location, has_dependents)
+                    .await
+                    .map(|()| Vec::new());
+                (Work::Dependent(location), result)
+            })
+        }
+        Work::Finalizer(location) => {
+            let owner = graph
+                .uid_at(&location)
+                .map(|uid| (uid.to_string(), graph.dependents_of(&location.cluster, uid)));
+            Box::pin(async move {
+                let result = match owner {
+                    Some((uid, dependents)) => {
+                        finalizer::reconcile(&registry, &location, &uid, dependents)
+                            .await
+                            .map(|served| served.check.into_iter().map(Work::Dependent).collect())
+                    }
+                    None => Ok(Vec::new()),
+                };
+                (Work::Finalizer(location), result)
+            })
+        }
+    }
+}
+
+/// The object `name` of `target`, if there is one.
+async fn read(
+    registry: &Registry,
+    target: Target<'_>,
+    name: &str,
+) -> Result<Option<Value>, RegistryError> {
+    match registry.get(target, name).await {
+        Ok(object) => Ok(Some(object)),
+        Err(RegistryError::NotFound { .. }) => Ok(None),
+        Err(other) => Err(other),
+    }
+}
+
+/// Removes the references to the owners `owner_uids` from the object `name` of `target`, if it
+/// still has uid `uid`.
+async fn without_references(
+    registry: &Registry,
+    target: Target<'_>,
+    name: &str,
+    uid: &str,
+    owner_uids: &[String],
+) -> Result<(), RegistryError> {
+    let result = registry
+        .privileged()
+        .patch(target, name, &|current: &Value| {
+            let mut next = current.clone();
+            if next["metadata"]["uid"].as_str() != Some(uid) {
+                return Ok(next);
+            }
+            let metadata = &mut next["metadata"];
+            if let Some(references) = metadata["ownerReferences"].as_array_mut() {
+                references.retain(|r| {
+                    !owner_uids
+                        .iter()
+                        .any(|gone| r["uid"].as_str() == Some(gone))
+                });
+                if references.is_empty()
+                    && let Some(metadata) = metadata.as_object_mut()
+                {
+                    metadata.remove("ownerReferences");
+                }
+            }
+            Ok(next)
+        })
+        .await;
+    match result {
+        Ok(_) | Err(RegistryError::NotFound { .. }) => Ok(()),
+        Err(other) => Err(other),
+    }
+}
+
+/// Whether an object's finalizers include `name`.
+fn has_finalizer(object: &Value, name: &str) -> bool {
+    object["metadata"]["finalizers"]
+        .as_array()
+        .is_some_and(|f| f.iter().any(|v| v == name))
+}
+
+/// The next change, or never while there is no watch.
+async fn next_event(events: &mut Option<Events>) -> Option<Result<OwnershipEvent, RegistryError>> {
+    match events {
+        Some(stream) => stream.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    if let Some(at) = at {
+        tokio::time::sleep_until(at).await;
+    }
+}
