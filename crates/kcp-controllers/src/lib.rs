@@ -13,6 +13,7 @@ mod driver;
 pub mod garbagecollector;
 pub mod logicalcluster;
 pub mod namespace;
+pub mod namespacedefaults;
 mod queue;
 pub mod serviceaccount;
 pub mod workspace;
@@ -39,6 +40,7 @@ impl Controllers {
             tokio::spawn(workspace::run(registry.clone(), stopped.clone())),
             tokio::spawn(logicalcluster::run(registry.clone(), stopped.clone())),
             tokio::spawn(serviceaccount::run(registry.clone(), stopped.clone())),
+            tokio::spawn(namespacedefaults::run(registry.clone(), stopped.clone())),
             tokio::spawn(garbagecollector::run(registry, stopped)),
         ];
         Controllers { stop, tasks }

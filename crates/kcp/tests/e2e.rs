@@ -27,6 +27,7 @@ mod e2e {
     pub mod kubectl;
     pub mod limits;
     pub mod lists;
+    pub mod namespace_defaults;
     pub mod namespaces;
     pub mod negotiation;
     pub mod openapi;

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use kcp_registry::{DeleteOutcome, ListOptions, Registry, RegistryError, Target};
+use kcp_registry::{
+    DeleteOptions, DeleteOutcome, ListOptions, Propagation, Registry, RegistryError, Target,
+};
 use kcp_storage::MemoryStorage;
 use serde_json::json;
 
@@ -189,6 +191,80 @@ async fn finalizers_hold_a_delete_until_they_are_removed() {
     assert!(matches!(
         registry.delete(configmaps("root", "default"), "f").await,
         Err(RegistryError::NotFound { .. })
+    ));
+}
+
+#[tokio::test]
+async fn propagation_policies_set_the_collectors_finalizers_and_preconditions_hold() {
+    let registry = registry().await;
+    let target = || configmaps("root", "default");
+    let created = registry
+        .create(target(), json!({"metadata": {"name": "p"}}))
+        .await
+        .unwrap();
+    let wrong_uid = DeleteOptions {
+        uid: Some("not-its-uid".into()),
+        ..DeleteOptions::default()
+    };
+    let refused = registry
+        .delete_with(target(), "p", &wrong_uid)
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("Precondition failed: UID in precondition"),
+        "{refused}"
+    );
+    // Orphan: marked, with the orphan finalizer; Foreground on top swaps it.
+    let orphan = DeleteOptions {
+        uid: created["metadata"]["uid"].as_str().map(str::to_string),
+        ..DeleteOptions::propagating(Propagation::Orphan)
+    };
+    let DeleteOutcome::Pending(pending) =
+        registry.delete_with(target(), "p", &orphan).await.unwrap()
+    else {
+        panic!("an orphaning delete waits for the collector");
+    };
+    assert_eq!(pending["metadata"]["finalizers"], json!(["orphan"]));
+    assert!(pending["metadata"]["deletionTimestamp"].is_string());
+    let foreground = DeleteOptions::propagating(Propagation::Foreground);
+    let DeleteOutcome::Pending(swapped) = registry
+        .delete_with(target(), "p", &foreground)
+        .await
+        .unwrap()
+    else {
+        panic!("a foreground delete waits for the collector");
+    };
+    assert_eq!(
+        swapped["metadata"]["finalizers"],
+        json!(["foregroundDeletion"])
+    );
+    assert_eq!(
+        swapped["metadata"]["deletionTimestamp"],
+        pending["metadata"]["deletionTimestamp"]
+    );
+    // Background clears the collector's finalizers: the object goes.
+    let background = DeleteOptions::propagating(Propagation::Background);
+    assert!(matches!(
+        registry
+            .delete_with(target(), "p", &background)
+            .await
+            .unwrap(),
+        DeleteOutcome::Deleted(_)
+    ));
+    assert!(matches!(
+        registry.get(target(), "p").await,
+        Err(RegistryError::NotFound { .. })
+    ));
+    // Without a policy an object goes at once.
+    registry
+        .create(target(), json!({"metadata": {"name": "q"}}))
+        .await
+        .unwrap();
+    assert!(matches!(
+        registry.delete(target(), "q").await.unwrap(),
+        DeleteOutcome::Deleted(_)
     ));
 }
 

@@ -1,0 +1,79 @@
+//! What every namespace has in Kubernetes, in every logical cluster: the ServiceAccount
+//! `default` (kube-controller-manager's `serviceaccount` controller) and the ConfigMap
+//! `kube-root-ca.crt` with the server's CA (its `root-ca-cert-publisher`).
+//!
+//! One task serves every logical cluster ([`crate::driver`]): it queues each namespace that is
+//! not being deleted, and the namespace of a `default` ServiceAccount or `kube-root-ca.crt`
+//! ConfigMap that was deleted, so both come back. A pass creates what is missing
+//! ([`service_account`], [`root_ca`]); a ConfigMap whose CA is not the server's gets it back
+//! when its namespace is next looked at.
+
+mod root_ca;
+mod service_account;
+
+use kcp_apis::builtin::core;
+use kcp_registry::{Registry, RegistryError, Watched};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::driver::{Also, Controller, Key, Outcome};
+
+pub use root_ca::{DESCRIPTION, ROOT_CA_CONFIG_MAP};
+pub use service_account::DEFAULT_SERVICE_ACCOUNT;
+
+fn active(namespace: &Value) -> bool {
+    !namespace["metadata"]["deletionTimestamp"].is_string()
+}
+
+/// The namespace key of an object named `name` in a namespace.
+fn namespace_of(cluster: &str, object: &Value, name: &str) -> Option<Key> {
+    let namespace = object["metadata"]["namespace"].as_str()?;
+    (object["metadata"]["name"] == name).then(|| Key {
+        cluster: cluster.to_string(),
+        namespace: String::new(),
+        name: namespace.to_string(),
+    })
+}
+
+/// Gives the namespace `key` what it lacks.
+async fn reconcile(registry: &Registry, key: &Key) -> Result<Outcome, RegistryError> {
+    let target = kcp_registry::Target {
+        cluster: &key.cluster,
+        resource: core("namespaces"),
+        namespace: None,
+    };
+    match registry.get(target, &key.name).await {
+        Ok(namespace) if active(&namespace) => {}
+        Ok(_) | Err(RegistryError::NotFound { .. }) => return Ok(Outcome::Finished),
+        Err(error) => return Err(error),
+    }
+    service_account::ensure(registry, &key.cluster, &key.name).await?;
+    root_ca::ensure(registry, &key.cluster, &key.name).await?;
+    Ok(Outcome::Finished)
+}
+
+/// Runs the controller until `stop` turns true.
+pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
+    Controller {
+        name: "namespace-defaults",
+        resource: core("namespaces"),
+        wants: active,
+        deletions: false,
+        reconcile: |registry, key: Key| Box::pin(async move { reconcile(&registry, &key).await }),
+        workers: crate::driver::WORKERS,
+        also: vec![
+            Also {
+                resource: core("serviceaccounts"),
+                key: |cluster, object| namespace_of(cluster, object, DEFAULT_SERVICE_ACCOUNT),
+                watched: Watched::Deletions,
+            },
+            Also {
+                resource: core("configmaps"),
+                key: |cluster, object| namespace_of(cluster, object, ROOT_CA_CONFIG_MAP),
+                watched: Watched::Deletions,
+            },
+        ],
+    }
+    .run(registry, stop)
+    .await
+}

@@ -1,0 +1,30 @@
+//! The ServiceAccount `default` of a namespace: created when missing.
+
+use kcp_apis::builtin::core;
+use kcp_registry::{Registry, RegistryError, Target};
+use serde_json::json;
+
+/// The service account every namespace has.
+pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";
+
+/// Creates the `default` ServiceAccount of `namespace` unless it exists.
+pub(super) async fn ensure(
+    registry: &Registry,
+    cluster: &str,
+    namespace: &str,
+) -> Result<(), RegistryError> {
+    let target = Target {
+        cluster,
+        resource: core("serviceaccounts"),
+        namespace: Some(namespace),
+    };
+    let account = json!({"metadata": {"name": DEFAULT_SERVICE_ACCOUNT}});
+    match registry.create(target, account).await {
+        // Forbidden: the namespace began terminating meanwhile.
+        Ok(_)
+        | Err(RegistryError::AlreadyExists { .. })
+        | Err(RegistryError::Forbidden { .. })
+        | Err(RegistryError::NotFound { .. }) => Ok(()),
+        Err(error) => Err(error),
+    }
+}
