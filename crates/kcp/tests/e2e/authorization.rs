@@ -7,7 +7,7 @@
 
 use kcp_testing::wait;
 
-use super::support::{Kcp, write_file};
+use super::support::{Kcp, without_namespace_defaults, write_file};
 
 /// A server of its own whose token file holds `lines` (`token,user,uid[,"groups"]`), with its
 /// temporary directory (files the test writes go there too).
@@ -75,7 +75,7 @@ fn rbac_grants_hold_in_their_workspace_only() {
         &["get", "configmaps", "-n", "default", "-o", "name"],
     );
     assert_eq!(
-        String::from_utf8_lossy(&listed.stdout).trim(),
+        without_namespace_defaults(&String::from_utf8_lossy(&listed.stdout)),
         "configmap/mine"
     );
 
@@ -210,7 +210,7 @@ fn rbac_grants_hold_in_their_workspace_only() {
         &["get", "configmaps", "-n", "default", "-o", "name"],
     );
     assert_eq!(
-        String::from_utf8_lossy(&listed.stdout).trim(),
+        without_namespace_defaults(&String::from_utf8_lossy(&listed.stdout)),
         "configmap/mine",
         "{}",
         stderr(&listed)

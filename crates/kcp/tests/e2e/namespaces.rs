@@ -5,7 +5,7 @@
 
 use kcp_testing::output::{json, stderr};
 
-use super::support::{Kcp, write_file};
+use super::support::{Kcp, is_namespace_default, without_namespace_defaults, write_file};
 
 #[test]
 fn deleting_a_namespace_removes_it_and_its_content() {
@@ -57,8 +57,7 @@ fn deleting_a_namespace_removes_it_and_its_content() {
         assert_eq!(list["items"], serde_json::json!([]), "{resource}");
     }
     assert_eq!(
-        kcp.kubectl_ok(&["get", "cm", "-n", "kept", "-o", "name"])
-            .trim(),
+        without_namespace_defaults(&kcp.kubectl_ok(&["get", "cm", "-n", "kept", "-o", "name"])),
         "configmap/one"
     );
 
@@ -233,6 +232,7 @@ fn collections_are_deleted_by_selector_all_and_the_raw_verb() {
         kcp.kubectl_ok(&["get", "cm", "-n", "coll", "-o", "name"])
             .lines()
             .map(|l| l.trim_start_matches("configmap/").to_string())
+            .filter(|name| !is_namespace_default(name))
             .collect::<Vec<_>>()
     };
     for (name, label) in [

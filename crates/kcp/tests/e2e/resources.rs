@@ -1,7 +1,7 @@
 //! Built-in resources through kubectl: create, get in its output formats, label selectors,
 //! replace with a stale object, delete, and the Status errors kubectl prints.
 
-use super::support::{Kcp, write_file};
+use super::support::{Kcp, without_namespace_defaults, write_file};
 
 const CONFIGMAP: &str = "apiVersion: v1
 kind: ConfigMap
@@ -45,8 +45,7 @@ fn configmaps_round_trip_through_kubectl() {
         "configmap/demo"
     );
     assert_eq!(
-        kcp.kubectl_ok(&["get", "cm", "-l", "app!=web", "-o", "name"])
-            .trim(),
+        without_namespace_defaults(&kcp.kubectl_ok(&["get", "cm", "-l", "app!=web", "-o", "name"])),
         ""
     );
     assert_eq!(
@@ -286,8 +285,7 @@ fn typed_create_commands_send_protobuf_and_work() {
     ]);
     assert_eq!(subject, "alice/reader");
     assert_eq!(
-        kcp.kubectl_ok(&["get", "sa", "-n", "team", "-o", "name"])
-            .trim(),
+        without_namespace_defaults(&kcp.kubectl_ok(&["get", "sa", "-n", "team", "-o", "name"])),
         "serviceaccount/robot"
     );
     assert!(

@@ -7,6 +7,28 @@ use std::time::Duration;
 
 use kcp_testing::output::Lines;
 
+/// Whether `name` (a bare name or `kind/name`) is an object the server gives every namespace:
+/// the ConfigMap `kube-root-ca.crt` and the ServiceAccount `default`. They appear a moment after
+/// their namespace, so tests about objects of their own leave them out of listings.
+pub fn is_namespace_default(name: &str) -> bool {
+    matches!(
+        name.trim(),
+        "kube-root-ca.crt" | "configmap/kube-root-ca.crt" | "serviceaccount/default"
+    )
+}
+
+/// The lines of a listing (`-o name`, or a table whose rows begin with the name) without the
+/// objects every namespace gets (see [`is_namespace_default`]), trimmed.
+pub fn without_namespace_defaults(listing: &str) -> String {
+    listing
+        .lines()
+        .filter(|line| !is_namespace_default(line.split_whitespace().next().unwrap_or_default()))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim()
+        .to_string()
+}
+
 /// Writes `text` to the file `name` in `dir` and returns its path.
 pub fn write_file(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);

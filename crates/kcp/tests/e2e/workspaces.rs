@@ -6,7 +6,7 @@
 
 use kcp_testing::wait;
 
-use super::support::{Kcp, write_file};
+use super::support::{Kcp, without_namespace_defaults, write_file};
 
 fn workspace(name: &str, type_name: Option<&str>) -> String {
     let spec = type_name
@@ -502,10 +502,10 @@ fn only_the_server_names_and_owns_logical_clusters() {
     let mine = field(&kcp, &ws, &["get", "ws", "mine"], "{.spec.cluster}");
     assert_ne!(mine, victim);
     assert!(
-        kcp.kubectl_in_ok(
+        without_namespace_defaults(&kcp.kubectl_in_ok(
             &format!("{ws}:mine"),
             &["get", "configmaps", "-n", "default", "-o", "name"]
-        )
+        ))
         .is_empty()
     );
 
