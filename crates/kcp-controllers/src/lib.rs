@@ -7,6 +7,7 @@
 //! Until a cluster-aware client exists, controllers call the registry directly; they must not
 //! know HTTP, storage backends or how the server is configured.
 
+pub mod clusterroleaggregation;
 mod conditions;
 pub mod crd;
 mod driver;
@@ -41,6 +42,10 @@ impl Controllers {
             tokio::spawn(logicalcluster::run(registry.clone(), stopped.clone())),
             tokio::spawn(serviceaccount::run(registry.clone(), stopped.clone())),
             tokio::spawn(namespacedefaults::run(registry.clone(), stopped.clone())),
+            tokio::spawn(clusterroleaggregation::run(
+                registry.clone(),
+                stopped.clone(),
+            )),
             tokio::spawn(garbagecollector::run(registry, stopped)),
         ];
         Controllers { stop, tasks }

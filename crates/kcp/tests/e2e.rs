@@ -12,6 +12,7 @@ mod e2e {
     pub mod adversarial;
     pub mod authorization;
     pub mod boundary;
+    pub mod clusterrole_aggregation;
     pub mod crash;
     pub mod crd_cel;
     pub mod crd_deletion;
