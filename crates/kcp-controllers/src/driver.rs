@@ -81,13 +81,22 @@ pub(crate) struct Controller {
     pub also: Vec<Also>,
 }
 
-/// A second resource whose events concern the controller's objects.
+/// Other events that concern the controller's objects.
 pub(crate) struct Also {
-    pub resource: &'static Resource,
-    /// The key of the controller's object an object of `resource` in a cluster concerns.
+    pub source: Source,
+    /// The key of the controller's object an object of the source in a cluster concerns.
     pub key: fn(&str, &Value) -> Option<Key>,
-    /// Which events of `resource` matter (with `Deletions` the others are not even decoded).
+    /// Which events of the source matter (with `Deletions` the others are not even decoded).
     pub watched: Watched,
+}
+
+/// Where the events of an [`Also`] come from.
+pub(crate) enum Source {
+    /// A resource in every logical cluster.
+    Resource(&'static Resource),
+    /// Every object of every resource in the store, deletions only (`watched` is ignored): the
+    /// key function sees the object's name and namespace only (`{"metadata": {...}}`).
+    AnyDeletion,
 }
 
 fn name_of(object: &Value) -> String {
@@ -116,11 +125,28 @@ impl Controller {
         let mut streams: Vec<Events> = vec![Box::pin(own)];
         for also in &self.also {
             let key = also.key;
-            let other = registry
-                .watch_all_clusters_of(also.resource, revision, also.watched)
-                .await?
-                .map(move |event| event.map(|e| Trigger::Key(key(&e.cluster, &e.event.object))));
-            streams.push(Box::pin(other));
+            match also.source {
+                Source::Resource(resource) => {
+                    let other = registry
+                        .watch_all_clusters_of(resource, revision, also.watched)
+                        .await?
+                        .map(move |event| {
+                            event.map(|e| Trigger::Key(key(&e.cluster, &e.event.object)))
+                        });
+                    streams.push(Box::pin(other));
+                }
+                Source::AnyDeletion => {
+                    let other = registry.watch_deletions(revision).await?.map(move |gone| {
+                        gone.map(|gone| {
+                            let object = serde_json::json!({"metadata": {
+                                "namespace": gone.namespace, "name": gone.name,
+                            }});
+                            Trigger::Key(key(&gone.cluster, &object))
+                        })
+                    });
+                    streams.push(Box::pin(other));
+                }
+            }
         }
         Ok(Box::pin(futures::stream::select_all(streams)))
     }

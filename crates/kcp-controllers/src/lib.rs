@@ -16,6 +16,7 @@ pub mod logicalcluster;
 pub mod namespace;
 pub mod namespacedefaults;
 mod queue;
+pub mod resourcequota;
 pub mod serviceaccount;
 pub mod workspace;
 
@@ -46,6 +47,7 @@ impl Controllers {
                 registry.clone(),
                 stopped.clone(),
             )),
+            tokio::spawn(resourcequota::run(registry.clone(), stopped.clone())),
             tokio::spawn(garbagecollector::run(registry, stopped)),
         ];
         Controllers { stop, tasks }

@@ -37,6 +37,7 @@ mod meta;
 mod names;
 mod namespaces;
 pub mod ownership;
+pub mod quota;
 mod reserved_crds;
 pub mod room;
 pub mod serviceaccounts;

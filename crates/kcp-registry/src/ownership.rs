@@ -177,11 +177,14 @@ impl Registry {
         self.resolve_by(cluster, group, |r| r.kind == kind)
     }
 
+    /// The resource `plural` of `group` in `cluster` (any version).
+    pub fn resolve_plural(&self, cluster: &str, group: &str, plural: &str) -> Option<ResourceRef> {
+        self.resolve_by(cluster, group, |r| r.name == plural)
+    }
+
     /// The resource whose objects are stored at `location`.
     pub fn resolve_location(&self, location: &Location) -> Option<ResourceRef> {
-        self.resolve_by(&location.cluster, &location.group, |r| {
-            r.name == location.plural()
-        })
+        self.resolve_plural(&location.cluster, &location.group, location.plural())
     }
 
     fn resolve_by(
@@ -200,6 +203,27 @@ impl Registry {
         self.custom_resources(cluster)
             .into_iter()
             .find(|r| r.group == group && matches(r))
+    }
+}
+
+impl Registry {
+    /// Where every object deleted from the store after `revision` was.
+    pub async fn watch_deletions(
+        &self,
+        revision: u64,
+    ) -> Result<impl Stream<Item = Result<Location, RegistryError>> + Send + 'static, RegistryError>
+    {
+        let request = WatchRequest::prefix(OBJECTS, revision.saturating_add(1));
+        let events = self.storage().watch(request).await?;
+        Ok(events.filter_map(|event| {
+            std::future::ready(match event {
+                Ok(event) if event.kind == EventKind::Delete => {
+                    Location::of_key(&event.kv.key).map(Ok)
+                }
+                Ok(_) => None,
+                Err(error) => Some(Err(error.into())),
+            })
+        }))
     }
 }
 

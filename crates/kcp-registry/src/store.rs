@@ -417,6 +417,8 @@ impl Registry {
         if !causes.is_empty() {
             return Err(target.invalid(&name, causes));
         }
+        // Last, as Kubernetes' validating plugin: a place is reserved only for a valid object.
+        self.admit_quota(&target, &sent_name).await?;
         let metadata = meta::metadata_mut(&mut object);
         metadata.insert("uid".into(), json!(meta::new_uid()));
         metadata.insert("creationTimestamp".into(), json!(meta::now()));

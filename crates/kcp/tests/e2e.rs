@@ -35,6 +35,7 @@ mod e2e {
     pub mod outputs;
     pub mod patch;
     pub mod python_client;
+    pub mod resource_quota;
     pub mod resources;
     pub mod server_side_apply;
     pub mod service_accounts;

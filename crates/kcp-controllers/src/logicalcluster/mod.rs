@@ -23,7 +23,7 @@ use kcp_registry::{Registry, RegistryError};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::driver::{Also, Controller, Key, Outcome};
+use crate::driver::{Also, Controller, Key, Outcome, Source};
 
 /// Whether a LogicalCluster needs the controller.
 fn needs_work(logical_cluster: &Value) -> bool {
@@ -75,12 +75,12 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         workers: 32,
         also: vec![
             Also {
-                resource: kcp_apis::builtin::core("namespaces"),
+                source: Source::Resource(kcp_apis::builtin::core("namespaces")),
                 key: content_gone,
                 watched: kcp_registry::Watched::Deletions,
             },
             Also {
-                resource: system::workspaces(),
+                source: Source::Resource(system::workspaces()),
                 key: content_gone,
                 watched: kcp_registry::Watched::Deletions,
             },

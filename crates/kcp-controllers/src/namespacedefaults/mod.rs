@@ -16,7 +16,7 @@ use kcp_registry::{Registry, RegistryError, Watched};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::driver::{Also, Controller, Key, Outcome};
+use crate::driver::{Also, Controller, Key, Outcome, Source};
 
 pub use root_ca::{DESCRIPTION, ROOT_CA_CONFIG_MAP};
 pub use service_account::DEFAULT_SERVICE_ACCOUNT;
@@ -63,12 +63,12 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         workers: crate::driver::WORKERS,
         also: vec![
             Also {
-                resource: core("serviceaccounts"),
+                source: Source::Resource(core("serviceaccounts")),
                 key: |cluster, object| namespace_of(cluster, object, DEFAULT_SERVICE_ACCOUNT),
                 watched: Watched::Deletions,
             },
             Also {
-                resource: core("configmaps"),
+                source: Source::Resource(core("configmaps")),
                 key: |cluster, object| namespace_of(cluster, object, ROOT_CA_CONFIG_MAP),
                 watched: Watched::Deletions,
             },

@@ -53,12 +53,11 @@ pub(super) async fn ensure(
         Err(error) => Err(error),
     };
     match result {
-        // Another pass or a user won the race, or the namespace began terminating: the next
-        // event brings the namespace back if need be.
+        // Another pass or a user won the race: the next event brings the namespace back if
+        // need be. A refusal (a quota without room, the namespace terminating) is retried.
         Ok(())
         | Err(RegistryError::AlreadyExists { .. })
         | Err(RegistryError::Conflict { .. })
-        | Err(RegistryError::Forbidden { .. })
         | Err(RegistryError::NotFound { .. }) => Ok(()),
         Err(error) => Err(error),
     }

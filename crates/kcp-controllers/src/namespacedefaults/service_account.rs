@@ -19,12 +19,12 @@ pub(super) async fn ensure(
         namespace: Some(namespace),
     };
     let account = json!({"metadata": {"name": DEFAULT_SERVICE_ACCOUNT}});
+    // Refused (a namespace terminating meanwhile, a quota without room): retried, and the
+    // pass ends once the namespace is terminating.
     match registry.create(target, account).await {
-        // Forbidden: the namespace began terminating meanwhile.
-        Ok(_)
-        | Err(RegistryError::AlreadyExists { .. })
-        | Err(RegistryError::Forbidden { .. })
-        | Err(RegistryError::NotFound { .. }) => Ok(()),
+        Ok(_) | Err(RegistryError::AlreadyExists { .. }) | Err(RegistryError::NotFound { .. }) => {
+            Ok(())
+        }
         Err(error) => Err(error),
     }
 }

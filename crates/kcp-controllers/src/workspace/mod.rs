@@ -22,7 +22,7 @@ use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use crate::driver::{Also, Controller, Key, Outcome};
+use crate::driver::{Also, Controller, Key, Outcome, Source};
 
 /// Whether a workspace still needs the controller.
 fn needs_work(workspace: &Value) -> bool {
@@ -146,7 +146,7 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         reconcile: |registry, key: Key| Box::pin(async move { reconcile(&registry, &key).await }),
         workers: crate::driver::WORKERS,
         also: vec![Also {
-            resource: system::logical_clusters(),
+            source: Source::Resource(system::logical_clusters()),
             key: owner,
             watched: kcp_registry::Watched::All,
         }],
