@@ -2,6 +2,8 @@
 //! the selectors match, delete each item with the same semantics as a single delete (finalizers
 //! only set a deletionTimestamp), and answer the list as it was before the deletes.
 
+use std::collections::BTreeMap;
+
 use futures::StreamExt;
 use kcp_apimachinery::object;
 use serde_json::Value;
@@ -23,6 +25,39 @@ pub struct DeletedCollection {
     pub resource_version: u64,
     /// How many of them finalizers still hold (they now carry a deletionTimestamp).
     pub pending: usize,
+    /// Which finalizers hold them.
+    pub held: Held,
+}
+
+/// What finalizers hold of objects that were deleted: how many objects, and how many of them
+/// each finalizer holds (what a terminating namespace's conditions report).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Held {
+    pub objects: usize,
+    pub finalizers: BTreeMap<String, usize>,
+}
+
+impl Held {
+    /// Counts `object`, which finalizers hold.
+    pub(crate) fn count(&mut self, object: &Value) {
+        self.objects += 1;
+        for finalizer in object["metadata"]["finalizers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            *self.finalizers.entry(finalizer.to_string()).or_default() += 1;
+        }
+    }
+
+    /// Adds what `other` holds.
+    pub fn add(&mut self, other: Held) {
+        self.objects += other.objects;
+        for (finalizer, count) in other.finalizers {
+            *self.finalizers.entry(finalizer).or_default() += count;
+        }
+    }
 }
 
 impl Registry {
@@ -57,10 +92,10 @@ impl Registry {
         // a big collection held (1,000 deleting workspaces of an organization, a hundred
         // organizations at once).
         let mut outcomes = futures::stream::iter(deletes).buffer_unordered(PARALLEL_DELETES);
-        let mut pending = 0;
+        let mut held = Held::default();
         while let Some(outcome) = outcomes.next().await {
             match outcome {
-                Ok(DeleteOutcome::Pending(_)) => pending += 1,
+                Ok(DeleteOutcome::Pending(object)) => held.count(&object),
                 Ok(DeleteOutcome::Deleted(_)) | Err(RegistryError::NotFound { .. }) => {}
                 Err(other) => return Err(other),
             }
@@ -69,7 +104,8 @@ impl Registry {
         Ok(DeletedCollection {
             items: listed.items,
             resource_version: listed.resource_version,
-            pending,
+            pending: held.objects,
+            held,
         })
     }
 }

@@ -49,7 +49,7 @@ mod watch;
 mod watch_cache;
 mod wildcard;
 
-pub use collection::DeletedCollection;
+pub use collection::{DeletedCollection, Held};
 pub use custom::index::CrdFollower;
 pub use delete_options::{DeleteOptions, Propagation};
 pub use error::{Cause, RegistryError};

@@ -93,6 +93,7 @@ pub async fn reconcile(
         match registry
             .delete_custom_resources_as_stored(cluster, group, plural, None)
             .await
+            .map(|held| held.objects)
         {
             Ok(0) => terminating(false, "InstanceDeletionCompleted", "removed all instances"),
             Ok(remaining) => {

@@ -85,7 +85,8 @@ pub(super) async fn reconcile(
             // As stored: no conversion webhook stands in the way.
             remaining += privileged
                 .delete_custom_resources_as_stored(cluster, &resource.group, &resource.name, None)
-                .await?;
+                .await?
+                .objects;
             continue;
         }
         let target = Target {

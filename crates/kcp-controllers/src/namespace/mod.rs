@@ -6,6 +6,7 @@
 //! controller does), then removes `kubernetes` from `spec.finalizers`, which removes the
 //! namespace.
 
+mod conditions;
 mod reconcile;
 
 use std::time::Duration;

@@ -1,8 +1,8 @@
 //! One pass over a namespace: if it is terminating, delete every object of every built-in
 //! namespaced resource and of every namespaced custom resource its logical cluster serves in
 //! it (custom resources as stored: an unreachable conversion webhook does not hold the
-//! namespace up), and once nothing is left, remove the `kubernetes` finalizer through the
-//! `finalize` subresource.
+//! namespace up); while finalizers hold some, say what in its conditions ([`conditions`]);
+//! once nothing is left, remove the `kubernetes` finalizer through the `finalize` subresource.
 
 use kcp_apimachinery::object;
 use kcp_apis::builtin::{RESOURCES, Resource, ResourceRef};
@@ -10,6 +10,7 @@ use kcp_registry::kinds::core::{NAMESPACE_FINALIZER, spec_finalizers};
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::json;
 
+use super::conditions::{self, Remaining};
 use super::{CONTENT_REMAINING_DELAY, namespaces};
 pub use crate::driver::Outcome;
 
@@ -74,30 +75,32 @@ pub async fn reconcile(
         return Ok(Outcome::Finished);
     }
 
-    let mut remaining = 0;
+    let mut remaining = Remaining::default();
     for resource in namespaced_resources() {
         let content = Target {
             cluster,
             resource,
             namespace: Some(name),
         };
-        remaining += registry
+        let deleted = registry
             .delete_collection(content, None, &Default::default())
-            .await?
-            .pending;
+            .await?;
+        remaining.add(&resource.name, &resource.group, deleted.held);
     }
     for resource in namespaced_custom_resources(registry, cluster) {
-        remaining += registry
+        let held = registry
             .delete_custom_resources_as_stored(cluster, &resource.group, &resource.name, Some(name))
             .await?;
+        remaining.add(&resource.name, &resource.group, held);
     }
-    if remaining > 0 {
+    if remaining.held.objects > 0 {
         tracing::debug!(
             cluster,
             namespace = name,
-            remaining,
+            remaining = remaining.held.objects,
             "namespace content remaining"
         );
+        conditions::report(registry, target, &namespace, &remaining).await?;
         return Ok(Outcome::Again(CONTENT_REMAINING_DELAY));
     }
 

@@ -17,6 +17,7 @@ use kcp_storage::keys::ResourceKeys;
 use kcp_storage::{RangeRequest, StorageError};
 use serde_json::{Value, json};
 
+use crate::collection::Held;
 use crate::delete_options::DeleteOptions;
 use crate::error::RegistryError;
 use crate::meta;
@@ -71,13 +72,13 @@ impl Registry {
         group: &str,
         plural: &str,
         namespace: Option<&str>,
-    ) -> Result<usize, RegistryError> {
+    ) -> Result<Held, RegistryError> {
         let keys = ResourceKeys::new(group, plural);
         let prefix = match namespace {
             Some(namespace) => keys.namespace(cluster, namespace),
             None => keys.cluster(cluster),
         };
-        let mut remaining = 0;
+        let mut held = Held::default();
         let mut request = Some(
             RangeRequest::prefix(prefix)
                 .with_limit(DELETE_PAGE)
@@ -86,31 +87,31 @@ impl Registry {
         while let Some(page_request) = request {
             let page = self.storage().range(page_request.clone()).await?;
             for kv in &page.kvs {
-                if !self
+                if let Some(object) = self
                     .delete_stored(&kv.key, &kv.value, kv.mod_revision)
                     .await?
                 {
-                    remaining += 1;
+                    held.count(&object);
                 }
             }
             request = page_request.next_page(&page);
         }
-        Ok(remaining)
+        Ok(held)
     }
 
-    /// Deletes one stored object as it is, or marks it deleted while finalizers hold it;
-    /// whether it is gone.
+    /// Deletes one stored object as it is, or marks it deleted while finalizers hold it; the
+    /// object if it is still there.
     async fn delete_stored(
         &self,
         key: &[u8],
         value: &[u8],
         revision: u64,
-    ) -> Result<bool, RegistryError> {
+    ) -> Result<Option<Value>, RegistryError> {
         let mut object: Value = serde_json::from_slice(value)
             .map_err(|e| RegistryError::Internal(format!("stored object is not JSON: {e}")))?;
         let outcome = if meta::has_finalizers(&object) {
             if meta::string(&object, "deletionTimestamp").is_some() {
-                return Ok(false);
+                return Ok(Some(object));
             }
             let metadata = meta::metadata_mut(&mut object);
             metadata.insert("deletionTimestamp".into(), json!(meta::now()));
@@ -128,10 +129,11 @@ impl Registry {
                 .map(|_| true)
         };
         match outcome {
-            Ok(gone) => Ok(gone),
+            Ok(true) => Ok(None),
+            Ok(false) => Ok(Some(object)),
             // Changed meanwhile: the next pass looks again.
-            Err(StorageError::Conflict { .. }) => Ok(false),
-            Err(StorageError::NotFound { .. }) => Ok(true),
+            Err(StorageError::Conflict { .. }) => Ok(Some(object)),
+            Err(StorageError::NotFound { .. }) => Ok(None),
             Err(other) => Err(other.into()),
         }
     }

@@ -117,6 +117,37 @@ fn a_terminating_namespace_refuses_new_content_until_finalizers_let_it_go() {
         kcp.kubectl_ok(&["get", "ns", "held", "-o", "name"]).trim(),
         "namespace/held"
     );
+    // Its conditions say what holds it, as Kubernetes words them.
+    let condition = |kind: &str| {
+        kcp.kubectl_ok(&[
+            "get",
+            "ns",
+            "held",
+            "-o",
+            &format!(
+                "jsonpath={{.status.conditions[?(@.type==\"{kind}\")].status}} {{.status.conditions[?(@.type==\"{kind}\")].reason}}: {{.status.conditions[?(@.type==\"{kind}\")].message}}"
+            ),
+        ])
+    };
+    kcp.kubectl_ok(&[
+        "wait",
+        "--for=condition=NamespaceContentRemaining",
+        "ns/held",
+        "--timeout=30s",
+    ]);
+    assert_eq!(
+        condition("NamespaceContentRemaining"),
+        "True SomeResourcesRemain: Some resources are remaining: configmaps. has 1 resource instances"
+    );
+    assert_eq!(
+        condition("NamespaceFinalizersRemaining"),
+        "True SomeFinalizersRemain: Some content in the namespace has finalizers remaining: \
+         example.com/hold in 1 resource instances"
+    );
+    assert_eq!(
+        condition("NamespaceDeletionContentFailure"),
+        "False ContentDeleted: All content successfully deleted, may be waiting on finalization"
+    );
 
     kcp.kubectl_ok(&[
         "patch",
