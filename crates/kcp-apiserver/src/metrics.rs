@@ -112,6 +112,12 @@ impl Metrics {
         }
     }
 
+    /// The registry the metrics render from, to add other components' metrics to (the
+    /// controllers' work queues).
+    pub fn registry_mut(&mut self) -> &mut prometheus_client::registry::Registry {
+        &mut self.registry
+    }
+
     /// Records one answered request. `group` and `resource` must come from a bounded set (see
     /// the module documentation); `verb` is cleaned here.
     pub fn observe(&self, verb: &str, group: &str, resource: &str, code: u16, elapsed: Duration) {

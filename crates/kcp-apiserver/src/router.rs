@@ -68,6 +68,17 @@ impl Router {
         self
     }
 
+    /// The same router, its `/metrics` also rendering what `register` adds (before it serves).
+    pub fn with_metrics(
+        mut self,
+        register: impl FnOnce(&mut prometheus_client::registry::Registry),
+    ) -> Self {
+        if let Some(metrics) = Arc::get_mut(&mut self.metrics) {
+            register(metrics.registry_mut());
+        }
+        self
+    }
+
     /// Answers one request and records it in the metrics. Never fails: every error is a
     /// `Status` response.
     pub async fn handle<B>(&self, request: Request<B>) -> Response<Body>

@@ -13,7 +13,6 @@ use futures::stream::{FuturesUnordered, Stream, StreamExt};
 use kcp_apis::builtin::Resource;
 use kcp_registry::{ClusterEvent, Filter, Registry, RegistryError, Watched};
 use serde_json::Value;
-use tokio::sync::watch;
 
 use crate::queue::WorkQueue;
 
@@ -152,8 +151,10 @@ impl Controller {
     }
 
     /// Runs the controller until `stop` turns true.
-    pub async fn run(self, registry: Registry, mut stop: watch::Receiver<bool>) {
-        let mut queue = WorkQueue::new();
+    pub async fn run(self, registry: Registry, context: crate::Context) {
+        let mut stop = context.stop;
+        let metrics = context.metrics.queue(self.name);
+        let mut queue = WorkQueue::new().with_metrics(metrics.clone());
         let mut events: Option<Events> = None;
         let mut resync_at = Some(tokio::time::Instant::now());
         let mut in_flight = FuturesUnordered::new();
@@ -173,7 +174,13 @@ impl Controller {
             while in_flight.len() < self.workers {
                 let Some(key) = queue.next() else { break };
                 let reconciled = (self.reconcile)(registry.clone(), key.clone());
-                in_flight.push(async move { (key, reconciled.await) });
+                let work = metrics.work.clone();
+                in_flight.push(async move {
+                    let began = tokio::time::Instant::now();
+                    let outcome = reconciled.await;
+                    work.observe(began.elapsed().as_secs_f64());
+                    (key, outcome)
+                });
             }
             let wake_at = [queue.next_deadline(), resync_at]
                 .into_iter()
@@ -251,6 +258,7 @@ mod tests {
     use kcp_registry::Target;
     use kcp_storage::MemoryStorage;
     use serde_json::json;
+    use tokio::sync::watch;
 
     use super::*;
 
@@ -319,7 +327,11 @@ mod tests {
             workers: WORKERS,
             also: Vec::new(),
         };
-        let task = tokio::spawn(controller.run(registry, stopped));
+        let context = crate::Context {
+            stop: stopped,
+            metrics: crate::ControllerMetrics::default(),
+        };
+        let task = tokio::spawn(controller.run(registry, context));
         tokio::time::sleep(Duration::from_secs(5)).await;
         let attempts = ATTEMPTS.load(Ordering::SeqCst);
         stop.send(true).unwrap();

@@ -11,8 +11,10 @@ pub mod clusterroleaggregation;
 mod conditions;
 pub mod crd;
 mod driver;
+mod events;
 pub mod garbagecollector;
 pub mod logicalcluster;
+pub mod metrics;
 pub mod namespace;
 pub mod namespacedefaults;
 mod queue;
@@ -21,36 +23,59 @@ pub mod serviceaccount;
 pub mod workspace;
 
 pub use driver::{Key, Outcome};
+pub use metrics::ControllerMetrics;
 
 use kcp_registry::Registry;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+/// What every controller runs with besides the registry: the signal to stop, and the metrics
+/// its queue reports to.
+#[derive(Clone)]
+pub struct Context {
+    pub stop: watch::Receiver<bool>,
+    pub metrics: ControllerMetrics,
+}
+
 /// The running controllers; [`Controllers::shutdown`] stops them.
 pub struct Controllers {
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    metrics: ControllerMetrics,
 }
 
 impl Controllers {
     /// Starts every controller on `registry`.
     pub fn start(registry: Registry) -> Controllers {
         let (stop, stopped) = watch::channel(false);
+        let metrics = ControllerMetrics::default();
+        let context = Context {
+            stop: stopped,
+            metrics: metrics.clone(),
+        };
+        let r = || registry.clone();
+        let c = || context.clone();
         let tasks = vec![
-            tokio::spawn(namespace::run(registry.clone(), stopped.clone())),
-            tokio::spawn(crd::run(registry.clone(), stopped.clone())),
-            tokio::spawn(workspace::run(registry.clone(), stopped.clone())),
-            tokio::spawn(logicalcluster::run(registry.clone(), stopped.clone())),
-            tokio::spawn(serviceaccount::run(registry.clone(), stopped.clone())),
-            tokio::spawn(namespacedefaults::run(registry.clone(), stopped.clone())),
-            tokio::spawn(clusterroleaggregation::run(
-                registry.clone(),
-                stopped.clone(),
-            )),
-            tokio::spawn(resourcequota::run(registry.clone(), stopped.clone())),
-            tokio::spawn(garbagecollector::run(registry, stopped)),
+            tokio::spawn(namespace::run(r(), c())),
+            tokio::spawn(crd::run(r(), c())),
+            tokio::spawn(workspace::run(r(), c())),
+            tokio::spawn(logicalcluster::run(r(), c())),
+            tokio::spawn(serviceaccount::run(r(), c())),
+            tokio::spawn(namespacedefaults::run(r(), c())),
+            tokio::spawn(clusterroleaggregation::run(r(), c())),
+            tokio::spawn(resourcequota::run(r(), c())),
+            tokio::spawn(garbagecollector::run(r(), c())),
         ];
-        Controllers { stop, tasks }
+        Controllers {
+            stop,
+            tasks,
+            metrics,
+        }
+    }
+
+    /// The controllers' metrics, to add to the server's (see [`ControllerMetrics::register`]).
+    pub fn metrics(&self) -> &ControllerMetrics {
+        &self.metrics
     }
 
     /// Stops every controller and waits until they have stopped.

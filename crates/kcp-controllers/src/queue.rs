@@ -11,6 +11,8 @@ use std::hash::Hash;
 use std::time::Duration;
 
 use kcp_registry::room::GiveBackRoom;
+
+use crate::metrics::QueueMetrics;
 use tokio::time::Instant;
 
 /// The first retry delay of a failing key; it doubles per failure up to [`MAX_BACKOFF`].
@@ -28,6 +30,7 @@ pub(crate) struct WorkQueue<K> {
     failures: HashMap<K, u32>,
     /// Keys waiting out a backoff, with the sequence number of their retry in `delayed`.
     backing_off: HashMap<K, u64>,
+    metrics: Option<QueueMetrics>,
 }
 
 impl<K: Clone + Eq + Hash> WorkQueue<K> {
@@ -41,6 +44,19 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
             sequence: 0,
             failures: HashMap::new(),
             backing_off: HashMap::new(),
+            metrics: None,
+        }
+    }
+
+    /// The queue, reporting its depth, adds and retries to `metrics`.
+    pub(crate) fn with_metrics(mut self, metrics: QueueMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    fn report_depth(&self) {
+        if let Some(metrics) = &self.metrics {
+            metrics.depth.set(self.ready.len() as i64);
         }
     }
 
@@ -54,6 +70,10 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
             self.dirty.insert(key);
         } else if self.queued.insert(key.clone()) {
             self.ready.push_back(key);
+            if let Some(metrics) = &self.metrics {
+                metrics.adds.inc();
+            }
+            self.report_depth();
         }
     }
 
@@ -74,6 +94,9 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
             .saturating_mul(1 << (*failures).min(16))
             .min(MAX_BACKOFF);
         *failures = failures.saturating_add(1);
+        if let Some(metrics) = &self.metrics {
+            metrics.retries.inc();
+        }
         self.dirty.remove(&key);
         self.dirty.give_back_room();
         let sequence = self.add_after(key.clone(), delay);
@@ -103,6 +126,7 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
         }
         let key = self.ready.pop_front()?;
         self.ready.give_back_room();
+        self.report_depth();
         self.queued.remove(&key);
         self.queued.give_back_room();
         self.active.insert(key.clone());

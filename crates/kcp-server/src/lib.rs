@@ -141,7 +141,11 @@ impl Server {
         let serving = serve(
             listener,
             Arc::new(pki.server_config(client_ca.as_deref())?),
-            Arc::new(router(&options, authn, registry)?.with_limits(limits)),
+            Arc::new(
+                router(&options, authn, registry)?
+                    .with_limits(limits)
+                    .with_metrics(|metrics| controllers.metrics().register(metrics)),
+            ),
             serve_options,
         );
         tracing::info!(

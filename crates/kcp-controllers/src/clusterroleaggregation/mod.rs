@@ -11,8 +11,8 @@
 mod aggregate;
 
 use kcp_registry::Registry;
-use tokio::sync::watch;
 
+use crate::Context;
 use crate::driver::{Controller, Key};
 
 pub(crate) fn cluster_roles() -> &'static kcp_apis::builtin::Resource {
@@ -20,7 +20,7 @@ pub(crate) fn cluster_roles() -> &'static kcp_apis::builtin::Resource {
 }
 
 /// Runs the controller until `stop` turns true.
-pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
+pub async fn run(registry: Registry, context: Context) {
     Controller {
         name: "clusterrole-aggregation",
         resource: cluster_roles(),
@@ -33,6 +33,6 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         workers: crate::driver::WORKERS,
         also: Vec::new(),
     }
-    .run(registry, stop)
+    .run(registry, context)
     .await
 }

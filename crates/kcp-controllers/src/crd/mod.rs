@@ -15,8 +15,8 @@ pub mod cleanup;
 mod naming;
 
 use kcp_registry::Registry;
-use tokio::sync::watch;
 
+use crate::Context;
 use crate::driver::{Controller, Key};
 
 pub(crate) fn crds() -> &'static kcp_apis::builtin::Resource {
@@ -26,7 +26,7 @@ pub(crate) fn crds() -> &'static kcp_apis::builtin::Resource {
 }
 
 /// Runs the controller until `stop` turns true.
-pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
+pub async fn run(registry: Registry, context: Context) {
     Controller {
         name: "customresourcedefinition",
         resource: crds(),
@@ -41,6 +41,6 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         workers: crate::driver::WORKERS,
         also: Vec::new(),
     }
-    .run(registry, stop)
+    .run(registry, context)
     .await
 }

@@ -3,8 +3,10 @@
 //! - *dangling*: no object of that kind and name in the dependent's logical cluster (and
 //!   namespace, for a namespaced owner), or one with another uid;
 //! - *waiting*: the owner is being deleted in the foreground, waiting for its dependents;
-//! - *solid*: otherwise, including a reference the collector cannot resolve (a kind nobody
-//!   serves, or a namespaced owner of a cluster-scoped dependent), which keeps the dependent.
+//! - *solid*: otherwise, including a reference to a kind nobody serves, which keeps the
+//!   dependent;
+//! - *invalid*: a namespaced owner of a cluster-scoped dependent, which keeps the dependent for
+//!   good and is reported as a Warning event `OwnerRefInvalidNamespace` on it.
 //!
 //! With a solid owner, the dependent stays and loses its dangling and waiting references. With
 //! none, it is deleted: in the foreground when an owner waits for it and it has dependents of
@@ -12,11 +14,13 @@
 //! background by default. Deletes carry the dependent's uid as a precondition, so an object
 //! deleted and created again under the same name meanwhile is never hit.
 
-use super::graph::OwnerRef;
-use super::{has_finalizer, read, without_references};
 use kcp_registry::delete_options::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 use kcp_registry::ownership::Location;
 use kcp_registry::{DeleteOptions, Propagation, Registry, RegistryError, Target};
+use serde_json::Value;
+
+use super::graph::OwnerRef;
+use super::{has_finalizer, read, without_references};
 
 /// What an owner reference finds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +28,8 @@ enum Found {
     Dangling,
     Waiting,
     Solid,
+    /// A namespaced owner of a cluster-scoped dependent: never resolved, so never collected.
+    Invalid,
 }
 
 /// Looks at the dependent at `location`; `has_dependents` says whether it owns others.
@@ -47,12 +53,19 @@ pub(crate) async fn reconcile(
     }
     let mut found = Vec::with_capacity(owners.len());
     for owner in &owners {
-        found.push(look_up(registry, location, owner).await?);
+        let result = look_up(registry, location, owner).await?;
+        if result == Found::Invalid {
+            report_invalid(registry, location, &dependent, owner).await;
+        }
+        found.push(result);
     }
     let uid = dependent["metadata"]["uid"]
         .as_str()
         .unwrap_or_default()
         .to_string();
+    if found.contains(&Found::Invalid) {
+        return Ok(());
+    }
     if found.contains(&Found::Solid) {
         let gone: Vec<String> = owners
             .iter()
@@ -114,7 +127,7 @@ async fn look_up(
     };
     let namespace = if resource.namespaced {
         if dependent.namespace.is_empty() {
-            return Ok(Found::Solid);
+            return Ok(Found::Invalid);
         }
         Some(dependent.namespace.as_str())
     } else {
@@ -138,4 +151,33 @@ async fn look_up(
     } else {
         Found::Solid
     })
+}
+
+/// Records the Warning Kubernetes' collector records for an owner reference that cannot hold
+/// in the dependent's namespace.
+async fn report_invalid(
+    registry: &Registry,
+    location: &Location,
+    dependent: &Value,
+    owner: &OwnerRef,
+) {
+    let message = format!(
+        "ownerRef [{}/{}, namespace: {}, name: {}, uid: {}] does not exist in namespace {:?}",
+        owner.api_version,
+        owner.kind,
+        location.namespace,
+        owner.name,
+        owner.uid,
+        location.namespace
+    );
+    crate::events::record(
+        registry,
+        &location.cluster,
+        dependent,
+        true,
+        "OwnerRefInvalidNamespace",
+        &message,
+        "garbage-collector-controller",
+    )
+    .await;
 }

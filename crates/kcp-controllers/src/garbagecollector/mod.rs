@@ -26,11 +26,13 @@ use futures::stream::{FuturesUnordered, Stream, StreamExt};
 use kcp_registry::ownership::OwnershipEvent;
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::Value;
-use tokio::sync::watch;
 
+use crate::Context;
 use crate::queue::WorkQueue;
 use graph::{Graph, Work};
 
+/// The controller's name in logs and metrics.
+const NAME: &str = "garbagecollector";
 /// How many steps run at once.
 const WORKERS: usize = 16;
 /// The wait before listing again after the watch broke.
@@ -39,9 +41,11 @@ const RESYNC_DELAY: Duration = Duration::from_secs(1);
 type Events = Pin<Box<dyn Stream<Item = Result<OwnershipEvent, RegistryError>> + Send>>;
 
 /// Runs the collector until `stop` turns true.
-pub async fn run(registry: Registry, mut stop: watch::Receiver<bool>) {
+pub async fn run(registry: Registry, context: Context) {
+    let mut stop = context.stop;
+    let metrics = context.metrics.queue(NAME);
     let mut graph = Graph::default();
-    let mut queue: WorkQueue<Work> = WorkQueue::new();
+    let mut queue: WorkQueue<Work> = WorkQueue::new().with_metrics(metrics.clone());
     let mut events: Option<Events> = None;
     let mut resync_at = Some(tokio::time::Instant::now());
     let mut in_flight = FuturesUnordered::new();
@@ -53,14 +57,21 @@ pub async fn run(registry: Registry, mut stop: watch::Receiver<bool>) {
                     resync_at = None;
                 }
                 Err(error) => {
-                    tracing::warn!(controller = "garbagecollector", %error, "listing failed");
+                    tracing::warn!(controller = NAME, %error, "listing failed");
                     resync_at = Some(tokio::time::Instant::now() + RESYNC_DELAY);
                 }
             }
         }
         while in_flight.len() < WORKERS {
             let Some(work) = queue.next() else { break };
-            in_flight.push(step(&registry, &graph, work));
+            let stepped = step(&registry, &graph, work);
+            let duration = metrics.work.clone();
+            in_flight.push(async move {
+                let began = tokio::time::Instant::now();
+                let done = stepped.await;
+                duration.observe(began.elapsed().as_secs_f64());
+                done
+            });
         }
         let wake_at = [queue.next_deadline(), resync_at]
             .into_iter()
@@ -75,7 +86,7 @@ pub async fn run(registry: Registry, mut stop: watch::Receiver<bool>) {
                     }
                 }
                 Some(Err(error)) => {
-                    tracing::info!(controller = "garbagecollector", %error, "watch broke; listing again");
+                    tracing::info!(controller = NAME, %error, "watch broke; listing again");
                     events = None;
                     resync_at = Some(tokio::time::Instant::now() + RESYNC_DELAY);
                 }
@@ -93,7 +104,7 @@ pub async fn run(registry: Registry, mut stop: watch::Receiver<bool>) {
                         }
                     }
                     Err(error) => {
-                        tracing::warn!(controller = "garbagecollector", ?work, %error, "retrying");
+                        tracing::warn!(controller = NAME, ?work, %error, "retrying");
                         queue.add_rate_limited(work.clone());
                     }
                 }
@@ -118,7 +129,7 @@ async fn list_and_watch(
         }
     }
     tracing::info!(
-        controller = "garbagecollector",
+        controller = NAME,
         dependents = graph.len(),
         revision,
         "ownership listed"

@@ -21,8 +21,8 @@ use kcp_apis::system;
 use kcp_registry::tenancy::LOGICAL_CLUSTER;
 use kcp_registry::{Registry, RegistryError};
 use serde_json::Value;
-use tokio::sync::watch;
 
+use crate::Context;
 use crate::driver::{Also, Controller, Key, Outcome, Source};
 
 /// Whether a LogicalCluster needs the controller.
@@ -62,7 +62,7 @@ pub async fn reconcile(registry: &Registry, key: &Key) -> Result<Outcome, Regist
 }
 
 /// Runs the controller until `stop` turns true.
-pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
+pub async fn run(registry: Registry, context: Context) {
     Controller {
         name: "logicalcluster",
         resource: system::logical_clusters(),
@@ -86,6 +86,6 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
             },
         ],
     }
-    .run(registry, stop)
+    .run(registry, context)
     .await
 }

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use kcp_registry::Registry;
 use serde_json::Value;
-use tokio::sync::watch;
 
+use crate::Context;
 use crate::driver::{Controller, Key};
 pub use reconcile::reconcile;
 
@@ -30,7 +30,7 @@ fn deleting(namespace: &Value) -> bool {
 }
 
 /// Runs the controller until `stop` turns true.
-pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
+pub async fn run(registry: Registry, context: Context) {
     Controller {
         name: "namespace",
         resource: namespaces(),
@@ -42,6 +42,6 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         workers: crate::driver::WORKERS,
         also: Vec::new(),
     }
-    .run(registry, stop)
+    .run(registry, context)
     .await
 }

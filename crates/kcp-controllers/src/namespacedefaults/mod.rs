@@ -14,8 +14,8 @@ mod service_account;
 use kcp_apis::builtin::core;
 use kcp_registry::{Registry, RegistryError, Watched};
 use serde_json::Value;
-use tokio::sync::watch;
 
+use crate::Context;
 use crate::driver::{Also, Controller, Key, Outcome, Source};
 
 pub use root_ca::{DESCRIPTION, ROOT_CA_CONFIG_MAP};
@@ -53,7 +53,7 @@ async fn reconcile(registry: &Registry, key: &Key) -> Result<Outcome, RegistryEr
 }
 
 /// Runs the controller until `stop` turns true.
-pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
+pub async fn run(registry: Registry, context: Context) {
     Controller {
         name: "namespace-defaults",
         resource: core("namespaces"),
@@ -74,6 +74,6 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
             },
         ],
     }
-    .run(registry, stop)
+    .run(registry, context)
     .await
 }

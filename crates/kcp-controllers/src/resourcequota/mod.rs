@@ -13,8 +13,8 @@ mod usage;
 use kcp_registry::Registry;
 use kcp_registry::quota::resource_quotas;
 use serde_json::Value;
-use tokio::sync::watch;
 
+use crate::Context;
 use crate::driver::{Also, Controller, Key, Source};
 
 /// How often every quota is recounted anyway.
@@ -42,7 +42,7 @@ fn needs_recount(quota: &Value) -> bool {
 }
 
 /// Runs the controller until `stop` turns true.
-pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
+pub async fn run(registry: Registry, context: Context) {
     Controller {
         name: "resourcequota",
         resource: resource_quotas(),
@@ -58,6 +58,6 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
             watched: kcp_registry::Watched::Deletions,
         }],
     }
-    .run(registry, stop)
+    .run(registry, context)
     .await
 }

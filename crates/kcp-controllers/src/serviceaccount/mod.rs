@@ -15,8 +15,8 @@ pub mod token_secret;
 use kcp_apis::builtin::core;
 use kcp_registry::{Registry, Target};
 use serde_json::Value;
-use tokio::sync::watch;
 
+use crate::Context;
 use crate::driver::{Controller, Key};
 
 pub(crate) fn secrets<'a>(key: &'a Key) -> Target<'a> {
@@ -40,7 +40,7 @@ fn is_token_secret(secret: &Value) -> bool {
 }
 
 /// Runs both loops until `stop` turns true.
-pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
+pub async fn run(registry: Registry, context: Context) {
     let secrets = Controller {
         name: "serviceaccount-token-secret",
         resource: core("secrets"),
@@ -64,7 +64,7 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
         also: Vec::new(),
     };
     tokio::join!(
-        secrets.run(registry.clone(), stop.clone()),
-        accounts.run(registry, stop)
+        secrets.run(registry.clone(), context.clone()),
+        accounts.run(registry, context)
     );
 }

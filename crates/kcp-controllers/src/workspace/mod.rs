@@ -20,8 +20,8 @@ use kcp_apis::system;
 use kcp_registry::tenancy::WORKSPACE_FINALIZER;
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::{Map, Value};
-use tokio::sync::watch;
 
+use crate::Context;
 use crate::driver::{Also, Controller, Key, Outcome, Source};
 
 /// Whether a workspace still needs the controller.
@@ -137,7 +137,7 @@ pub async fn reconcile(registry: &Registry, key: &Key) -> Result<Outcome, Regist
 }
 
 /// Runs the controller until `stop` turns true.
-pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
+pub async fn run(registry: Registry, context: Context) {
     Controller {
         name: "workspace",
         resource: system::workspaces(),
@@ -151,6 +151,6 @@ pub async fn run(registry: Registry, stop: watch::Receiver<bool>) {
             watched: kcp_registry::Watched::All,
         }],
     }
-    .run(registry, stop)
+    .run(registry, context)
     .await
 }

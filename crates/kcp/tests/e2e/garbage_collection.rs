@@ -312,6 +312,38 @@ fn owners_take_their_dependents_in_every_propagation_and_workspaces_stay_apart()
     kcp.kubectl_in_ok(&home, &["delete", "clusterrole", "gc-owner"]);
     wait_gone(&kcp, &home, "configmaps", &["of-role"]);
 
+    // A cluster-scoped dependent of a namespaced kind is never collected, and a Warning says so.
+    let twin = owned_by(&kcp, &home, "ConfigMap", "twin", false);
+    let role = format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: of-a-configmap\n{}rules: []\n",
+        twin.yaml()
+    );
+    create(&kcp, &home, dir.path(), "invalid.yaml", &role);
+    let event = wait::until("the OwnerRefInvalidNamespace event", || {
+        let events = kcp.kubectl_in_ok(
+            &home,
+            &[
+                "get",
+                "events",
+                "-n",
+                "default",
+                "--field-selector=reason=OwnerRefInvalidNamespace",
+                "-o",
+                "jsonpath={range .items[*]}{.type} {.involvedObject.kind}/{.involvedObject.name}: {.message}{end}",
+            ],
+        );
+        (!events.is_empty()).then_some(events)
+    });
+    assert_eq!(
+        event,
+        format!(
+            "Warning ClusterRole/of-a-configmap: ownerRef [v1/ConfigMap, namespace: , name: twin, \
+             uid: {}] does not exist in namespace \"\"",
+            twin.uid
+        )
+    );
+    kcp.kubectl_in_ok(&home, &["get", "clusterrole", "of-a-configmap"]);
+
     // The other workspace kept everything; now its own owners go.
     let kept = names(&kcp, &other, "configmaps");
     for name in ["bg-1", "bg-2", "fg-1", "fg-2", "orphan-1", "twin"] {
@@ -332,4 +364,22 @@ fn owners_take_their_dependents_in_every_propagation_and_workspaces_stay_apart()
         ],
     );
     wait_gone(&kcp, &other, "configmaps", &["bg-1", "bg-2"]);
+
+    // The collector's queue reports under its name, one series for every workspace.
+    let metrics = kcp.kubectl_in_ok(&home, &["get", "--raw", "/metrics"]);
+    for series in [
+        "workqueue_adds_total{name=\"garbagecollector\"}",
+        "workqueue_depth{name=\"garbagecollector\"}",
+        "workqueue_retries_total{name=\"garbagecollector\"}",
+        "workqueue_work_duration_seconds_count{name=\"garbagecollector\"}",
+        "workqueue_adds_total{name=\"namespace-defaults\"}",
+    ] {
+        assert!(metrics.contains(series), "{series} missing");
+    }
+    assert_eq!(
+        metrics
+            .matches("workqueue_adds_total{name=\"garbagecollector\"}")
+            .count(),
+        1
+    );
 }
