@@ -7,11 +7,13 @@
 //! `crds` (a big CRD updated and deleted by the real `kcp` binary, and the memory it leaves),
 //! `authz` (GETs by an RBAC-authorized user against the admin's), `lists` (a LIST of 100,000
 //! configmaps against a bare TLS server sending the same bytes, and the memory it takes),
-//! `watches` (10,000 watches over 1,000 workspaces: memory per idle watch, delivery latency).
+//! `watches` (10,000 watches over 1,000 workspaces: memory per idle watch, delivery latency),
+//! `gc` (garbage collection of many dependents and of ownership chains in a deleted namespace).
 
 mod api;
 mod authz;
 mod crds;
+mod gc;
 mod lists;
 mod measure;
 mod storage;
@@ -52,6 +54,10 @@ enum Command {
     /// sending the same bytes, and the server's RSS during and after it. Expects
     /// `cargo build --release -p kcp`.
     Lists(lists::Options),
+    /// Garbage collection: 10,000 dependents of one owner collected, and a namespace of 1,000
+    /// objects in ownership chains deleted, each against the client deleting the same objects
+    /// itself. Expects `cargo build --release -p kcp`.
+    Gc(gc::Options),
     /// Watches at scale: 10,000 watches over 1,000 workspaces and wildcard ones, the memory
     /// each idle one takes and how fast events reach them. Expects `cargo build --release -p kcp`.
     Watches(watches::Options),
@@ -67,5 +73,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Authz(options) => authz::run(options).await,
         Command::Lists(options) => lists::run(options).await,
         Command::Watches(options) => watches::run(options).await,
+        Command::Gc(options) => gc::run(options).await,
     }
 }
