@@ -52,6 +52,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // machinery).
     ("kcp-cli", &["kcp-apimachinery"]),
     ("kcp", &["kcp-server", "kcp-cli"]),
+    // The SDK for controllers across workspaces is a client: kube-rs, no kcp crate.
+    ("kcp-sdk", &[]),
     // Tooling.
     (
         "kcp-fuzz",
@@ -75,9 +77,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("kcp-testing", &["kcp-storage-etcd"]),
 ];
 
-/// What any crate's test targets may use besides what the crate itself may: the test tooling
-/// and the in-memory store (and the conformance suite) of `kcp-storage`.
-const TESTS_MAY_ALSO_USE: &[&str] = &["kcp-testing", "kcp-storage"];
+/// What any crate's test targets may use besides what the crate itself may: the test tooling,
+/// the in-memory store (and the conformance suite) of `kcp-storage`, and the SDK (a client the
+/// end-to-end tests drive the server with).
+const TESTS_MAY_ALSO_USE: &[&str] = &["kcp-testing", "kcp-storage", "kcp-sdk"];
 
 /// One dependency of a crate on another workspace crate, as its manifest declares it.
 #[derive(Debug, PartialEq)]

@@ -20,6 +20,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Start the server.
+    // A flag given twice takes its last value, as kube-apiserver's flags do (a wrapper adds
+    // `--secure-port` to flags that already name one).
+    #[command(args_override_self = true)]
     Start(Options),
 }
 

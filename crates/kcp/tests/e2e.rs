@@ -37,6 +37,7 @@ mod e2e {
     pub mod python_client;
     pub mod resource_quota;
     pub mod resources;
+    pub mod sdk;
     pub mod server_side_apply;
     pub mod service_accounts;
     pub mod start;

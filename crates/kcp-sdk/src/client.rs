@@ -1,0 +1,100 @@
+//! Clients for logical clusters from one kube-rs configuration.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// What can go wrong making a client.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("the server URL {0:?} cannot be made a logical cluster's: {1}")]
+    Url(String, String),
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Config(#[from] kube::config::InferConfigError),
+}
+
+/// One configuration for every logical cluster of a kcp server: the configuration's server URL
+/// without its `/clusters/<path>`, to which each client adds its own. Clients are kept per
+/// logical cluster (each holds a connection pool). Cloning shares them.
+#[derive(Clone)]
+pub struct ClusterConfig {
+    config: kube::Config,
+    /// `scheme://host[:port]`, plus any path before `/clusters/`.
+    base: String,
+    clients: Arc<Mutex<HashMap<String, kube::Client>>>,
+}
+
+impl ClusterConfig {
+    /// From a kube-rs configuration (its server URL may name a logical cluster or not).
+    pub fn new(config: kube::Config) -> ClusterConfig {
+        let url = config.cluster_url.to_string();
+        let base = match url.find("/clusters/") {
+            Some(at) => url[..at].to_string(),
+            None => url.trim_end_matches('/').to_string(),
+        };
+        ClusterConfig {
+            config,
+            base,
+            clients: Arc::default(),
+        }
+    }
+
+    /// From the environment, as kube-rs reads it (`KUBECONFIG`, the in-cluster service account).
+    pub async fn infer() -> Result<ClusterConfig, ClusterError> {
+        Ok(ClusterConfig::new(kube::Config::infer().await?))
+    }
+
+    /// The URL of logical cluster `cluster` (a path like `root:org:team`, or `*`).
+    pub fn url_of(&self, cluster: &str) -> String {
+        format!("{}/clusters/{cluster}", self.base)
+    }
+
+    /// A client whose requests reach logical cluster `cluster` (`root:org`, or a logical
+    /// cluster's name as `kcp.io/cluster` gives it).
+    pub fn client(&self, cluster: &str) -> Result<kube::Client, ClusterError> {
+        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(client) = clients.get(cluster) {
+            return Ok(client.clone());
+        }
+        let mut config = self.config.clone();
+        let url = self.url_of(cluster);
+        config.cluster_url = url
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| ClusterError::Url(url.clone(), e.to_string()))?;
+        let client = kube::Client::try_from(config)?;
+        clients.insert(cluster.to_string(), client.clone());
+        Ok(client)
+    }
+
+    /// A client for all logical clusters at once (`/clusters/*`): lists and watches only.
+    pub fn wildcard(&self) -> Result<kube::Client, ClusterError> {
+        self.client("*")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(url: &str) -> ClusterConfig {
+        ClusterConfig::new(kube::Config::new(url.parse().unwrap()))
+    }
+
+    #[test]
+    fn any_cluster_is_reached_from_one_server_url() {
+        let named = config("https://127.0.0.1:6443/clusters/root:org");
+        assert_eq!(
+            named.url_of("root:team"),
+            "https://127.0.0.1:6443/clusters/root:team"
+        );
+        assert_eq!(named.url_of("*"), "https://127.0.0.1:6443/clusters/*");
+        let bare = config("https://kcp.example.com/");
+        assert_eq!(bare.url_of("root"), "https://kcp.example.com/clusters/root");
+        let proxied = config("https://proxy.example.com/kcp/clusters/root");
+        assert_eq!(
+            proxied.url_of("abc"),
+            "https://proxy.example.com/kcp/clusters/abc"
+        );
+    }
+}

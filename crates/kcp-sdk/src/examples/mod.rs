@@ -1,0 +1,3 @@
+//! Whole controllers built with this crate, each also an example binary (`examples/`).
+
+pub mod stamper;
