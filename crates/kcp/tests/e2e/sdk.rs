@@ -10,6 +10,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcp_sdk::ClusterConfig;
 use kcp_sdk::examples::stamper;
+use kcp_sdk::kinds::{LogicalCluster, Workspace};
 use kcp_testing::wait;
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
@@ -106,6 +107,29 @@ async fn the_example_controller_reconciles_every_workspace_survives_a_restart_an
     let clusters: Vec<String> = workspaces.iter().map(|w| kcp.logical_cluster(w)).collect();
     // As kcp's `shard-admin` (context `system:admin`), whose token outlives a restart.
     let config = ClusterConfig::new(system_admin(&kcp).await);
+
+    // kcp's kinds, typed.
+    let listed = Api::<Workspace>::all(config.client("root").unwrap())
+        .list(&Default::default())
+        .await
+        .unwrap();
+    for (workspace, cluster) in ["a", "b", "c"].iter().zip(&clusters) {
+        let found = listed
+            .items
+            .iter()
+            .find(|w| w.metadata.name.as_deref() == Some(workspace))
+            .unwrap();
+        assert_eq!(found.spec.cluster.as_ref(), Some(cluster));
+        assert_eq!(
+            found.status.as_ref().unwrap().phase.as_deref(),
+            Some("Ready")
+        );
+    }
+    let logical = Api::<LogicalCluster>::all(config.client(&clusters[0]).unwrap())
+        .get("cluster")
+        .await
+        .unwrap();
+    assert_eq!(logical.status.unwrap().phase.as_deref(), Some("Ready"));
 
     let (stop_one, one) = replica(&config, "one");
     let (stop_two, two) = replica(&config, "two");
