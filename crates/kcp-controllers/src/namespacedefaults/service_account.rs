@@ -18,6 +18,12 @@ pub(super) async fn ensure(
         resource: core("serviceaccounts"),
         namespace: Some(namespace),
     };
+    // A read first: after a restart every namespace is looked at, and nearly all have theirs.
+    match registry.get(target, DEFAULT_SERVICE_ACCOUNT).await {
+        Ok(_) => return Ok(()),
+        Err(RegistryError::NotFound { .. }) => {}
+        Err(error) => return Err(error),
+    }
     let account = json!({"metadata": {"name": DEFAULT_SERVICE_ACCOUNT}});
     // Refused (a namespace terminating meanwhile, a quota without room): retried, and the
     // pass ends once the namespace is terminating.
