@@ -71,6 +71,9 @@ pub(crate) struct Controller {
     pub resource: &'static Resource,
     /// Whether an object (listed, or the new state of a watch event) needs a reconcile.
     pub wants: fn(&Value) -> bool,
+    /// Whether a listed object needs a reconcile, when that differs from `wants` (a list after
+    /// a start or a broken watch may have to look at what no event would bring).
+    pub listed: Option<fn(&Value) -> bool>,
     /// Whether a DELETED event needs a reconcile of its key.
     pub deletions: bool,
     pub reconcile: fn(Registry, Key) -> Reconciled,
@@ -111,7 +114,7 @@ impl Controller {
         registry: &Registry,
         queue: &mut WorkQueue<Key>,
     ) -> Result<Events, RegistryError> {
-        let wants = self.wants;
+        let wants = self.listed.unwrap_or(self.wants);
         let filter: Filter = Box::new(wants);
         let (wanted, revision) = registry.list_all_clusters(self.resource, &filter).await?;
         for found in wanted {
@@ -322,6 +325,7 @@ mod tests {
             name: "failing",
             resource: namespaces(),
             wants: |_| true,
+            listed: None,
             deletions: false,
             reconcile: failing,
             workers: WORKERS,

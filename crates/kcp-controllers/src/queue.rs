@@ -26,6 +26,9 @@ pub(crate) struct WorkQueue<K> {
     /// Added while active: queued again when done.
     dirty: HashSet<K>,
     delayed: BTreeMap<(Instant, u64), K>,
+    /// Each delayed key's entry in `delayed`: one per key, the earliest asked for (a reconcile
+    /// that asks to come back after a while does not add a timer per run).
+    due: HashMap<K, (Instant, u64)>,
     sequence: u64,
     failures: HashMap<K, u32>,
     /// Keys waiting out a backoff, with the sequence number of their retry in `delayed`.
@@ -41,6 +44,7 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
             active: HashSet::new(),
             dirty: HashSet::new(),
             delayed: BTreeMap::new(),
+            due: HashMap::new(),
             sequence: 0,
             failures: HashMap::new(),
             backing_off: HashMap::new(),
@@ -77,11 +81,23 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
         }
     }
 
-    /// Queues `key` after `delay`; answers the entry's sequence number.
+    /// Queues `key` after `delay`, unless it is due sooner already; answers the sequence
+    /// number of its entry.
     pub(crate) fn add_after(&mut self, key: K, delay: Duration) -> u64 {
+        let at = Instant::now() + delay;
+        if let Some(&(due, sequence)) = self.due.get(&key) {
+            if due <= at {
+                return sequence;
+            }
+            self.delayed.remove(&(due, sequence));
+        }
         self.sequence += 1;
-        self.delayed
-            .insert((Instant::now() + delay, self.sequence), key);
+        if let Some(backoff) = self.backing_off.get_mut(&key) {
+            // Its retry comes sooner now: the backoff ends with it.
+            *backoff = self.sequence;
+        }
+        self.delayed.insert((at, self.sequence), key.clone());
+        self.due.insert(key, (at, self.sequence));
         self.sequence
     }
 
@@ -118,6 +134,8 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
             }
             let sequence = entry.key().1;
             let key = entry.remove();
+            self.due.remove(&key);
+            self.due.give_back_room();
             if self.backing_off.get(&key) == Some(&sequence) {
                 self.backing_off.remove(&key);
                 self.backing_off.give_back_room();
@@ -202,8 +220,17 @@ mod tests {
         let start = Instant::now();
         queue.add_rate_limited("k");
         queue.add_rate_limited("k");
+        // One entry per key, the earliest; every failure counts.
         let deadlines: Vec<_> = queue.delayed.keys().map(|(at, _)| *at - start).collect();
-        assert_eq!(deadlines, [BASE_BACKOFF, BASE_BACKOFF * 2]);
+        assert_eq!(deadlines, [BASE_BACKOFF]);
+        assert_eq!(queue.failures[&"k"], 2);
+        tokio::time::advance(BASE_BACKOFF).await;
+        assert_eq!(queue.next(), Some("k"));
+        queue.add_rate_limited("k");
+        queue.done(&"k");
+        let now = Instant::now();
+        let deadlines: Vec<_> = queue.delayed.keys().map(|(at, _)| *at - now).collect();
+        assert_eq!(deadlines, [BASE_BACKOFF * 4]);
         queue.forget(&"k");
         assert!(queue.failures.is_empty());
     }

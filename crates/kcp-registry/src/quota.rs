@@ -114,100 +114,48 @@ impl Registry {
             namespace: Some(namespace),
         };
         let listed = self.list(quotas, ListOptions::default()).await?.items;
-        for quota in listed {
-            let quota_name = quota["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            if !counted
-                .iter()
-                .any(|c| quota["spec"]["hard"].get(c).is_some())
-            {
-                continue;
-            }
-            self.reserve(quotas, &quota_name, &counted, target, name)
-                .await?;
-        }
-        Ok(())
-    }
-
-    /// Takes one place of each of `counted` in the quota `quota_name`, retrying on conflict.
-    async fn reserve(
-        &self,
-        quotas: Target<'_>,
-        quota_name: &str,
-        counted: &[String],
-        target: &Target<'_>,
-        name: &str,
-    ) -> Result<(), RegistryError> {
+        let mut pending: Vec<String> = listed
+            .iter()
+            .filter(|quota| {
+                counted
+                    .iter()
+                    .any(|c| quota["spec"]["hard"].get(c).is_some())
+            })
+            .filter_map(|quota| quota["metadata"]["name"].as_str().map(str::to_string))
+            .collect();
+        // Every quota is checked before any place is taken (a create one quota refuses takes
+        // no place in the others); a quota that changed meanwhile is checked again.
         for _ in 0..RESERVE_RETRIES {
-            let current = match self.read(&quotas, quota_name).await {
-                Ok(current) => current,
-                // Deleted meanwhile: it limits nothing any more.
-                Err(RegistryError::NotFound { .. }) => return Ok(()),
-                Err(error) => return Err(error),
-            };
-            let mut quota = decode(&current)?;
-            let limited: Vec<&String> = counted
-                .iter()
-                .filter(|c| quota["spec"]["hard"].get(c.as_str()).is_some())
-                .collect();
-            let unknown: Vec<&str> = limited
-                .iter()
-                .filter(|c| {
-                    quota["status"]["hard"].get(c.as_str()).is_none()
-                        || quota["status"]["used"].get(c.as_str()).is_none()
-                })
-                .map(|c| c.as_str())
-                .collect();
-            if !unknown.is_empty() {
-                return Err(target.forbidden(
-                    name,
-                    format!(
-                        "status unknown for quota: {quota_name}, resources: {}",
-                        unknown.join(",")
-                    ),
-                ));
+            let mut reserved = Vec::new();
+            for quota_name in &pending {
+                let current = match self.read(&quotas, quota_name).await {
+                    Ok(current) => current,
+                    // Deleted meanwhile: it limits nothing any more.
+                    Err(RegistryError::NotFound { .. }) => continue,
+                    Err(error) => return Err(error),
+                };
+                let quota = decode(&current)?;
+                let next = take_place(quota_name, quota, &counted)
+                    .map_err(|message| target.forbidden(name, message))?;
+                reserved.push((quota_name.clone(), next, current.mod_revision));
             }
-            let mut requested = BTreeMap::new();
-            let mut used = BTreeMap::new();
-            let mut hard = BTreeMap::new();
-            for counted in &limited {
-                let now = parse_count(&quota["status"]["used"][counted.as_str()]).unwrap_or(0);
-                let limit = parse_count(&quota["status"]["hard"][counted.as_str()]);
-                if limit.is_some_and(|limit| now + 1 > limit) {
-                    requested.insert(counted.as_str(), "1".to_string());
-                    used.insert(counted.as_str(), now.to_string());
-                    hard.insert(counted.as_str(), limit.unwrap_or(0).to_string());
+            let mut changed = Vec::new();
+            for (quota_name, next, revision) in reserved {
+                match self.write_back(&quotas, &quota_name, next, revision).await {
+                    Ok(_) | Err(RegistryError::NotFound { .. }) => {}
+                    Err(RegistryError::Conflict { .. }) => changed.push(quota_name),
+                    Err(error) => return Err(error),
                 }
-                quota["status"]["used"][counted.as_str()] = json!((now + 1).to_string());
             }
-            if !requested.is_empty() {
-                return Err(target.forbidden(
-                    name,
-                    format!(
-                        "exceeded quota: {quota_name}, requested: {}, used: {}, limited: {}",
-                        pretty(&requested),
-                        pretty(&used),
-                        pretty(&hard)
-                    ),
-                ));
+            if changed.is_empty() {
+                return Ok(());
             }
-            crate::meta::take_resource_version(&mut quota);
-            match self
-                .write_back(&quotas, quota_name, quota, current.mod_revision)
-                .await
-            {
-                Ok(_) => return Ok(()),
-                Err(RegistryError::Conflict { .. }) => continue,
-                Err(RegistryError::NotFound { .. }) => return Ok(()),
-                Err(error) => return Err(error),
-            }
+            pending = changed;
         }
         Err(RegistryError::Conflict {
             qualified_resource: target.qualified_resource(),
             name: name.to_string(),
-            reason: format!("the quota {quota_name} changed too often; please try again"),
+            reason: "the namespace's quotas changed too often; please try again".to_string(),
         })
     }
 
@@ -234,6 +182,51 @@ impl Registry {
             .await?;
         Ok(page.items.len() as u64 + page.remaining_item_count.unwrap_or(0))
     }
+}
+
+/// `quota` with one more of each of `counted` it limits in `status.used`, or Kubernetes' refusal:
+/// a limited resource without usage yet, or one already at its limit.
+fn take_place(quota_name: &str, mut quota: Value, counted: &[String]) -> Result<Value, String> {
+    let limited: Vec<&str> = counted
+        .iter()
+        .map(String::as_str)
+        .filter(|c| quota["spec"]["hard"].get(*c).is_some())
+        .collect();
+    let unknown: Vec<&str> = limited
+        .iter()
+        .copied()
+        .filter(|c| {
+            quota["status"]["hard"].get(*c).is_none() || quota["status"]["used"].get(*c).is_none()
+        })
+        .collect();
+    if !unknown.is_empty() {
+        return Err(format!(
+            "status unknown for quota: {quota_name}, resources: {}",
+            unknown.join(",")
+        ));
+    }
+    let (mut requested, mut used, mut hard) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    for counted in limited {
+        let now = parse_count(&quota["status"]["used"][counted]).unwrap_or(0);
+        if let Some(limit) = parse_count(&quota["status"]["hard"][counted])
+            && now + 1 > limit
+        {
+            requested.insert(counted, "1".to_string());
+            used.insert(counted, now.to_string());
+            hard.insert(counted, limit.to_string());
+        }
+        quota["status"]["used"][counted] = json!((now + 1).to_string());
+    }
+    if !requested.is_empty() {
+        return Err(format!(
+            "exceeded quota: {quota_name}, requested: {}, used: {}, limited: {}",
+            pretty(&requested),
+            pretty(&used),
+            pretty(&hard)
+        ));
+    }
+    crate::meta::take_resource_version(&mut quota);
+    Ok(quota)
 }
 
 /// The ResourceQuota resource.

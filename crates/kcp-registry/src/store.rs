@@ -763,7 +763,7 @@ impl Registry {
     }
 
     /// [`Registry::delete`] with options: a propagation policy and preconditions (namespaces
-    /// and CRDs, which their own controllers empty, take neither).
+    /// and CRDs, which their own controllers empty, take only the preconditions).
     pub async fn delete_with(
         &self,
         target: Target<'_>,
@@ -771,7 +771,22 @@ impl Registry {
         options: &DeleteOptions,
     ) -> Result<DeleteOutcome, RegistryError> {
         self.admit_delete(&target, name).await?;
-        match kinds::rules(target.resource).deletion() {
+        let deletion = kinds::rules(target.resource).deletion();
+        if deletion != Deletion::Plain
+            && (options.uid.is_some() || options.resource_version.is_some())
+        {
+            let current = self.read(&target, name).await?;
+            if let Some(reason) =
+                options.failed_precondition(&decode(&current)?, current.mod_revision)
+            {
+                return Err(RegistryError::Conflict {
+                    qualified_resource: target.qualified_resource(),
+                    name: name.to_string(),
+                    reason,
+                });
+            }
+        }
+        match deletion {
             Deletion::NamespaceLifecycle => self.delete_namespace(target, name).await,
             Deletion::ServedResources => self.delete_crd(target, name).await,
             Deletion::Plain => self.delete_object(target, name, options).await,

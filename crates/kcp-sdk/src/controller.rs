@@ -88,7 +88,10 @@ where
                         running.push(async move { (key, reconciled.await) });
                     }
                     // Gone since it was queued: nothing to reconcile.
-                    None => queue.done(&key),
+                    None => {
+                        queue.succeeded(&key);
+                        queue.done(&key);
+                    }
                 }
             }
             let due = queue.next_due();

@@ -1,10 +1,13 @@
 //! Leader election on a coordination.k8s.io Lease, as client-go's leaderelection does it: the
-//! holder renews the lease every third of its duration; another replica takes it once it has
-//! not been renewed for its whole duration.
+//! holder renews the lease every third of its duration and stops leading when it could not for
+//! two thirds of it (client-go's renew deadline); another replica takes it once it has seen the
+//! lease unchanged for its whole duration, by its own clock.
 
 use std::future::Future;
-use std::pin::pin;
+use std::sync::Mutex;
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -18,6 +21,17 @@ pub struct LeaderElector {
     name: String,
     identity: String,
     duration: Duration,
+    /// The lease record last seen (holder and renew time) and when, on this replica's clock:
+    /// expiry is judged by how long the record has not changed here, never by comparing the
+    /// holder's clock with ours.
+    observed: Mutex<Option<Observed>>,
+}
+
+/// A lease record as last seen: its holder, its renew time, and when it was first seen so.
+struct Observed {
+    holder: Option<String>,
+    renewed: Option<MicroTime>,
+    since: Instant,
 }
 
 impl LeaderElector {
@@ -29,10 +43,12 @@ impl LeaderElector {
             name: name.to_string(),
             identity: identity.to_string(),
             duration: Duration::from_secs(15),
+            observed: Mutex::new(None),
         }
     }
 
-    /// A lease not renewed for `duration` may be taken (default 15 s).
+    /// A lease not renewed for `duration` may be taken (default 15 s). The holder renews every
+    /// third of it, and stops leading once it has not renewed for two thirds of it.
     pub fn with_lease_duration(mut self, duration: Duration) -> Self {
         self.duration = duration;
         self
@@ -64,14 +80,13 @@ impl LeaderElector {
             return conflict_is_false(self.api.create(&PostParams::default(), &lease).await);
         };
         let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
-        let ours = spec.holder_identity.as_deref() == Some(self.identity.as_str());
-        let renewed = spec.renew_time.as_ref().map(|t| t.0);
+        let holder = spec.holder_identity.clone().filter(|h| !h.is_empty());
+        let ours = holder.as_deref() == Some(self.identity.as_str());
         let held_for = spec
             .lease_duration_seconds
             .map_or(self.duration, |s| Duration::from_secs(s.max(0) as u64));
-        let expired =
-            renewed.is_none_or(|at| now.duration_since(at).unsigned_abs() >= held_for && now > at);
-        if !ours && !expired {
+        let unchanged_for = self.unchanged_for(holder.clone(), spec.renew_time.clone());
+        if !ours && holder.is_some() && unchanged_for < held_for {
             return Ok(false);
         }
         if !ours {
@@ -89,38 +104,58 @@ impl LeaderElector {
         )
     }
 
+    /// How long, on this replica's clock, the lease has shown this holder and renew time.
+    fn unchanged_for(&self, holder: Option<String>, renewed: Option<MicroTime>) -> Duration {
+        let mut observed = self.observed.lock().unwrap_or_else(|e| e.into_inner());
+        match observed.as_ref() {
+            Some(seen) if seen.holder == holder && seen.renewed == renewed => seen.since.elapsed(),
+            _ => {
+                *observed = Some(Observed {
+                    holder,
+                    renewed,
+                    since: Instant::now(),
+                });
+                Duration::ZERO
+            }
+        }
+    }
+
     /// Waits until this replica holds the lease, then runs `work` while renewing it; answers
-    /// `Some` with what `work` answered, or `None` when the lease was lost first (the work is
+    /// `Some` with what `work` answered, or `None` when the lease was lost first: another
+    /// replica took it, or no renewal succeeded for two thirds of its duration (the work is
     /// then dropped, as client-go's `OnStoppedLeading` stops a controller).
     pub async fn run<F: Future>(&self, work: F) -> Option<F::Output> {
         let retry = self.duration / 3;
         loop {
-            match self.try_acquire_or_renew().await {
-                Ok(true) => break,
-                Ok(false) => {}
-                Err(error) => tracing::info!(%error, lease = %self.name, "acquiring the lease"),
+            match tokio::time::timeout(retry, self.try_acquire_or_renew()).await {
+                Ok(Ok(true)) => break,
+                Ok(Ok(false)) => {}
+                Ok(Err(error)) => tracing::info!(%error, lease = %self.name, "acquiring the lease"),
+                Err(_) => tracing::info!(lease = %self.name, "acquiring the lease timed out"),
             }
             tokio::time::sleep(retry).await;
         }
         tracing::info!(lease = %self.name, identity = %self.identity, "leading");
-        let mut work = pin!(work);
-        let mut last_renewed = tokio::time::Instant::now();
-        loop {
-            tokio::select! {
-                output = &mut work => return Some(output),
-                _ = tokio::time::sleep(retry) => {
-                    match self.try_acquire_or_renew().await {
-                        Ok(true) => last_renewed = tokio::time::Instant::now(),
-                        Ok(false) => return None,
-                        Err(error) => {
-                            tracing::info!(%error, lease = %self.name, "renewing the lease");
-                            if last_renewed.elapsed() >= self.duration {
-                                return None;
-                            }
-                        }
-                    }
+        let renewing = async {
+            let deadline = self.duration * 2 / 3;
+            let mut renewed = Instant::now();
+            loop {
+                tokio::time::sleep(retry).await;
+                match tokio::time::timeout(retry, self.try_acquire_or_renew()).await {
+                    Ok(Ok(true)) => renewed = Instant::now(),
+                    Ok(Ok(false)) => return,
+                    Ok(Err(error)) => tracing::info!(%error, lease = %self.name, "renewing"),
+                    Err(_) => tracing::info!(lease = %self.name, "renewing timed out"),
+                }
+                if renewed.elapsed() >= deadline {
+                    return;
                 }
             }
+        };
+        // The work goes on while a renewal is under way.
+        tokio::select! {
+            output = work => Some(output),
+            () = renewing => None,
         }
     }
 }

@@ -18,6 +18,8 @@ pub(crate) struct Queue<K: Ord> {
     /// Added while in progress.
     again: HashSet<K>,
     later: BTreeSet<(Instant, K)>,
+    /// When each key in `later` is due: one time per key, the earliest asked for.
+    due: HashMap<K, Instant>,
     failures: HashMap<K, u32>,
 }
 
@@ -29,6 +31,7 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
             in_progress: HashSet::new(),
             again: HashSet::new(),
             later: BTreeSet::new(),
+            due: HashMap::new(),
             failures: HashMap::new(),
         }
     }
@@ -41,8 +44,17 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
         }
     }
 
+    /// Queues `key` after `delay`, unless it is due sooner already.
     pub(crate) fn add_after(&mut self, key: K, delay: Duration) {
-        self.later.insert((Instant::now() + delay, key));
+        let at = Instant::now() + delay;
+        if let Some(due) = self.due.get(&key) {
+            if *due <= at {
+                return;
+            }
+            self.later.remove(&(*due, key.clone()));
+        }
+        self.due.insert(key.clone(), at);
+        self.later.insert((at, key));
     }
 
     /// Retries `key` after a delay that doubles with each failure since it last succeeded.
@@ -55,7 +67,7 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
         self.add_after(key, delay);
     }
 
-    /// `key` succeeded: its next failure retries quickly again.
+    /// `key` succeeded (or its object is gone): its next failure retries quickly again.
     pub(crate) fn succeeded(&mut self, key: &K) {
         self.failures.remove(key);
     }
@@ -68,6 +80,7 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
                 break;
             }
             if let Some((_, key)) = self.later.pop_first() {
+                self.due.remove(&key);
                 self.add(key);
             }
         }
@@ -116,5 +129,13 @@ mod tests {
         assert_eq!(queue.next(), None, "the second retry waits twice as long");
         tokio::time::advance(FIRST_RETRY).await;
         assert_eq!(queue.next(), Some("a"));
+        queue.done(&"a");
+        // One time per key: the earliest.
+        queue.add_after("b", Duration::from_secs(60));
+        queue.add_after("b", Duration::from_secs(1));
+        queue.add_after("b", Duration::from_secs(30));
+        assert_eq!(queue.later.len(), 1);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(queue.next(), Some("b"));
     }
 }

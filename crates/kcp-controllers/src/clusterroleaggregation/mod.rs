@@ -26,6 +26,7 @@ pub async fn run(registry: Registry, context: Context) {
         resource: cluster_roles(),
         // Every write: a label removed matters as much as one added.
         wants: |_| true,
+        listed: None,
         deletions: true,
         reconcile: |registry, key: Key| {
             Box::pin(async move { aggregate::reconcile(&registry, &key.cluster).await })

@@ -31,6 +31,7 @@ pub async fn run(registry: Registry, context: Context) {
         name: "customresourcedefinition",
         resource: crds(),
         wants: |_| true,
+        listed: None,
         deletions: true,
         reconcile: |registry, key: Key| {
             Box::pin(async move {

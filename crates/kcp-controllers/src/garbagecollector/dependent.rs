@@ -91,14 +91,18 @@ pub(crate) async fn reconcile(
         uid: Some(uid),
         ..DeleteOptions::propagating(propagation)
     };
-    match registry
-        .privileged()
-        .delete_with(target, &location.name, &options)
-        .await
-    {
+    // Not privileged: what admission protects from users (namespace `default`, a workspace's
+    // LogicalCluster) is protected from ownership too; such a delete is refused and retried,
+    // as Kubernetes' collector retries a 403.
+    match registry.delete_with(target, &location.name, &options).await {
         Ok(_) | Err(RegistryError::NotFound { .. }) => Ok(()),
-        // The object changed, or is another one now: the watch brings it back if need be.
-        Err(RegistryError::Conflict { .. }) => Ok(()),
+        // Another object by that name now: the watch brought its own key.
+        Err(RegistryError::Conflict { reason, .. })
+            if reason.starts_with("Precondition failed") =>
+        {
+            Ok(())
+        }
+        // Other conflicts (a busy object) are retried.
         Err(other) => Err(other),
     }
 }

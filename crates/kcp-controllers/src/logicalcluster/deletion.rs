@@ -11,7 +11,7 @@ use kcp_apimachinery::object;
 use kcp_apis::builtin::{RESOURCES, Resource, ResourceRef};
 use kcp_apis::system;
 use kcp_registry::tenancy::{LOGICAL_CLUSTER, LOGICAL_CLUSTER_FINALIZER};
-use kcp_registry::{Registry, RegistryError, Target};
+use kcp_registry::{DeleteOptions, Propagation, Registry, RegistryError, Target};
 use serde_json::{Value, json};
 
 use crate::conditions::{self, Condition};
@@ -95,7 +95,11 @@ pub(super) async fn reconcile(
             namespace: None,
         };
         let deleted = privileged
-            .delete_collection(target, None, &Default::default())
+            .delete_collection(
+                target,
+                None,
+                &DeleteOptions::propagating(Propagation::Background),
+            )
             .await?;
         remaining += deleted.pending;
     }

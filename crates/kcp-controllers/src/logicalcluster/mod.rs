@@ -67,6 +67,7 @@ pub async fn run(registry: Registry, context: Context) {
         name: "logicalcluster",
         resource: system::logical_clusters(),
         wants: needs_work,
+        listed: None,
         deletions: false,
         reconcile: |registry, key: Key| Box::pin(async move { reconcile(&registry, &key).await }),
         // A deletion pass holds every object left of each resource it reads (an organization's

@@ -35,6 +35,7 @@ pub async fn run(registry: Registry, context: Context) {
         name: "namespace",
         resource: namespaces(),
         wants: deleting,
+        listed: None,
         deletions: false,
         reconcile: |registry, key: Key| {
             Box::pin(async move { reconcile(&registry, &key.cluster, &key.name).await })

@@ -7,7 +7,7 @@
 use kcp_apimachinery::object;
 use kcp_apis::builtin::{RESOURCES, Resource, ResourceRef};
 use kcp_registry::kinds::core::{NAMESPACE_FINALIZER, spec_finalizers};
-use kcp_registry::{Registry, RegistryError, Target};
+use kcp_registry::{DeleteOptions, Propagation, Registry, RegistryError, Target};
 use serde_json::json;
 
 use super::conditions::{self, Remaining};
@@ -82,8 +82,14 @@ pub async fn reconcile(
             resource,
             namespace: Some(name),
         };
+        // In the background, as Kubernetes' namespace deleter: it clears `orphan` and
+        // `foregroundDeletion`, so they never hold the namespace up.
         let deleted = registry
-            .delete_collection(content, None, &Default::default())
+            .delete_collection(
+                content,
+                None,
+                &DeleteOptions::propagating(Propagation::Background),
+            )
             .await?;
         remaining.add(&resource.name, &resource.group, deleted.held);
     }

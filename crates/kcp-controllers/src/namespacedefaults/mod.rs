@@ -58,6 +58,7 @@ pub async fn run(registry: Registry, context: Context) {
         name: "namespace-defaults",
         resource: core("namespaces"),
         wants: active,
+        listed: None,
         deletions: false,
         reconcile: |registry, key: Key| Box::pin(async move { reconcile(&registry, &key).await }),
         workers: crate::driver::WORKERS,

@@ -47,6 +47,9 @@ pub async fn run(registry: Registry, context: Context) {
         name: "resourcequota",
         resource: resource_quotas(),
         wants: needs_recount,
+        // After a start every quota is recounted (a reservation whose create failed, counts
+        // that went while the server was down).
+        listed: Some(|_| true),
         deletions: false,
         reconcile: |registry, key: Key| {
             Box::pin(async move { usage::reconcile(&registry, &key).await })

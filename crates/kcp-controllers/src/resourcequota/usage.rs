@@ -75,14 +75,11 @@ async fn recount(
     let Some(status_registry) = registry.subresource("status") else {
         return Ok(true);
     };
-    let result = status_registry
-        .patch(quotas, name, &|current: &Value| {
-            let mut next = current.clone();
-            next["status"] = status.clone();
-            Ok(next)
-        })
-        .await;
-    match result {
+    // Written over the revision read before counting: a create that reserved its place since
+    // (its object perhaps not counted) makes this a conflict, and the recount runs again.
+    let mut next = quota;
+    next["status"] = status;
+    match status_registry.update(quotas, name, next).await {
         Ok(_) => Ok(true),
         Err(RegistryError::NotFound { .. }) => Ok(false),
         Err(error) => Err(error),

@@ -45,6 +45,7 @@ pub async fn run(registry: Registry, context: Context) {
         name: "serviceaccount-token-secret",
         resource: core("secrets"),
         wants: |secret| is_token_secret(secret) && token_secret::unfilled(secret),
+        listed: None,
         deletions: false,
         reconcile: |registry, key: Key| {
             Box::pin(async move { token_secret::reconcile(&registry, &key).await })
@@ -56,6 +57,7 @@ pub async fn run(registry: Registry, context: Context) {
         name: "serviceaccount-token-cleanup",
         resource: core("serviceaccounts"),
         wants: |_| false,
+        listed: None,
         deletions: true,
         reconcile: |registry, key: Key| {
             Box::pin(async move { cleanup::reconcile(&registry, &key).await })

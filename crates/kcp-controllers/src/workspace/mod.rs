@@ -142,6 +142,7 @@ pub async fn run(registry: Registry, context: Context) {
         name: "workspace",
         resource: system::workspaces(),
         wants: needs_work,
+        listed: None,
         deletions: false,
         reconcile: |registry, key: Key| Box::pin(async move { reconcile(&registry, &key).await }),
         workers: crate::driver::WORKERS,

@@ -257,6 +257,20 @@ async fn propagation_policies_set_the_collectors_finalizers_and_preconditions_ho
         registry.get(target(), "p").await,
         Err(RegistryError::NotFound { .. })
     ));
+    // Namespaces take preconditions too.
+    let namespaces = || cluster_wide("root", builtin("", "namespaces"));
+    registry
+        .create(namespaces(), json!({"metadata": {"name": "doomed"}}))
+        .await
+        .unwrap();
+    let refused = registry
+        .delete_with(namespaces(), "doomed", &wrong_uid)
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("Precondition failed"),
+        "{refused}"
+    );
     // Without a policy an object goes at once.
     registry
         .create(target(), json!({"metadata": {"name": "q"}}))

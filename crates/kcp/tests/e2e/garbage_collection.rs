@@ -344,6 +344,58 @@ fn owners_take_their_dependents_in_every_propagation_and_workspaces_stay_apart()
     );
     kcp.kubectl_in_ok(&home, &["get", "clusterrole", "of-a-configmap"]);
 
+    // What users may not delete (namespace `default`), ownership may not delete either.
+    kcp.kubectl_in_ok(
+        &home,
+        &[
+            "create",
+            "clusterrole",
+            "guard",
+            "--verb=get",
+            "--resource=configmaps",
+        ],
+    );
+    let guard = owned_by(&kcp, &home, "ClusterRole", "guard", false);
+    let patch = format!(
+        r#"{{"metadata":{{"ownerReferences":[{{"apiVersion":"{}","kind":"{}","name":"{}","uid":"{}"}}]}}}}"#,
+        guard.api_version, guard.kind, guard.name, guard.uid
+    );
+    kcp.kubectl_in_ok(
+        &home,
+        &[
+            "patch",
+            "namespace",
+            "default",
+            "--type=merge",
+            "-p",
+            &patch,
+        ],
+    );
+    kcp.kubectl_in_ok(&home, &["delete", "clusterrole", "guard"]);
+    let sentinel = Owner {
+        name: "gone-too",
+        ..owned_by(&kcp, &home, "ConfigMap", "twin", false)
+    };
+    create(
+        &kcp,
+        &home,
+        dir.path(),
+        "sentinel.yaml",
+        &configmap("sentinel", Some(&sentinel), ""),
+    );
+    wait_gone(&kcp, &home, "configmaps", &["sentinel"]);
+    let default = kcp.kubectl_in_ok(
+        &home,
+        &[
+            "get",
+            "namespace",
+            "default",
+            "-o",
+            "jsonpath={.status.phase}",
+        ],
+    );
+    assert_eq!(default, "Active");
+
     // The other workspace kept everything; now its own owners go.
     let kept = names(&kcp, &other, "configmaps");
     for name in ["bg-1", "bg-2", "fg-1", "fg-2", "orphan-1", "twin"] {
