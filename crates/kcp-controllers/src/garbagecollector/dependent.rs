@@ -32,11 +32,20 @@ enum Found {
     Invalid,
 }
 
-/// Looks at the dependent at `location`; `has_dependents` says whether it owns others.
+/// What the graph knows of a dependent's own dependents.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Dependents {
+    /// It owns others.
+    pub any: bool,
+    /// One of them is being deleted in the foreground itself.
+    pub one_waits: bool,
+}
+
+/// Looks at the dependent at `location`.
 pub(crate) async fn reconcile(
     registry: &Registry,
     location: &Location,
-    has_dependents: bool,
+    dependents: Dependents,
 ) -> Result<(), RegistryError> {
     let Some(resource) = registry.resolve_location(location) else {
         // Its kind is no longer served (a CRD deleted with its objects): nothing to collect.
@@ -78,7 +87,12 @@ pub(crate) async fn reconcile(
         }
         return without_references(registry, target, &location.name, &uid, &gone).await;
     }
-    let propagation = if found.contains(&Found::Waiting) && has_dependents {
+    let propagation = if found.contains(&Found::Waiting) && dependents.any {
+        if dependents.one_waits {
+            // Owner and dependent may wait on each other (a cycle): as Kubernetes does, this
+            // object stops blocking its owners before it goes in the foreground.
+            unblock_owners(registry, target, &location.name, &uid).await?;
+        }
         Propagation::Foreground
     } else if has_finalizer(&dependent, ORPHAN_FINALIZER) {
         Propagation::Orphan
@@ -184,4 +198,35 @@ async fn report_invalid(
         "garbage-collector-controller",
     )
     .await;
+}
+
+/// Sets `blockOwnerDeletion` to false in every owner reference of the object `name` of
+/// `target`, if it still has uid `uid`.
+async fn unblock_owners(
+    registry: &Registry,
+    target: Target<'_>,
+    name: &str,
+    uid: &str,
+) -> Result<(), RegistryError> {
+    let result = registry
+        .privileged()
+        .patch(target, name, &|current: &Value| {
+            let mut next = current.clone();
+            if next["metadata"]["uid"].as_str() != Some(uid) {
+                return Ok(next);
+            }
+            if let Some(references) = next["metadata"]["ownerReferences"].as_array_mut() {
+                for reference in references.iter_mut() {
+                    if reference["blockOwnerDeletion"] == Value::Bool(true) {
+                        reference["blockOwnerDeletion"] = Value::Bool(false);
+                    }
+                }
+            }
+            Ok(next)
+        })
+        .await;
+    match result {
+        Ok(_) | Err(RegistryError::NotFound { .. }) => Ok(()),
+        Err(other) => Err(other),
+    }
 }

@@ -77,6 +77,8 @@ pub(crate) struct Graph {
     dependents: HashMap<OwnerId, HashSet<Location>>,
     /// Objects being deleted with one of the collector's finalizers, and their uid.
     finalizing: HashMap<Location, String>,
+    /// Those of them deleted in the foreground (waiting for their dependents).
+    foreground: HashSet<Location>,
     finalizing_by_uid: HashMap<OwnerId, Location>,
 }
 
@@ -122,7 +124,7 @@ impl Graph {
                 let finalizers = object["metadata"]["finalizers"].as_array();
                 let has = |name: &str| finalizers.is_some_and(|f| f.iter().any(|v| v == name));
                 if deleting && (has(ORPHAN_FINALIZER) || has(FOREGROUND_FINALIZER)) {
-                    self.set_finalizing(location.clone(), uid);
+                    self.set_finalizing(location.clone(), uid, has(FOREGROUND_FINALIZER));
                     work.push(Work::Finalizer(location));
                 } else {
                     self.remove_finalizing(&location);
@@ -198,14 +200,20 @@ impl Graph {
         }
     }
 
-    fn set_finalizing(&mut self, location: Location, uid: String) {
+    fn set_finalizing(&mut self, location: Location, uid: String, foreground: bool) {
         self.remove_finalizing(&location);
+        if foreground {
+            self.foreground.insert(location.clone());
+        }
         self.finalizing_by_uid
             .insert((location.cluster.clone(), uid.clone()), location.clone());
         self.finalizing.insert(location, uid);
     }
 
     fn remove_finalizing(&mut self, location: &Location) {
+        if self.foreground.remove(location) {
+            self.foreground.give_back_room();
+        }
         if let Some(uid) = self.finalizing.remove(location) {
             self.finalizing_by_uid
                 .remove(&(location.cluster.clone(), uid));
@@ -238,6 +246,15 @@ impl Graph {
             .get(location)
             .map(String::as_str)
             .or_else(|| self.nodes.get(location).map(|node| node.uid.as_str()))
+    }
+
+    /// Whether one of the dependents of the owner `uid` in `cluster` is itself being deleted in
+    /// the foreground (waiting for its own dependents): a possible ownership cycle.
+    pub(crate) fn a_dependent_waits(&self, cluster: &str, uid: &str) -> bool {
+        let id = (cluster.to_string(), uid.to_string());
+        self.dependents
+            .get(&id)
+            .is_some_and(|dependents| dependents.iter().any(|d| self.foreground.contains(d)))
     }
 
     /// Whether the object `uid` in `cluster` has dependents.

@@ -144,11 +144,13 @@ fn step(registry: &Registry, graph: &Graph, work: Work) -> Stepped {
     let registry = registry.clone();
     match work {
         Work::Dependent(location) => {
-            let has_dependents = graph
-                .uid_at(&location)
-                .is_some_and(|uid| graph.has_dependents(&location.cluster, uid));
+            let uid = graph.uid_at(&location);
+            let dependents = dependent::Dependents {
+                any: uid.is_some_and(|uid| graph.has_dependents(&location.cluster, uid)),
+                one_waits: uid.is_some_and(|uid| graph.a_dependent_waits(&location.cluster, uid)),
+            };
             Box::pin(async move {
-                let result = dependent::reconcile(&registry, &location, has_dependents)
+                let result = dependent::reconcile(&registry, &location, dependents)
                     .await
                     .map(|()| Vec::new());
                 (Work::Dependent(location), result)

@@ -227,6 +227,54 @@ fn owners_take_their_dependents_in_every_propagation_and_workspaces_stay_apart()
     wait_gone(&kcp, &home, "widgets", &["w-fg"]);
     wait_gone(&kcp, &home, "configmaps", &["fg-1"]);
 
+    // A cycle (each owns the other, blocking) deleted in the foreground does not wait forever.
+    create(
+        &kcp,
+        &home,
+        dir.path(),
+        "cycle-a.yaml",
+        &configmap("cycle-a", None, ""),
+    );
+    let cycle_a = owned_by(&kcp, &home, "ConfigMap", "cycle-a", true);
+    create(
+        &kcp,
+        &home,
+        dir.path(),
+        "cycle-b.yaml",
+        &configmap("cycle-b", Some(&cycle_a), ""),
+    );
+    let cycle_b = owned_by(&kcp, &home, "ConfigMap", "cycle-b", true);
+    let patch = format!(
+        r#"{{"metadata":{{"ownerReferences":[{{"apiVersion":"v1","kind":"ConfigMap","name":"cycle-b","uid":"{}","blockOwnerDeletion":true}}]}}}}"#,
+        cycle_b.uid
+    );
+    kcp.kubectl_in_ok(
+        &home,
+        &[
+            "patch",
+            "configmap",
+            "cycle-a",
+            "-n",
+            "gc",
+            "--type=merge",
+            "-p",
+            &patch,
+        ],
+    );
+    kcp.kubectl_in_ok(
+        &home,
+        &[
+            "delete",
+            "configmap",
+            "cycle-a",
+            "-n",
+            "gc",
+            "--cascade=foreground",
+            "--wait=false",
+        ],
+    );
+    wait_gone(&kcp, &home, "configmaps", &["cycle-a", "cycle-b"]);
+
     // Orphan: the owner goes, its dependent stays without the reference.
     kcp.kubectl_in_ok(
         &home,
