@@ -16,13 +16,24 @@ pub enum ClusterError {
 
 /// One configuration for every logical cluster of a kcp server: the configuration's server URL
 /// without its `/clusters/<path>`, to which each client adds its own. Clients are kept per
-/// logical cluster (each holds a connection pool). Cloning shares them.
+/// logical cluster (each holds a connection pool), the [`KEPT_CLIENTS`] used last. Cloning
+/// shares them.
 #[derive(Clone)]
 pub struct ClusterConfig {
     config: kube::Config,
     /// `scheme://host[:port]`, plus any path before `/clusters/`.
     base: String,
-    clients: Arc<Mutex<HashMap<String, kube::Client>>>,
+    clients: Arc<Mutex<Clients>>,
+}
+
+/// How many logical clusters' clients are kept; the one used longest ago goes first.
+pub const KEPT_CLIENTS: usize = 256;
+
+#[derive(Default)]
+struct Clients {
+    /// Each client and when it was last handed out (a counter).
+    by_cluster: HashMap<String, (kube::Client, u64)>,
+    uses: u64,
 }
 
 impl ClusterConfig {
@@ -54,7 +65,10 @@ impl ClusterConfig {
     /// cluster's name as `kcp.io/cluster` gives it).
     pub fn client(&self, cluster: &str) -> Result<kube::Client, ClusterError> {
         let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(client) = clients.get(cluster) {
+        clients.uses += 1;
+        let now = clients.uses;
+        if let Some((client, used)) = clients.by_cluster.get_mut(cluster) {
+            *used = now;
             return Ok(client.clone());
         }
         let mut config = self.config.clone();
@@ -63,7 +77,19 @@ impl ClusterConfig {
             .parse()
             .map_err(|e: http::uri::InvalidUri| ClusterError::Url(url.clone(), e.to_string()))?;
         let client = kube::Client::try_from(config)?;
-        clients.insert(cluster.to_string(), client.clone());
+        if clients.by_cluster.len() >= KEPT_CLIENTS {
+            let oldest = clients
+                .by_cluster
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(cluster, _)| cluster.clone());
+            if let Some(oldest) = oldest {
+                clients.by_cluster.remove(&oldest);
+            }
+        }
+        clients
+            .by_cluster
+            .insert(cluster.to_string(), (client.clone(), now));
         Ok(client)
     }
 
@@ -79,6 +105,19 @@ mod tests {
 
     fn config(url: &str) -> ClusterConfig {
         ClusterConfig::new(kube::Config::new(url.parse().unwrap()))
+    }
+
+    #[tokio::test]
+    async fn clients_are_kept_for_the_clusters_used_last() {
+        let config = config("https://127.0.0.1:6443/clusters/root");
+        for n in 0..KEPT_CLIENTS + 10 {
+            config.client(&format!("c{n}")).unwrap();
+            config.client("hot").unwrap();
+        }
+        let clients = config.clients.lock().unwrap();
+        assert_eq!(clients.by_cluster.len(), KEPT_CLIENTS);
+        assert!(clients.by_cluster.contains_key("hot"));
+        assert!(!clients.by_cluster.contains_key("c0"));
     }
 
     #[test]

@@ -27,7 +27,7 @@ mod leader;
 mod queue;
 mod store;
 
-pub use client::{ClusterConfig, ClusterError};
+pub use client::{ClusterConfig, ClusterError, KEPT_CLIENTS};
 pub use controller::{Action, Controller};
 pub use leader::LeaderElector;
 pub use store::{CLUSTER_ANNOTATION, ClusterKey, ClusterStore, reflect};
