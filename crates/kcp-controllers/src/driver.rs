@@ -177,13 +177,8 @@ impl Controller {
             while in_flight.len() < self.workers {
                 let Some(key) = queue.next() else { break };
                 let reconciled = (self.reconcile)(registry.clone(), key.clone());
-                let work = metrics.work.clone();
-                in_flight.push(async move {
-                    let began = tokio::time::Instant::now();
-                    let outcome = reconciled.await;
-                    work.observe(began.elapsed().as_secs_f64());
-                    (key, outcome)
-                });
+                let timed = metrics.timed(reconciled);
+                in_flight.push(async move { (key, timed.await) });
             }
             let wake_at = [queue.next_deadline(), resync_at]
                 .into_iter()
@@ -240,14 +235,17 @@ impl Controller {
 }
 
 /// The next watch event, or never while there is no watch.
-async fn next_event(events: &mut Option<Events>) -> Option<Result<Trigger, RegistryError>> {
+pub(crate) async fn next_event<T>(
+    events: &mut Option<Pin<Box<dyn Stream<Item = T> + Send>>>,
+) -> Option<T> {
     match events {
         Some(stream) => stream.next().await,
         None => std::future::pending().await,
     }
 }
 
-async fn sleep_until(at: Option<tokio::time::Instant>) {
+/// Sleeps until `at`, or forever without one.
+pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
     if let Some(at) = at {
         tokio::time::sleep_until(at).await;
     }

@@ -4,7 +4,7 @@
 //! `kubectl events` and `kubectl describe` show.
 
 use kcp_apis::builtin::core;
-use kcp_registry::{Registry, RegistryError, Target};
+use kcp_registry::{Registry, Target};
 use serde_json::{Value, json};
 
 /// An event about `object` (in `cluster`): its type (`Normal`, `Warning`), reason and message,
@@ -18,24 +18,6 @@ pub(crate) async fn record(
     message: &str,
     component: &str,
 ) {
-    if let Err(error) = try_record(
-        registry, cluster, object, warning, reason, message, component,
-    )
-    .await
-    {
-        tracing::info!(%error, reason, "recording an event");
-    }
-}
-
-async fn try_record(
-    registry: &Registry,
-    cluster: &str,
-    object: &Value,
-    warning: bool,
-    reason: &str,
-    message: &str,
-    component: &str,
-) -> Result<(), RegistryError> {
     let metadata = &object["metadata"];
     let name = metadata["name"].as_str().unwrap_or_default();
     let namespace = metadata["namespace"]
@@ -72,5 +54,7 @@ async fn try_record(
         resource: core("events"),
         namespace: Some(namespace),
     };
-    registry.create(target, event).await.map(drop)
+    if let Err(error) = registry.create(target, event).await {
+        tracing::info!(%error, reason, "recording an event");
+    }
 }

@@ -87,6 +87,19 @@ pub(crate) struct QueueMetrics {
     pub work: Histogram,
 }
 
+impl QueueMetrics {
+    /// `work`, its duration recorded once it is done.
+    pub(crate) fn timed<T>(&self, work: impl Future<Output = T>) -> impl Future<Output = T> {
+        let durations = self.work.clone();
+        async move {
+            let began = tokio::time::Instant::now();
+            let output = work.await;
+            durations.observe(began.elapsed().as_secs_f64());
+            output
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,9 +23,7 @@ pub struct DeletedCollection {
     pub items: Vec<Value>,
     /// The revision of that list.
     pub resource_version: u64,
-    /// How many of them finalizers still hold (they now carry a deletionTimestamp).
-    pub pending: usize,
-    /// Which finalizers hold them.
+    /// Those finalizers still hold (they now carry a deletionTimestamp), and which finalizers.
     pub held: Held,
 }
 
@@ -104,7 +102,6 @@ impl Registry {
         Ok(DeletedCollection {
             items: listed.items,
             resource_version: listed.resource_version,
-            pending: held.objects,
             held,
         })
     }

@@ -20,7 +20,7 @@ use kcp_registry::{DeleteOptions, Propagation, Registry, RegistryError, Target};
 use serde_json::Value;
 
 use super::graph::OwnerRef;
-use super::{has_finalizer, read, without_references};
+use super::{drop_references, edit_at, has_finalizer, read, read_at, target_of};
 
 /// What an owner reference finds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,14 +47,11 @@ pub(crate) async fn reconcile(
     location: &Location,
     dependents: Dependents,
 ) -> Result<(), RegistryError> {
-    let Some(resource) = registry.resolve_location(location) else {
-        // Its kind is no longer served (a CRD deleted with its objects): nothing to collect.
+    // Gone, or its kind no longer served (a CRD deleted with its objects): nothing to collect.
+    let Some((resource, dependent)) = read_at(registry, location).await? else {
         return Ok(());
     };
     let target = target_of(location, &resource);
-    let Some(dependent) = read(registry, target, &location.name).await? else {
-        return Ok(());
-    };
     let deleting = dependent["metadata"]["deletionTimestamp"].is_string();
     let owners = OwnerRef::all_of(&dependent);
     if owners.is_empty() || deleting {
@@ -85,13 +82,14 @@ pub(crate) async fn reconcile(
         if gone.is_empty() {
             return Ok(());
         }
-        return without_references(registry, target, &location.name, &uid, &gone).await;
+        let drop_gone = |object: &mut Value| drop_references(object, &gone);
+        return edit_at(registry, location, Some(&uid), &drop_gone).await;
     }
     let propagation = if found.contains(&Found::Waiting) && dependents.any {
         if dependents.one_waits {
             // Owner and dependent may wait on each other (a cycle): as Kubernetes does, this
             // object stops blocking its owners before it goes in the foreground.
-            unblock_owners(registry, target, &location.name, &uid).await?;
+            edit_at(registry, location, Some(&uid), &unblock_owners).await?;
         }
         Propagation::Foreground
     } else if has_finalizer(&dependent, ORPHAN_FINALIZER) {
@@ -118,18 +116,6 @@ pub(crate) async fn reconcile(
         }
         // Other conflicts (a busy object) are retried.
         Err(other) => Err(other),
-    }
-}
-
-/// Where the object at `location` is read and written.
-pub(crate) fn target_of<'a>(
-    location: &'a Location,
-    resource: &'a kcp_apis::builtin::Resource,
-) -> Target<'a> {
-    Target {
-        cluster: &location.cluster,
-        resource,
-        namespace: (!location.namespace.is_empty()).then_some(location.namespace.as_str()),
     }
 }
 
@@ -200,33 +186,15 @@ async fn report_invalid(
     .await;
 }
 
-/// Sets `blockOwnerDeletion` to false in every owner reference of the object `name` of
-/// `target`, if it still has uid `uid`.
-async fn unblock_owners(
-    registry: &Registry,
-    target: Target<'_>,
-    name: &str,
-    uid: &str,
-) -> Result<(), RegistryError> {
-    let result = registry
-        .privileged()
-        .patch(target, name, &|current: &Value| {
-            let mut next = current.clone();
-            if next["metadata"]["uid"].as_str() != Some(uid) {
-                return Ok(next);
-            }
-            if let Some(references) = next["metadata"]["ownerReferences"].as_array_mut() {
-                for reference in references.iter_mut() {
-                    if reference["blockOwnerDeletion"] == Value::Bool(true) {
-                        reference["blockOwnerDeletion"] = Value::Bool(false);
-                    }
-                }
-            }
-            Ok(next)
-        })
-        .await;
-    match result {
-        Ok(_) | Err(RegistryError::NotFound { .. }) => Ok(()),
-        Err(other) => Err(other),
+/// Sets `blockOwnerDeletion` to false in every owner reference of an object.
+fn unblock_owners(object: &mut Value) {
+    for reference in object["metadata"]["ownerReferences"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        if reference["blockOwnerDeletion"] == Value::Bool(true) {
+            reference["blockOwnerDeletion"] = Value::Bool(false);
+        }
     }
 }

@@ -10,9 +10,8 @@ use kcp_registry::ownership::Location;
 use kcp_registry::{Registry, RegistryError};
 use serde_json::Value;
 
-use super::dependent::target_of;
 use super::graph::Dependent;
-use super::{has_finalizer, read, without_references};
+use super::{drop_references, edit_at, has_finalizer, read_at};
 
 /// What serving a finalizer leaves to do.
 #[derive(Debug, Default)]
@@ -30,11 +29,7 @@ pub(crate) async fn reconcile(
     uid: &str,
     dependents: Vec<Dependent>,
 ) -> Result<Served, RegistryError> {
-    let Some(resource) = registry.resolve_location(location) else {
-        return Ok(Served::default());
-    };
-    let target = target_of(location, &resource);
-    let Some(owner) = read(registry, target, &location.name).await? else {
+    let Some((_, owner)) = read_at(registry, location).await? else {
         return Ok(Served::default());
     };
     if !owner["metadata"]["deletionTimestamp"].is_string()
@@ -46,12 +41,12 @@ pub(crate) async fn reconcile(
         for dependent in &dependents {
             orphan(registry, &dependent.location, uid).await?;
         }
-        remove_finalizer(registry, location, &resource, uid, ORPHAN_FINALIZER).await?;
+        remove_finalizer(registry, location, uid, ORPHAN_FINALIZER).await?;
         return Ok(Served::default());
     }
     if has_finalizer(&owner, FOREGROUND_FINALIZER) {
         if !dependents.iter().any(|d| d.blocking) {
-            remove_finalizer(registry, location, &resource, uid, FOREGROUND_FINALIZER).await?;
+            remove_finalizer(registry, location, uid, FOREGROUND_FINALIZER).await?;
         }
         return Ok(Served {
             check: dependents.into_iter().map(|d| d.location).collect(),
@@ -60,27 +55,17 @@ pub(crate) async fn reconcile(
     Ok(Served::default())
 }
 
-/// Removes the references to the owner `owner_uid` from the dependent at `location`.
+/// Removes the references to the owner `owner_uid` from the dependent at `location` (whatever
+/// object is there now: a reference to that uid names nothing else).
 async fn orphan(
     registry: &Registry,
     location: &Location,
     owner_uid: &str,
 ) -> Result<(), RegistryError> {
-    let Some(resource) = registry.resolve_location(location) else {
-        return Ok(());
-    };
-    let target = target_of(location, &resource);
-    let Some(dependent) = read(registry, target, &location.name).await? else {
-        return Ok(());
-    };
-    let uid = dependent["metadata"]["uid"].as_str().unwrap_or_default();
-    without_references(
-        registry,
-        target,
-        &location.name,
-        uid,
-        &[owner_uid.to_string()],
-    )
+    let gone = [owner_uid.to_string()];
+    edit_at(registry, location, None, &|object| {
+        drop_references(object, &gone)
+    })
     .await
 }
 
@@ -88,26 +73,13 @@ async fn orphan(
 async fn remove_finalizer(
     registry: &Registry,
     location: &Location,
-    resource: &kcp_apis::builtin::Resource,
     uid: &str,
     finalizer: &str,
 ) -> Result<(), RegistryError> {
-    let target = target_of(location, resource);
-    let result = registry
-        .privileged()
-        .patch(target, &location.name, &|current: &Value| {
-            let mut next = current.clone();
-            if next["metadata"]["uid"].as_str() != Some(uid) {
-                return Ok(next);
-            }
-            if let Some(finalizers) = next["metadata"]["finalizers"].as_array_mut() {
-                finalizers.retain(|f| f != finalizer);
-            }
-            Ok(next)
-        })
-        .await;
-    match result {
-        Ok(_) | Err(RegistryError::NotFound { .. }) => Ok(()),
-        Err(other) => Err(other),
-    }
+    let without = |object: &mut Value| {
+        if let Some(finalizers) = object["metadata"]["finalizers"].as_array_mut() {
+            finalizers.retain(|f| f != finalizer);
+        }
+    };
+    edit_at(registry, location, Some(uid), &without).await
 }

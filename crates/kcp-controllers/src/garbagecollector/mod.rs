@@ -23,11 +23,13 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, Stream, StreamExt};
-use kcp_registry::ownership::OwnershipEvent;
+use kcp_apis::builtin::{Resource, ResourceRef};
+use kcp_registry::ownership::{Location, OwnershipEvent};
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::Value;
 
 use crate::Context;
+use crate::driver::{next_event, sleep_until};
 use crate::queue::WorkQueue;
 use graph::{Graph, Work};
 
@@ -64,14 +66,7 @@ pub async fn run(registry: Registry, context: Context) {
         }
         while in_flight.len() < WORKERS {
             let Some(work) = queue.next() else { break };
-            let stepped = step(&registry, &graph, work);
-            let duration = metrics.work.clone();
-            in_flight.push(async move {
-                let began = tokio::time::Instant::now();
-                let done = stepped.await;
-                duration.observe(began.elapsed().as_secs_f64());
-                done
-            });
+            in_flight.push(metrics.timed(step(&registry, &graph, work)));
         }
         let wake_at = [queue.next_deadline(), resync_at]
             .into_iter()
@@ -188,41 +183,72 @@ async fn read(
     }
 }
 
-/// Removes the references to the owners `owner_uids` from the object `name` of `target`, if it
-/// still has uid `uid`.
-async fn without_references(
+/// The object at `location`, and the resource it is of; `None` when either is gone.
+async fn read_at(
     registry: &Registry,
-    target: Target<'_>,
-    name: &str,
-    uid: &str,
-    owner_uids: &[String],
+    location: &Location,
+) -> Result<Option<(ResourceRef, Value)>, RegistryError> {
+    let Some(resource) = registry.resolve_location(location) else {
+        return Ok(None);
+    };
+    let object = read(registry, target_of(location, &resource), &location.name).await?;
+    Ok(object.map(|object| (resource, object)))
+}
+
+/// Changes the object at `location` by `edit` (only if it has uid `uid`, when given); an object
+/// gone, or another one now, is left alone.
+async fn edit_at(
+    registry: &Registry,
+    location: &Location,
+    uid: Option<&str>,
+    edit: &(dyn Fn(&mut Value) + Send + Sync),
 ) -> Result<(), RegistryError> {
+    let Some(resource) = registry.resolve_location(location) else {
+        return Ok(());
+    };
     let result = registry
         .privileged()
-        .patch(target, name, &|current: &Value| {
-            let mut next = current.clone();
-            if next["metadata"]["uid"].as_str() != Some(uid) {
-                return Ok(next);
-            }
-            let metadata = &mut next["metadata"];
-            if let Some(references) = metadata["ownerReferences"].as_array_mut() {
-                references.retain(|r| {
-                    !owner_uids
-                        .iter()
-                        .any(|gone| r["uid"].as_str() == Some(gone))
-                });
-                if references.is_empty()
-                    && let Some(metadata) = metadata.as_object_mut()
-                {
-                    metadata.remove("ownerReferences");
+        .patch(
+            target_of(location, &resource),
+            &location.name,
+            &|current: &Value| {
+                let mut next = current.clone();
+                if uid.is_none_or(|uid| next["metadata"]["uid"].as_str() == Some(uid)) {
+                    edit(&mut next);
                 }
-            }
-            Ok(next)
-        })
+                Ok(next)
+            },
+        )
         .await;
     match result {
         Ok(_) | Err(RegistryError::NotFound { .. }) => Ok(()),
         Err(other) => Err(other),
+    }
+}
+
+/// Removes an object's references to the owners `owner_uids` (and the field, once empty).
+fn drop_references(object: &mut Value, owner_uids: &[String]) {
+    let metadata = &mut object["metadata"];
+    if let Some(references) = metadata["ownerReferences"].as_array_mut() {
+        references.retain(|r| {
+            !owner_uids
+                .iter()
+                .any(|gone| r["uid"].as_str() == Some(gone))
+        });
+        if references.is_empty()
+            && let Some(metadata) = metadata.as_object_mut()
+        {
+            metadata.remove("ownerReferences");
+        }
+    }
+}
+
+/// Where the object at `location` is read and written.
+fn target_of<'a>(location: &'a Location, resource: &'a Resource) -> Target<'a> {
+    Target {
+        cluster: &location.cluster,
+        resource,
+        namespace: (!location.namespace.is_empty()).then_some(location.namespace.as_str()),
     }
 }
 
@@ -231,18 +257,4 @@ fn has_finalizer(object: &Value, name: &str) -> bool {
     object["metadata"]["finalizers"]
         .as_array()
         .is_some_and(|f| f.iter().any(|v| v == name))
-}
-
-/// The next change, or never while there is no watch.
-async fn next_event(events: &mut Option<Events>) -> Option<Result<OwnershipEvent, RegistryError>> {
-    match events {
-        Some(stream) => stream.next().await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn sleep_until(at: Option<tokio::time::Instant>) {
-    if let Some(at) = at {
-        tokio::time::sleep_until(at).await;
-    }
 }

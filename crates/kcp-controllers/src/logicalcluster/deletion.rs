@@ -101,7 +101,7 @@ pub(super) async fn reconcile(
                 &DeleteOptions::propagating(Propagation::Background),
             )
             .await?;
-        remaining += deleted.pending;
+        remaining += deleted.held.objects;
     }
     let target = Target {
         cluster,

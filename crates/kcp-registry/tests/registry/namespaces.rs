@@ -301,7 +301,7 @@ async fn delete_collection_honours_selectors_finalizers_and_dry_run() {
         .map(|i| &i["metadata"]["name"])
         .collect();
     assert_eq!(listed, [&json!("a"), &json!("b")]);
-    assert_eq!(deleted.pending, 1);
+    assert_eq!(deleted.held.objects, 1);
     assert_eq!(names(&registry, "c").await, ["b", "c"]);
     assert_eq!(names(&registry, "other").await, ["a"]);
     let held = registry.get(configmaps("root", "c"), "b").await.unwrap();
@@ -311,7 +311,7 @@ async fn delete_collection_honours_selectors_finalizers_and_dry_run() {
         .delete_collection(configmaps("root", "c"), None, &Default::default())
         .await
         .unwrap();
-    assert_eq!((everything.items.len(), everything.pending), (2, 1));
+    assert_eq!((everything.items.len(), everything.held.objects), (2, 1));
     assert_eq!(names(&registry, "c").await, ["b"]);
 }
 

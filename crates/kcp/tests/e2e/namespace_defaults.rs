@@ -37,31 +37,22 @@ fn a_new_namespace_has_its_default_service_account_and_root_ca_and_gets_them_bac
         wait::until("the root CA config map", || {
             uid(&kcp, cluster, "configmap/kube-root-ca.crt")
         });
-        let ca = kcp.kubectl_in_ok(
-            cluster,
-            &[
+        let root_ca = |jsonpath: &str| {
+            let jsonpath = format!("jsonpath={jsonpath}");
+            let args = [
                 "get",
                 "configmap",
                 "kube-root-ca.crt",
                 "-n",
                 "team",
                 "-o",
-                "jsonpath={.data.ca\\.crt}",
-            ],
-        );
+                &jsonpath,
+            ];
+            kcp.kubectl_in_ok(cluster, &args)
+        };
+        let ca = root_ca("{.data.ca\\.crt}");
         assert_eq!(ca.trim(), server_ca.trim(), "ca.crt in {cluster}");
-        let description = kcp.kubectl_in_ok(
-            cluster,
-            &[
-                "get",
-                "configmap",
-                "kube-root-ca.crt",
-                "-n",
-                "team",
-                "-o",
-                "jsonpath={.metadata.annotations.kubernetes\\.io/description}",
-            ],
-        );
+        let description = root_ca("{.metadata.annotations.kubernetes\\.io/description}");
         assert!(
             description.starts_with("Contains a CA bundle"),
             "{description}"
