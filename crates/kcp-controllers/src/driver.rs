@@ -163,7 +163,12 @@ impl Controller {
         let mut in_flight = FuturesUnordered::new();
         loop {
             if events.is_none() && resync_at.is_some_and(|at| at <= tokio::time::Instant::now()) {
-                match self.list_and_watch(&registry, &mut queue).await {
+                let Some(listed) =
+                    unless_stopped(&mut stop, self.list_and_watch(&registry, &mut queue)).await
+                else {
+                    return;
+                };
+                match listed {
                     Ok(stream) => {
                         events = Some(stream);
                         resync_at = None;
@@ -241,6 +246,18 @@ pub(crate) async fn next_event<T>(
     match events {
         Some(stream) => stream.next().await,
         None => std::future::pending().await,
+    }
+}
+
+/// `work`'s outcome, or `None` if `stop` turns true first: a list of the whole store at
+/// start-up (seconds at a million workspaces) does not hold up the server's shutdown.
+pub(crate) async fn unless_stopped<T>(
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    work: impl Future<Output = T>,
+) -> Option<T> {
+    tokio::select! {
+        _ = stop.wait_for(|stopped| *stopped) => None,
+        outcome = work => Some(outcome),
     }
 }
 

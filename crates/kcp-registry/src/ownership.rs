@@ -10,7 +10,7 @@
 
 use futures::{Stream, StreamExt};
 use kcp_apis::builtin::{Resource, ResourceRef};
-use kcp_storage::{Event, EventKind, KeyValue, RangeRequest, WatchRequest};
+use kcp_storage::{Event, EventKind, KeyValue, WatchRequest};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -20,8 +20,6 @@ use crate::store::{Registry, decode};
 
 /// Every object key begins with it.
 const OBJECTS: &[u8] = b"/registry/";
-/// Keys read per storage page of the list.
-const PAGE: usize = 1000;
 
 /// Where an object is stored: its logical cluster, resource and name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -125,24 +123,18 @@ impl Registry {
     /// Every object in the store that takes part in ownership, with where it is, read page by
     /// page from one snapshot, and that snapshot's revision (to watch from).
     pub async fn list_ownership(&self) -> Result<(Vec<(Location, Value)>, u64), RegistryError> {
-        let mut request = RangeRequest::prefix(OBJECTS)
-            .with_limit(PAGE)
-            .without_count();
         let mut found = Vec::new();
-        loop {
-            let page = self.storage().range(request.clone()).await?;
-            for kv in &page.kvs {
+        let revision = self
+            .each_page(OBJECTS, |kv| {
                 if let Some(object) = participant(kv)
                     && let Some(location) = Location::of_key(&kv.key)
                 {
                     found.push((location, object));
                 }
-            }
-            match request.next_page(&page) {
-                Some(next) => request = next,
-                None => return Ok((found, page.revision)),
-            }
-        }
+                Ok(())
+            })
+            .await?;
+        Ok((found, revision))
     }
 
     /// Every change in the store after `revision`, as the ownership feed reports it.

@@ -5,7 +5,7 @@
 use futures::{Stream, StreamExt};
 use kcp_apis::builtin::Resource;
 use kcp_storage::keys::ResourceKeys;
-use kcp_storage::{Event, EventKind, RangeRequest, WatchRequest};
+use kcp_storage::{Event, EventKind, KeyValue, RangeRequest, WatchRequest};
 use serde_json::Value;
 
 use crate::error::RegistryError;
@@ -58,23 +58,40 @@ impl Registry {
         filter: &Filter,
     ) -> Result<(Vec<ClusterObject>, u64), RegistryError> {
         let prefix = ResourceKeys::new(&resource.group, &resource.name).all_clusters();
-        // Through the whole collection: no count of what is past each page.
-        let mut request = RangeRequest::prefix(prefix.clone())
-            .with_limit(PAGE)
-            .without_count();
         let mut objects = Vec::new();
-        loop {
-            let page = self.storage().range(request.clone()).await?;
-            for kv in &page.kvs {
+        let revision = self
+            .each_page(&prefix, |kv| {
                 let object = decode(kv)?;
                 if let Some(cluster) = cluster_of(&prefix, &kv.key).filter(|_| filter(&object)) {
                     objects.push(ClusterObject { cluster, object });
                 }
-            }
+                Ok(())
+            })
+            .await?;
+        Ok((objects, revision))
+    }
+
+    /// Hands every key-value under `prefix` to `take`, read [`PAGE`] at a time from one
+    /// snapshot (no count of what is past each page), and returns that snapshot's revision.
+    /// Reading the embedded store does not wait, so between two pages the task gives up its
+    /// turn: a list of a million objects would otherwise hold its worker, and every request
+    /// queued on it, for seconds.
+    pub(crate) async fn each_page(
+        &self,
+        prefix: &[u8],
+        mut take: impl FnMut(&KeyValue) -> Result<(), RegistryError>,
+    ) -> Result<u64, RegistryError> {
+        let mut request = RangeRequest::prefix(prefix.to_vec())
+            .with_limit(PAGE)
+            .without_count();
+        loop {
+            let page = self.storage().range(request.clone()).await?;
+            page.kvs.iter().try_for_each(&mut take)?;
             match request.next_page(&page) {
                 Some(next) => request = next,
-                None => return Ok((objects, page.revision)),
+                None => return Ok(page.revision),
             }
+            tokio::task::yield_now().await;
         }
     }
 
@@ -146,5 +163,59 @@ mod tests {
         );
         assert_eq!(cluster_of(prefix, b"/registry/core/namespaces/x"), None);
         assert_eq!(cluster_of(prefix, b"/registry/core/secrets/root/ns"), None);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_list_of_many_pages_lets_other_tasks_run_between_its_pages() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+        use kcp_storage::{MemoryStorage, Storage};
+
+        let namespaces = kcp_apis::builtin::RESOURCES
+            .iter()
+            .find(|r| r.group.is_empty() && r.name == "namespaces")
+            .expect("the catalogue has namespaces");
+        let storage = Arc::new(MemoryStorage::new());
+        let keys = ResourceKeys::new("", "namespaces");
+        let total = 2 * PAGE + 1;
+        for i in 0..total {
+            let name = format!("ns-{i:05}");
+            let object = serde_json::json!({
+                "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
+            });
+            storage
+                .create(
+                    &keys.object(&format!("c{}", i % 7), None, &name),
+                    object.to_string().into(),
+                )
+                .await
+                .expect("create");
+        }
+        let registry = Registry::new(storage);
+        // The other task runs only when the list gives up its turn (one thread).
+        let other_ran = Arc::new(AtomicBool::new(false));
+        let other = tokio::spawn({
+            let other_ran = other_ran.clone();
+            async move { other_ran.store(true, Ordering::SeqCst) }
+        });
+        let seen_after_other = Arc::new(AtomicUsize::new(0));
+        let filter: Filter = Box::new({
+            let (other_ran, seen_after_other) = (other_ran.clone(), seen_after_other.clone());
+            move |_| {
+                if other_ran.load(Ordering::SeqCst) {
+                    seen_after_other.fetch_add(1, Ordering::SeqCst);
+                }
+                true
+            }
+        });
+        let (listed, _) = registry
+            .list_all_clusters(namespaces, &filter)
+            .await
+            .expect("list");
+        other.await.expect("the other task");
+        assert_eq!(listed.len(), total);
+        // The first page is read before the first turn is given up; the rest after.
+        assert_eq!(seen_after_other.load(Ordering::SeqCst), total - PAGE);
     }
 }

@@ -29,7 +29,7 @@ use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::Value;
 
 use crate::Context;
-use crate::driver::{next_event, sleep_until};
+use crate::driver::{next_event, sleep_until, unless_stopped};
 use crate::queue::WorkQueue;
 use graph::{Graph, Work};
 
@@ -53,7 +53,11 @@ pub async fn run(registry: Registry, context: Context) {
     let mut in_flight = FuturesUnordered::new();
     loop {
         if events.is_none() && resync_at.is_some_and(|at| at <= tokio::time::Instant::now()) {
-            match list_and_watch(&registry, &mut graph, &mut queue).await {
+            let listed = list_and_watch(&registry, &mut graph, &mut queue);
+            let Some(listed) = unless_stopped(&mut stop, listed).await else {
+                return;
+            };
+            match listed {
                 Ok(stream) => {
                     events = Some(stream);
                     resync_at = None;
