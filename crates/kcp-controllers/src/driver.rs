@@ -62,7 +62,10 @@ enum Trigger {
     Key(Option<Key>),
 }
 
-type Events = Pin<Box<dyn Stream<Item = Result<Trigger, RegistryError>> + Send>>;
+/// A watch across all logical clusters, as a controller follows it.
+pub(crate) type Watch<T> = Pin<Box<dyn Stream<Item = Result<T, RegistryError>> + Send>>;
+
+type Events = Watch<Trigger>;
 type Reconciled = Pin<Box<dyn Future<Output = Result<Outcome, RegistryError>> + Send>>;
 
 /// One controller: its resource, which objects it cares about, and its reconcile.
@@ -158,26 +161,12 @@ impl Controller {
         let mut stop = context.stop;
         let metrics = context.metrics.queue(self.name);
         let mut queue = WorkQueue::new().with_metrics(metrics.clone());
-        let mut events: Option<Events> = None;
-        let mut resync_at = Some(tokio::time::Instant::now());
+        let mut watch = Relisting::new(self.name);
         let mut in_flight = FuturesUnordered::new();
         loop {
-            if events.is_none() && resync_at.is_some_and(|at| at <= tokio::time::Instant::now()) {
-                let Some(listed) =
-                    unless_stopped(&mut stop, self.list_and_watch(&registry, &mut queue)).await
-                else {
-                    return;
-                };
-                match listed {
-                    Ok(stream) => {
-                        events = Some(stream);
-                        resync_at = None;
-                    }
-                    Err(error) => {
-                        tracing::warn!(controller = self.name, %error, "listing failed");
-                        resync_at = Some(tokio::time::Instant::now() + RESYNC_DELAY);
-                    }
-                }
+            let listing = self.list_and_watch(&registry, &mut queue);
+            if watch.list_if_due(&mut stop, listing).await == Listed::Stopped {
+                return;
             }
             while in_flight.len() < self.workers {
                 let Some(key) = queue.next() else { break };
@@ -185,19 +174,15 @@ impl Controller {
                 let timed = metrics.timed(reconciled);
                 in_flight.push(async move { (key, timed.await) });
             }
-            let wake_at = [queue.next_deadline(), resync_at]
+            let wake_at = [queue.next_deadline(), watch.resync_at()]
                 .into_iter()
                 .flatten()
                 .min();
             tokio::select! {
                 _ = stop.wait_for(|stopped| *stopped) => return,
-                event = next_event(&mut events) => match event {
-                    Some(Ok(Trigger::Key(key))) => {
-                        if let Some(key) = key {
-                            queue.add(key);
-                        }
-                    }
-                    Some(Ok(Trigger::Own(ClusterEvent { cluster, event }))) => {
+                event = watch.next() => match event {
+                    Some(Trigger::Key(Some(key))) => queue.add(key),
+                    Some(Trigger::Own(ClusterEvent { cluster, event })) => {
                         let wanted = if event.kind == "DELETED" {
                             self.deletions
                         } else {
@@ -207,15 +192,8 @@ impl Controller {
                             queue.add(Key::of(cluster, &event.object));
                         }
                     }
-                    Some(Err(error)) => {
-                        tracing::info!(controller = self.name, %error, "watch broke; listing again");
-                        events = None;
-                        resync_at = Some(tokio::time::Instant::now() + RESYNC_DELAY);
-                    }
-                    None => {
-                        events = None;
-                        resync_at = Some(tokio::time::Instant::now() + RESYNC_DELAY);
-                    }
+                    // A key nobody keeps, or the watch broke (listed again in time).
+                    Some(Trigger::Key(None)) | None => {}
                 },
                 Some((key, outcome)) = in_flight.next(), if !in_flight.is_empty() => {
                     match outcome {
@@ -239,25 +217,82 @@ impl Controller {
     }
 }
 
-/// The next watch event, or never while there is no watch.
-pub(crate) async fn next_event<T>(
-    events: &mut Option<Pin<Box<dyn Stream<Item = T> + Send>>>,
-) -> Option<T> {
-    match events {
-        Some(stream) => stream.next().await,
-        None => std::future::pending().await,
-    }
+/// A controller's watch, and when to list again: at once at first, then [`RESYNC_DELAY`]
+/// after a list failed or the watch broke (a broken watch means a fresh list).
+pub(crate) struct Relisting<T> {
+    controller: &'static str,
+    events: Option<Watch<T>>,
+    resync_at: Option<tokio::time::Instant>,
 }
 
-/// `work`'s outcome, or `None` if `stop` turns true first: a list of the whole store at
-/// start-up (seconds at a million workspaces) does not hold up the server's shutdown.
-pub(crate) async fn unless_stopped<T>(
-    stop: &mut tokio::sync::watch::Receiver<bool>,
-    work: impl Future<Output = T>,
-) -> Option<T> {
-    tokio::select! {
-        _ = stop.wait_for(|stopped| *stopped) => None,
-        outcome = work => Some(outcome),
+/// What [`Relisting::list_if_due`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Listed {
+    /// Listed (or failed, or was not due): go on.
+    GoOn,
+    /// The controllers stopped while it listed.
+    Stopped,
+}
+
+impl<T> Relisting<T> {
+    pub(crate) fn new(controller: &'static str) -> Self {
+        Relisting {
+            controller,
+            events: None,
+            resync_at: Some(tokio::time::Instant::now()),
+        }
+    }
+
+    /// Runs `list` (a list, then the watch from its revision) if there is no watch and the
+    /// time to list has come. A list under way ends when `stop` turns true: a list of the
+    /// whole store at start-up (seconds at a million workspaces) does not hold up shutdown.
+    pub(crate) async fn list_if_due(
+        &mut self,
+        stop: &mut tokio::sync::watch::Receiver<bool>,
+        list: impl Future<Output = Result<Watch<T>, RegistryError>>,
+    ) -> Listed {
+        let now = tokio::time::Instant::now();
+        if self.events.is_some() || self.resync_at.is_none_or(|at| at > now) {
+            return Listed::GoOn;
+        }
+        let listed = tokio::select! {
+            _ = stop.wait_for(|stopped| *stopped) => return Listed::Stopped,
+            listed = list => listed,
+        };
+        match listed {
+            Ok(stream) => {
+                self.events = Some(stream);
+                self.resync_at = None;
+            }
+            Err(error) => {
+                tracing::warn!(controller = self.controller, %error, "listing failed");
+                self.resync_at = Some(tokio::time::Instant::now() + RESYNC_DELAY);
+            }
+        }
+        Listed::GoOn
+    }
+
+    /// When to list again, while there is no watch.
+    pub(crate) fn resync_at(&self) -> Option<tokio::time::Instant> {
+        self.resync_at
+    }
+
+    /// The next event of the watch; never while there is none. `None` when the watch broke or
+    /// ended: the next list is then due after [`RESYNC_DELAY`].
+    pub(crate) async fn next(&mut self) -> Option<T> {
+        let Some(events) = &mut self.events else {
+            return std::future::pending().await;
+        };
+        match events.next().await {
+            Some(Ok(event)) => return Some(event),
+            Some(Err(error)) => {
+                tracing::info!(controller = self.controller, %error, "watch broke; listing again");
+            }
+            None => {}
+        }
+        self.events = None;
+        self.resync_at = Some(tokio::time::Instant::now() + RESYNC_DELAY);
+        None
     }
 }
 
@@ -360,5 +395,47 @@ mod tests {
             (4..=8).contains(&attempts),
             "{attempts} attempts in five seconds"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_list_under_way_ends_when_the_controllers_stop() {
+        let (stopping, mut stop) = watch::channel(false);
+        let mut relisting: Relisting<u32> = Relisting::new("test");
+        let endless = std::future::pending::<Result<Watch<u32>, RegistryError>>();
+        let listed = tokio::spawn(async move { relisting.list_if_due(&mut stop, endless).await });
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        stopping.send(true).expect("the controller listens");
+        let ended = tokio::time::timeout(Duration::from_secs(1), listed).await;
+        assert_eq!(
+            ended.expect("the list ended").expect("the list"),
+            Listed::Stopped
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_broken_watch_is_listed_again_after_the_delay() {
+        let (_stopping, mut stop) = watch::channel(false);
+        let mut relisting: Relisting<u32> = Relisting::new("test");
+        let lists = AtomicUsize::new(0);
+        // Counted when it runs, not when it is made.
+        let list = || async {
+            lists.fetch_add(1, Ordering::SeqCst);
+            let watch: Watch<u32> = Box::pin(futures::stream::iter([
+                Ok(7),
+                Err(RegistryError::Internal("gone".into())),
+            ]));
+            Ok(watch)
+        };
+        assert_eq!(relisting.list_if_due(&mut stop, list()).await, Listed::GoOn);
+        assert_eq!(relisting.next().await, Some(7));
+        assert_eq!(relisting.next().await, None, "the watch broke");
+        let due = relisting.resync_at().expect("a list is due");
+        // Not before its time: the list is not run.
+        relisting.list_if_due(&mut stop, list()).await;
+        assert_eq!(lists.load(Ordering::SeqCst), 1);
+        tokio::time::sleep_until(due).await;
+        relisting.list_if_due(&mut stop, list()).await;
+        assert_eq!(lists.load(Ordering::SeqCst), 2);
+        assert_eq!(relisting.resync_at(), None);
     }
 }

@@ -20,16 +20,15 @@ mod finalizer;
 mod graph;
 
 use std::pin::Pin;
-use std::time::Duration;
 
-use futures::stream::{FuturesUnordered, Stream, StreamExt};
+use futures::stream::{FuturesUnordered, StreamExt};
 use kcp_apis::builtin::{Resource, ResourceRef};
 use kcp_registry::ownership::{Location, OwnershipEvent};
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::Value;
 
 use crate::Context;
-use crate::driver::{next_event, sleep_until, unless_stopped};
+use crate::driver::{Listed, Relisting, Watch, sleep_until};
 use crate::queue::WorkQueue;
 use graph::{Graph, Work};
 
@@ -37,10 +36,7 @@ use graph::{Graph, Work};
 const NAME: &str = "garbagecollector";
 /// How many steps run at once.
 const WORKERS: usize = 16;
-/// The wait before listing again after the watch broke.
-const RESYNC_DELAY: Duration = Duration::from_secs(1);
-
-type Events = Pin<Box<dyn Stream<Item = Result<OwnershipEvent, RegistryError>> + Send>>;
+type Events = Watch<OwnershipEvent>;
 
 /// Runs the collector until `stop` turns true.
 pub async fn run(registry: Registry, context: Context) {
@@ -48,52 +44,28 @@ pub async fn run(registry: Registry, context: Context) {
     let metrics = context.metrics.queue(NAME);
     let mut graph = Graph::default();
     let mut queue: WorkQueue<Work> = WorkQueue::new().with_metrics(metrics.clone());
-    let mut events: Option<Events> = None;
-    let mut resync_at = Some(tokio::time::Instant::now());
+    let mut watch = Relisting::new(NAME);
     let mut in_flight = FuturesUnordered::new();
     loop {
-        if events.is_none() && resync_at.is_some_and(|at| at <= tokio::time::Instant::now()) {
-            let listed = list_and_watch(&registry, &mut graph, &mut queue);
-            let Some(listed) = unless_stopped(&mut stop, listed).await else {
-                return;
-            };
-            match listed {
-                Ok(stream) => {
-                    events = Some(stream);
-                    resync_at = None;
-                }
-                Err(error) => {
-                    tracing::warn!(controller = NAME, %error, "listing failed");
-                    resync_at = Some(tokio::time::Instant::now() + RESYNC_DELAY);
-                }
-            }
+        let listing = list_and_watch(&registry, &mut graph, &mut queue);
+        if watch.list_if_due(&mut stop, listing).await == Listed::Stopped {
+            return;
         }
         while in_flight.len() < WORKERS {
             let Some(work) = queue.next() else { break };
             in_flight.push(metrics.timed(step(&registry, &graph, work)));
         }
-        let wake_at = [queue.next_deadline(), resync_at]
+        let wake_at = [queue.next_deadline(), watch.resync_at()]
             .into_iter()
             .flatten()
             .min();
         tokio::select! {
             _ = stop.wait_for(|stopped| *stopped) => return,
-            event = next_event(&mut events) => match event {
-                Some(Ok(event)) => {
-                    for work in graph.apply(event) {
-                        queue.add(work);
-                    }
+            event = watch.next() => {
+                for work in event.into_iter().flat_map(|event| graph.apply(event)) {
+                    queue.add(work);
                 }
-                Some(Err(error)) => {
-                    tracing::info!(controller = NAME, %error, "watch broke; listing again");
-                    events = None;
-                    resync_at = Some(tokio::time::Instant::now() + RESYNC_DELAY);
-                }
-                None => {
-                    events = None;
-                    resync_at = Some(tokio::time::Instant::now() + RESYNC_DELAY);
-                }
-            },
+            }
             Some((work, outcome)) = in_flight.next(), if !in_flight.is_empty() => {
                 match outcome {
                     Ok(next) => {
