@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, Stream, StreamExt};
 use kcp_apis::builtin::Resource;
-use kcp_registry::{ClusterEvent, Filter, Registry, RegistryError, Watched};
+use kcp_registry::{ClusterEvent, Registry, RegistryError, Summary, Watched};
 use serde_json::Value;
 
 use crate::queue::WorkQueue;
@@ -72,11 +72,10 @@ type Reconciled = Pin<Box<dyn Future<Output = Result<Outcome, RegistryError>> + 
 pub(crate) struct Controller {
     pub name: &'static str,
     pub resource: &'static Resource,
-    /// Whether an object (listed, or the new state of a watch event) needs a reconcile.
+    /// Whether the new state of an object in a watch event needs a reconcile.
     pub wants: fn(&Value) -> bool,
-    /// Whether a listed object needs a reconcile, when that differs from `wants` (a list after
-    /// a start or a broken watch may have to look at what no event would bring).
-    pub listed: Option<fn(&Value) -> bool>,
+    /// What a list (at start, after a broken watch) queues.
+    pub listed: Listing,
     /// Whether a DELETED event needs a reconcile of its key.
     pub deletions: bool,
     pub reconcile: fn(Registry, Key) -> Reconciled,
@@ -84,6 +83,18 @@ pub(crate) struct Controller {
     pub workers: usize,
     /// Other resources to watch (no list: the own list covers every object).
     pub also: Vec<Also>,
+}
+
+/// What a controller's list queues.
+pub(crate) enum Listing {
+    /// The listed objects this accepts, judged from their summary: a list reads no more of each
+    /// object (at start-up it reads every object of the resource in every cluster). It may
+    /// take more than `wants` (a list after a start or a broken watch may have to look at what
+    /// no event would bring); the reconcile sorts out the rest.
+    Summaries(fn(&Summary) -> bool),
+    /// Nothing: only events bring work, so there is no list, and the watch starts at the
+    /// store's current revision.
+    Nothing,
 }
 
 /// Other events that concern the controller's objects.
@@ -117,12 +128,22 @@ impl Controller {
         registry: &Registry,
         queue: &mut WorkQueue<Key>,
     ) -> Result<Events, RegistryError> {
-        let wants = self.listed.unwrap_or(self.wants);
-        let filter: Filter = Box::new(wants);
-        let (wanted, revision) = registry.list_all_clusters(self.resource, &filter).await?;
-        for found in wanted {
-            queue.add(Key::of(found.cluster, &found.object));
-        }
+        let revision = match self.listed {
+            Listing::Summaries(accepts) => {
+                registry
+                    .summarize_all_clusters(self.resource, |cluster, summary| {
+                        if accepts(summary) {
+                            queue.add(Key {
+                                cluster: cluster.to_string(),
+                                namespace: summary.namespace.to_string(),
+                                name: summary.name.to_string(),
+                            });
+                        }
+                    })
+                    .await?
+            }
+            Listing::Nothing => registry.current_revision().await?,
+        };
         let own = registry
             .watch_all_clusters(self.resource, revision)
             .await?
@@ -375,7 +396,7 @@ mod tests {
             name: "failing",
             resource: namespaces(),
             wants: |_| true,
-            listed: None,
+            listed: Listing::Summaries(|_| true),
             deletions: false,
             reconcile: failing,
             workers: WORKERS,
@@ -437,5 +458,91 @@ mod tests {
         relisting.list_if_due(&mut stop, list()).await;
         assert_eq!(lists.load(Ordering::SeqCst), 2);
         assert_eq!(relisting.resync_at(), None);
+    }
+
+    /// Keys [`recording`] was given.
+    static RECONCILED: std::sync::Mutex<Vec<Key>> = std::sync::Mutex::new(Vec::new());
+
+    fn recording(_: Registry, key: Key) -> Reconciled {
+        RECONCILED.lock().unwrap().push(key);
+        Box::pin(async { Ok(Outcome::Finished) })
+    }
+
+    fn reconciled() -> Vec<String> {
+        let mut keys: Vec<_> = RECONCILED.lock().unwrap().drain(..).collect();
+        keys.sort_by_key(|k| (k.cluster.clone(), k.name.clone()));
+        let path = |k: Key| format!("{}/{}/{}", k.cluster, k.namespace, k.name);
+        keys.into_iter().map(path).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_list_queues_what_the_summaries_accept_and_listing_nothing_waits_for_events() {
+        let registry = Registry::new(Arc::new(MemoryStorage::new()));
+        let config_maps = kcp_apis::builtin::core("configmaps");
+        let create = |cluster: &'static str, name: &'static str| {
+            let registry = registry.clone();
+            async move {
+                let target = Target {
+                    cluster,
+                    resource: config_maps,
+                    namespace: Some("ns"),
+                };
+                registry
+                    .create(target, json!({"metadata": {"name": name}}))
+                    .await
+                    .unwrap();
+            }
+        };
+        for cluster in ["c1", "c2"] {
+            let target = Target {
+                cluster,
+                resource: namespaces(),
+                namespace: None,
+            };
+            registry
+                .create(target, json!({"metadata": {"name": "ns"}}))
+                .await
+                .unwrap();
+        }
+        create("c1", "wanted-a").await;
+        create("c1", "other").await;
+        create("c2", "wanted-b").await;
+        let controller = |listed| Controller {
+            name: "recording",
+            resource: config_maps,
+            wants: |_| true,
+            listed,
+            deletions: false,
+            reconcile: recording,
+            workers: WORKERS,
+            also: Vec::new(),
+        };
+        let run = |controller: Controller| {
+            let (stop, stopped) = watch::channel(false);
+            let context = crate::Context {
+                stop: stopped,
+                metrics: crate::ControllerMetrics::default(),
+            };
+            (
+                stop,
+                tokio::spawn(controller.run(registry.clone(), context)),
+            )
+        };
+
+        let accepts: fn(&Summary) -> bool = |summary| summary.name.starts_with("wanted");
+        let (stop, task) = run(controller(Listing::Summaries(accepts)));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(reconciled(), ["c1/ns/wanted-a", "c2/ns/wanted-b"]);
+        stop.send(true).unwrap();
+        task.await.unwrap();
+
+        let (stop, task) = run(controller(Listing::Nothing));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(reconciled(), Vec::<String>::new(), "nothing listed");
+        create("c2", "later").await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(reconciled(), ["c2/ns/later"], "events still come");
+        stop.send(true).unwrap();
+        task.await.unwrap();
     }
 }

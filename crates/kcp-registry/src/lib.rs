@@ -43,6 +43,7 @@ pub mod room;
 pub mod serviceaccounts;
 mod store;
 pub mod strategy;
+mod summary;
 pub mod tenancy;
 mod validation;
 mod watch;
@@ -59,5 +60,6 @@ pub use meta::{now, seconds_since};
 pub use store::{
     ALL_CLUSTERS, AccessCheck, DeleteOutcome, PatchWith, Place, Registry, Requester, Target,
 };
+pub use summary::Summary;
 pub use watch::WatchEvent;
 pub use wildcard::{ClusterEvent, ClusterObject, Watched};

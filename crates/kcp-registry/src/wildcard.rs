@@ -43,7 +43,7 @@ pub struct ClusterEvent {
 }
 
 /// The logical cluster in a key under `prefix` (`<prefix><cluster>/...`).
-fn cluster_of(prefix: &[u8], key: &[u8]) -> Option<String> {
+pub(crate) fn cluster_of(prefix: &[u8], key: &[u8]) -> Option<String> {
     let rest = key.strip_prefix(prefix)?;
     let end = rest.iter().position(|b| *b == b'/')?;
     String::from_utf8(rest[..end].to_vec()).ok()

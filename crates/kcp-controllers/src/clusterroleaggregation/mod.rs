@@ -14,7 +14,7 @@ mod aggregate;
 use kcp_registry::{Registry, Watched};
 
 use crate::Context;
-use crate::driver::{Also, Controller, Key, Source};
+use crate::driver::{Also, Controller, Key, Listing, Source};
 
 pub(crate) fn cluster_roles() -> &'static kcp_apis::builtin::Resource {
     kcp_apis::builtin::rbac("clusterroles")
@@ -27,7 +27,7 @@ pub async fn run(registry: Registry, context: Context) {
         resource: cluster_roles(),
         // Keys are clusters, which `also` gives (its own keys would be roles).
         wants: |_| false,
-        listed: None,
+        listed: Listing::Nothing,
         deletions: false,
         reconcile: |registry, key: Key| {
             Box::pin(async move { aggregate::reconcile(&registry, &key.cluster).await })

@@ -17,7 +17,7 @@ mod naming;
 use kcp_registry::Registry;
 
 use crate::Context;
-use crate::driver::{Controller, Key};
+use crate::driver::{Controller, Key, Listing};
 
 pub(crate) fn crds() -> &'static kcp_apis::builtin::Resource {
     kcp_apis::builtin::in_group_version("apiextensions.k8s.io", "v1")
@@ -31,7 +31,7 @@ pub async fn run(registry: Registry, context: Context) {
         name: "customresourcedefinition",
         resource: crds(),
         wants: |_| true,
-        listed: None,
+        listed: Listing::Summaries(|_| true),
         deletions: true,
         reconcile: |registry, key: Key| {
             Box::pin(async move {

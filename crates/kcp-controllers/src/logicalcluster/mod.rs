@@ -19,16 +19,15 @@ pub(crate) use initialization::universal_bootstrap;
 
 use kcp_apis::system;
 use kcp_registry::tenancy::LOGICAL_CLUSTER;
-use kcp_registry::{Registry, RegistryError};
+use kcp_registry::{Registry, RegistryError, Summary};
 use serde_json::Value;
 
 use crate::Context;
-use crate::driver::{Also, Controller, Key, Outcome, Source};
+use crate::driver::{Also, Controller, Key, Listing, Outcome, Source};
 
 /// Whether a LogicalCluster needs the controller.
-fn needs_work(logical_cluster: &Value) -> bool {
-    logical_cluster["metadata"]["deletionTimestamp"].is_string()
-        || logical_cluster["status"]["phase"] == "Initializing"
+fn needs_work(logical_cluster: &Summary) -> bool {
+    logical_cluster.deleting || logical_cluster.phase.as_deref() == Some("Initializing")
 }
 
 /// The LogicalCluster whose content a deleted namespace or nested workspace was: its deletion
@@ -66,8 +65,8 @@ pub async fn run(registry: Registry, context: Context) {
     Controller {
         name: "logicalcluster",
         resource: system::logical_clusters(),
-        wants: needs_work,
-        listed: None,
+        wants: |logical_cluster| needs_work(&Summary::of_value(logical_cluster)),
+        listed: Listing::Summaries(needs_work),
         deletions: false,
         reconcile: |registry, key: Key| Box::pin(async move { reconcile(&registry, &key).await }),
         // A deletion pass holds every object left of each resource it reads (an organization's

@@ -11,11 +11,11 @@ mod reconcile;
 
 use std::time::Duration;
 
-use kcp_registry::Registry;
+use kcp_registry::{Registry, Summary};
 use serde_json::Value;
 
 use crate::Context;
-use crate::driver::{Controller, Key};
+use crate::driver::{Controller, Key, Listing};
 pub use reconcile::reconcile;
 
 /// The wait before looking again at a namespace whose content finalizers still hold.
@@ -26,7 +26,7 @@ fn namespaces() -> &'static kcp_apis::builtin::Resource {
 }
 
 fn deleting(namespace: &Value) -> bool {
-    namespace["metadata"]["deletionTimestamp"].is_string()
+    Summary::of_value(namespace).deleting
 }
 
 /// Runs the controller until `stop` turns true.
@@ -35,7 +35,7 @@ pub async fn run(registry: Registry, context: Context) {
         name: "namespace",
         resource: namespaces(),
         wants: deleting,
-        listed: None,
+        listed: Listing::Summaries(|namespace| namespace.deleting),
         deletions: false,
         reconcile: |registry, key: Key| {
             Box::pin(async move { reconcile(&registry, &key.cluster, &key.name).await })

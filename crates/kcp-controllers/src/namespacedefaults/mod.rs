@@ -12,17 +12,17 @@ mod root_ca;
 mod service_account;
 
 use kcp_apis::builtin::core;
-use kcp_registry::{Registry, RegistryError, Watched};
+use kcp_registry::{Registry, RegistryError, Summary, Watched};
 use serde_json::Value;
 
 use crate::Context;
-use crate::driver::{Also, Controller, Key, Outcome, Source};
+use crate::driver::{Also, Controller, Key, Listing, Outcome, Source};
 
 pub use root_ca::{DESCRIPTION, ROOT_CA_CONFIG_MAP};
 pub use service_account::DEFAULT_SERVICE_ACCOUNT;
 
 fn active(namespace: &Value) -> bool {
-    !namespace["metadata"]["deletionTimestamp"].is_string()
+    !Summary::of_value(namespace).deleting
 }
 
 /// The namespace key of an object named `name` in a namespace.
@@ -42,8 +42,10 @@ async fn reconcile(registry: &Registry, key: &Key) -> Result<Outcome, RegistryEr
         resource: core("namespaces"),
         namespace: None,
     };
-    match registry.get(target, &key.name).await {
-        Ok(namespace) if active(&namespace) => {}
+    // Summaries, not whole objects: after a start every namespace of every workspace is
+    // looked at here, and nearly all are active and have their service account.
+    match registry.summary(target, &key.name).await {
+        Ok(namespace) if !namespace.deleting => {}
         Ok(_) | Err(RegistryError::NotFound { .. }) => return Ok(Outcome::Finished),
         Err(error) => return Err(error),
     }
@@ -58,7 +60,7 @@ pub async fn run(registry: Registry, context: Context) {
         name: "namespace-defaults",
         resource: core("namespaces"),
         wants: active,
-        listed: None,
+        listed: Listing::Summaries(|namespace| !namespace.deleting),
         deletions: false,
         reconcile: |registry, key: Key| Box::pin(async move { reconcile(&registry, &key).await }),
         // Few at once, as kube-controller-manager runs these with one worker each: with 64, a

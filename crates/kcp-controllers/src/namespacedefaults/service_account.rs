@@ -19,7 +19,7 @@ pub(super) async fn ensure(
         namespace: Some(namespace),
     };
     // A read first: after a restart every namespace is looked at, and nearly all have theirs.
-    match registry.get(target, DEFAULT_SERVICE_ACCOUNT).await {
+    match registry.summary(target, DEFAULT_SERVICE_ACCOUNT).await {
         Ok(_) => return Ok(()),
         Err(RegistryError::NotFound { .. }) => {}
         Err(error) => return Err(error),

@@ -15,7 +15,7 @@ use kcp_registry::quota::resource_quotas;
 use serde_json::Value;
 
 use crate::Context;
-use crate::driver::{Also, Controller, Key, Source};
+use crate::driver::{Also, Controller, Key, Listing, Source};
 
 /// How often every quota is recounted anyway.
 pub(crate) const RESYNC: std::time::Duration = std::time::Duration::from_secs(300);
@@ -49,7 +49,7 @@ pub async fn run(registry: Registry, context: Context) {
         wants: needs_recount,
         // After a start every quota is recounted (a reservation whose create failed, counts
         // that went while the server was down).
-        listed: Some(|_| true),
+        listed: Listing::Summaries(|_| true),
         deletions: false,
         reconcile: |registry, key: Key| {
             Box::pin(async move { usage::reconcile(&registry, &key).await })

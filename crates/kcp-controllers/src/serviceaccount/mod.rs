@@ -13,11 +13,12 @@ pub mod cleanup;
 pub mod token_secret;
 
 use kcp_apis::builtin::core;
+use kcp_registry::serviceaccounts::TOKEN_SECRET_TYPE;
 use kcp_registry::{Registry, Target};
 use serde_json::Value;
 
 use crate::Context;
-use crate::driver::{Controller, Key};
+use crate::driver::{Controller, Key, Listing};
 
 pub(crate) fn secrets<'a>(key: &'a Key) -> Target<'a> {
     Target {
@@ -36,7 +37,7 @@ pub(crate) fn service_accounts<'a>(key: &'a Key) -> Target<'a> {
 }
 
 fn is_token_secret(secret: &Value) -> bool {
-    secret["type"] == kcp_registry::serviceaccounts::TOKEN_SECRET_TYPE
+    secret["type"] == TOKEN_SECRET_TYPE
 }
 
 /// Runs both loops until `stop` turns true.
@@ -45,7 +46,7 @@ pub async fn run(registry: Registry, context: Context) {
         name: "serviceaccount-token-secret",
         resource: core("secrets"),
         wants: |secret| is_token_secret(secret) && token_secret::unfilled(secret),
-        listed: None,
+        listed: Listing::Summaries(|secret| secret.type_.as_deref() == Some(TOKEN_SECRET_TYPE)),
         deletions: false,
         reconcile: |registry, key: Key| {
             Box::pin(async move { token_secret::reconcile(&registry, &key).await })
@@ -57,7 +58,7 @@ pub async fn run(registry: Registry, context: Context) {
         name: "serviceaccount-token-cleanup",
         resource: core("serviceaccounts"),
         wants: |_| false,
-        listed: None,
+        listed: Listing::Nothing,
         deletions: true,
         reconcile: |registry, key: Key| {
             Box::pin(async move { cleanup::reconcile(&registry, &key).await })

@@ -18,16 +18,15 @@ mod scheduling;
 use kcp_apimachinery::object::{self, WrongType};
 use kcp_apis::system;
 use kcp_registry::tenancy::WORKSPACE_FINALIZER;
-use kcp_registry::{Registry, RegistryError, Target};
+use kcp_registry::{Registry, RegistryError, Summary, Target};
 use serde_json::{Map, Value};
 
 use crate::Context;
-use crate::driver::{Also, Controller, Key, Outcome, Source};
+use crate::driver::{Also, Controller, Key, Listing, Outcome, Source};
 
 /// Whether a workspace still needs the controller.
-fn needs_work(workspace: &Value) -> bool {
-    workspace["metadata"]["deletionTimestamp"].is_string()
-        || workspace["status"]["phase"] != "Ready"
+fn needs_work(workspace: &Summary) -> bool {
+    workspace.deleting || workspace.phase.as_deref() != Some("Ready")
 }
 
 /// The Workspace a LogicalCluster belongs to, from its `spec.owner`.
@@ -141,8 +140,8 @@ pub async fn run(registry: Registry, context: Context) {
     Controller {
         name: "workspace",
         resource: system::workspaces(),
-        wants: needs_work,
-        listed: None,
+        wants: |workspace| needs_work(&Summary::of_value(workspace)),
+        listed: Listing::Summaries(needs_work),
         deletions: false,
         reconcile: |registry, key: Key| Box::pin(async move { reconcile(&registry, &key).await }),
         workers: crate::driver::WORKERS,
