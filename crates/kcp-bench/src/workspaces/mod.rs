@@ -203,7 +203,14 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     .await
     .context("the organization was not deleted")??;
     let org_deleted_in = deleting.elapsed();
-    eprintln!("{} deleted in {}", org.path(), seconds(org_deleted_in));
+    // The controllers' start-up lists and passes come after the first answer.
+    let peak_restarted = kcp.peak_rss_bytes()?;
+    eprintln!(
+        "{} deleted in {}; peak RSS so far {:.1} MiB",
+        org.path(),
+        seconds(org_deleted_in),
+        mib(peak_restarted)
+    );
     let deleted = if options.keep_rest {
         None
     } else {
@@ -308,8 +315,9 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             "restart: ready to serve / first answer".into(),
             format!("{} / {}", seconds(restarted_in), seconds(first_answer)),
             format!(
-                "RSS {:.1} MiB after it; a wildcard watch listed all in {}",
+                "RSS {:.1} MiB after it, {:.1} MiB peak until the org below was deleted; a wildcard watch listed all in {}",
                 mib(rss_restarted),
+                mib(peak_restarted),
                 seconds(watch_listed_in)
             ),
             verdict(
