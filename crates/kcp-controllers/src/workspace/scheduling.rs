@@ -142,9 +142,9 @@ async fn make_admin(registry: &Registry, cluster: &str, owner: &str) -> Result<(
     }
 }
 
-/// Gives the workspace a new random logical cluster name; the next pass schedules it there.
+/// Gives the workspace a new logical cluster name; the next pass schedules it there.
 async fn rename(registry: &Registry, key: &Key) -> Result<Outcome, RegistryError> {
-    let name = names::random_cluster_name();
+    let name = names::new_cluster_name();
     change(registry, key, move |next| {
         object::set(
             next,

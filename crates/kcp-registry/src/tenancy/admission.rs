@@ -292,10 +292,7 @@ impl Registry {
             .get(CLUSTER_ANNOTATION)
             .is_some_and(Value::is_string)
         {
-            annotations.insert(
-                CLUSTER_ANNOTATION.into(),
-                json!(names::random_cluster_name()),
-            );
+            annotations.insert(CLUSTER_ANNOTATION.into(), json!(names::new_cluster_name()));
         }
         Ok(())
     }

@@ -1,5 +1,12 @@
-//! Logical cluster names: random ones for workspaces (16 base36 characters, about 82 bits, as
-//! kcp makes them) and the one of a user's home, derived from the user name as kcp derives it.
+//! Logical cluster names: new ones for workspaces (16 base36 characters, as kcp makes them) and
+//! the one of a user's home, derived from the user name as kcp derives it.
+//!
+//! kcp draws a workspace's 16 characters at random. Ours start with the time instead (8
+//! characters of milliseconds, then 8 random ones, about 41 bits): every key of a logical
+//! cluster starts with its name under its resource's prefix, so random names scattered the
+//! keys a new workspace writes (its namespaces, service accounts, configmaps, role bindings)
+//! over the whole store, and each write dirtied a leaf of its own that had to be read first.
+//! With names in creation order the new keys of each resource land side by side at one end.
 
 use sha2::{Digest, Sha224};
 
@@ -27,13 +34,34 @@ pub fn base36_padded(bytes: &[u8]) -> String {
     String::from_utf8(digits).unwrap_or_default()
 }
 
-/// A new random logical cluster name: 16 base36 characters of the SHA-224 of 32 random bytes.
-pub fn random_cluster_name() -> String {
-    let mut random = [0u8; 32];
-    random[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
-    random[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
-    let mut name = base36_padded(&Sha224::digest(random));
-    name.truncate(16);
+/// 36 to the 8th: what 8 base36 digits hold.
+const EIGHT_DIGITS: u64 = 36u64.pow(8);
+
+/// `value` (below [`EIGHT_DIGITS`]) as 8 base36 digits.
+fn eight_base36_digits(mut value: u64, name: &mut String) {
+    let mut digits = [b'0'; 8];
+    for digit in digits.iter_mut().rev() {
+        *digit = DIGITS[(value % 36) as usize];
+        value /= 36;
+    }
+    name.extend(digits.iter().map(|d| char::from(*d)));
+}
+
+/// A new logical cluster name: 16 base36 characters, the milliseconds since the Unix epoch
+/// (modulo 36^8, about 89 years) and then 8 random ones. Names made later sort after names
+/// made earlier, to the millisecond (see the module docs).
+pub fn new_cluster_name() -> String {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis());
+    let random = u64::from_le_bytes(
+        uuid::Uuid::new_v4().as_bytes()[..8]
+            .try_into()
+            .unwrap_or_default(),
+    );
+    let mut name = String::with_capacity(16);
+    eight_base36_digits((millis % u128::from(EIGHT_DIGITS)) as u64, &mut name);
+    eight_base36_digits(random % EIGHT_DIGITS, &mut name);
     name
 }
 
@@ -46,6 +74,7 @@ pub fn home_cluster_name(user: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tenancy::paths::valid_cluster_name;
 
     #[test]
     fn base36_pads_to_the_width_of_the_byte_count() {
@@ -56,11 +85,37 @@ mod tests {
     }
 
     #[test]
-    fn random_names_are_sixteen_base36_characters_and_differ() {
-        let a = random_cluster_name();
+    fn new_names_are_sixteen_base36_characters_and_differ() {
+        let a = new_cluster_name();
         assert_eq!(a.len(), 16);
         assert!(a.bytes().all(|b| DIGITS.contains(&b)));
-        assert_ne!(a, random_cluster_name());
+        assert!(valid_cluster_name(&a));
+        assert_ne!(a, new_cluster_name());
+    }
+
+    #[test]
+    fn names_made_later_sort_after_names_made_earlier() {
+        let names: Vec<String> = (0..20)
+            .map(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                new_cluster_name()
+            })
+            .collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(names, sorted);
+    }
+
+    #[test]
+    fn eight_digits_are_padded_and_hold_the_largest_value() {
+        let digits = |value| {
+            let mut name = String::new();
+            eight_base36_digits(value, &mut name);
+            name
+        };
+        assert_eq!(digits(0), "00000000");
+        assert_eq!(digits(35), "0000000z");
+        assert_eq!(digits(EIGHT_DIGITS - 1), "zzzzzzzz");
     }
 
     #[test]
