@@ -120,6 +120,19 @@ impl Registry {
         Ok(Summary::of_stored(&kv.value)?.into_owned())
     }
 
+    /// The part of one object that `T` describes, decoded from the stored bytes with the rest
+    /// skipped: for a controller that checks one field of every object. An object whose
+    /// fields do not have `T`'s types is an error (read it whole instead).
+    pub async fn get_part<T: serde::de::DeserializeOwned>(
+        &self,
+        target: Target<'_>,
+        name: &str,
+    ) -> Result<T, RegistryError> {
+        let kv = self.read(&target, name).await?;
+        serde_json::from_slice(&kv.value)
+            .map_err(|e| RegistryError::Internal(format!("stored object is not as expected: {e}")))
+    }
+
     /// Hands the [`Summary`] of every object of `resource` in every logical cluster, with its
     /// cluster, to `take`, read page by page from one snapshot; returns that snapshot's
     /// revision (to watch from). Nothing of the objects outlives its page.
@@ -191,5 +204,53 @@ mod tests {
         let odd = summary_of(&json!({"metadata": {"name": "odd"}, "status": {"phase": 3}}));
         assert_eq!(odd.phase, None);
         assert!(Summary::of_stored(b"not json").is_err());
+    }
+
+    #[tokio::test]
+    async fn a_part_of_a_stored_object_is_read_alone() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Part {
+            data: std::collections::BTreeMap<String, String>,
+        }
+        let registry = Registry::new(std::sync::Arc::new(kcp_storage::MemoryStorage::new()));
+        let namespaces = Target {
+            cluster: "c",
+            resource: kcp_apis::builtin::core("namespaces"),
+            namespace: None,
+        };
+        registry
+            .create(namespaces, json!({"metadata": {"name": "ns"}}))
+            .await
+            .unwrap();
+        let config_maps = Target {
+            cluster: "c",
+            resource: kcp_apis::builtin::core("configmaps"),
+            namespace: Some("ns"),
+        };
+        registry
+            .create(
+                config_maps,
+                json!({"metadata": {"name": "cm", "labels": {"a": "b"}}, "data": {"k": "v"}}),
+            )
+            .await
+            .unwrap();
+        let part: Part = registry.get_part(config_maps, "cm").await.unwrap();
+        assert_eq!(part.data, [("k".to_string(), "v".to_string())].into());
+        let summary = registry.summary(config_maps, "cm").await.unwrap();
+        assert_eq!(
+            (summary.namespace, summary.name),
+            ("ns".into(), "cm".into())
+        );
+        let missing = registry.get_part::<Part>(config_maps, "gone").await;
+        assert!(matches!(missing, Err(RegistryError::NotFound { .. })));
+        // Fields of other types than the part's are an error, not a guess.
+        let wrong = registry.get_part::<DataAsList>(config_maps, "cm").await;
+        assert!(matches!(wrong, Err(RegistryError::Internal(_))));
+    }
+
+    #[derive(serde::Deserialize, Debug)]
+    struct DataAsList {
+        #[allow(dead_code)]
+        data: Vec<String>,
     }
 }

@@ -4,6 +4,7 @@
 
 use kcp_apis::builtin::core;
 use kcp_registry::{Registry, RegistryError, Target};
+use serde::Deserialize;
 use serde_json::json;
 
 /// The ConfigMap every namespace has.
@@ -13,6 +14,19 @@ pub const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify t
     kube-apiserver when using internal endpoints such as the internal service IP or \
     kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes \
     clusters.";
+
+/// The CA a `kube-root-ca.crt` ConfigMap holds (the rest of it is not read).
+#[derive(Deserialize)]
+struct HeldCa {
+    #[serde(default)]
+    data: Option<HeldCaData>,
+}
+
+#[derive(Deserialize)]
+struct HeldCaData {
+    #[serde(default, rename = "ca.crt")]
+    ca: Option<String>,
+}
 
 /// Creates or mends the `kube-root-ca.crt` ConfigMap of `namespace`.
 pub(super) async fn ensure(
@@ -31,6 +45,14 @@ pub(super) async fn ensure(
         resource: core("configmaps"),
         namespace: Some(namespace),
     };
+    // Its CA alone first: after a restart every namespace is looked at, and nearly all hold
+    // the right one.
+    let held = registry
+        .get_part::<HeldCa>(target, ROOT_CA_CONFIG_MAP)
+        .await;
+    if held.is_ok_and(|held| held.data.and_then(|data| data.ca).as_deref() == Some(ca)) {
+        return Ok(());
+    }
     let result = match registry.get(target, ROOT_CA_CONFIG_MAP).await {
         Ok(current) if current["data"]["ca.crt"] == ca => return Ok(()),
         Ok(mut current) => {
