@@ -35,13 +35,15 @@ pub struct Key {
 impl Key {
     /// The key of `object` in `cluster`.
     pub fn of(cluster: String, object: &Value) -> Key {
+        Key::summarized(cluster, &Summary::of_value(object))
+    }
+
+    /// The key of the object `summary` sums up, in `cluster`.
+    pub fn summarized(cluster: String, summary: &Summary<'_>) -> Key {
         Key {
             cluster,
-            namespace: object["metadata"]["namespace"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-            name: name_of(object),
+            namespace: summary.namespace.to_string(),
+            name: summary.name.to_string(),
         }
     }
 }
@@ -115,13 +117,6 @@ pub(crate) enum Source {
     AnyDeletion,
 }
 
-fn name_of(object: &Value) -> String {
-    object["metadata"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
 impl Controller {
     async fn list_and_watch(
         &self,
@@ -133,11 +128,7 @@ impl Controller {
                 registry
                     .summarize_all_clusters(self.resource, |cluster, summary| {
                         if accepts(summary) {
-                            queue.add(Key {
-                                cluster: cluster.to_string(),
-                                namespace: summary.namespace.to_string(),
-                                name: summary.name.to_string(),
-                            });
+                            queue.add(Key::summarized(cluster.to_string(), summary));
                         }
                     })
                     .await?

@@ -144,7 +144,7 @@ impl Registry {
         let prefix = ResourceKeys::new(&resource.group, &resource.name).all_clusters();
         self.each_page(&prefix, |kv| {
             if let Some(cluster) = cluster_of(&prefix, &kv.key) {
-                take(&cluster, &Summary::of_stored(&kv.value)?);
+                take(cluster, &Summary::of_stored(&kv.value)?);
             }
             Ok(())
         })

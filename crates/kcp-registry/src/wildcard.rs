@@ -43,10 +43,10 @@ pub struct ClusterEvent {
 }
 
 /// The logical cluster in a key under `prefix` (`<prefix><cluster>/...`).
-pub(crate) fn cluster_of(prefix: &[u8], key: &[u8]) -> Option<String> {
+pub(crate) fn cluster_of<'k>(prefix: &[u8], key: &'k [u8]) -> Option<&'k str> {
     let rest = key.strip_prefix(prefix)?;
     let end = rest.iter().position(|b| *b == b'/')?;
-    String::from_utf8(rest[..end].to_vec()).ok()
+    std::str::from_utf8(&rest[..end]).ok()
 }
 
 impl Registry {
@@ -63,6 +63,7 @@ impl Registry {
             .each_page(&prefix, |kv| {
                 let object = decode(kv)?;
                 if let Some(cluster) = cluster_of(&prefix, &kv.key).filter(|_| filter(&object)) {
+                    let cluster = cluster.to_string();
                     objects.push(ClusterObject { cluster, object });
                 }
                 Ok(())
@@ -142,7 +143,7 @@ fn cluster_event(prefix: &[u8], event: &Event) -> Option<Result<ClusterEvent, Re
     match SharedEvent::decoded_only(event) {
         Ok(decoded) => cluster_of(prefix, &event.kv.key).map(|cluster| {
             Ok(ClusterEvent {
-                cluster,
+                cluster: cluster.to_string(),
                 event: decoded,
             })
         }),
@@ -158,7 +159,7 @@ mod tests {
     fn clusters_are_read_from_keys() {
         let prefix = b"/registry/core/namespaces/";
         assert_eq!(
-            cluster_of(prefix, b"/registry/core/namespaces/root:a/ns").as_deref(),
+            cluster_of(prefix, b"/registry/core/namespaces/root:a/ns"),
             Some("root:a")
         );
         assert_eq!(cluster_of(prefix, b"/registry/core/namespaces/x"), None);

@@ -14,7 +14,7 @@ pub mod token_secret;
 
 use kcp_apis::builtin::core;
 use kcp_registry::serviceaccounts::TOKEN_SECRET_TYPE;
-use kcp_registry::{Registry, Target};
+use kcp_registry::{Registry, Summary, Target};
 use serde_json::Value;
 
 use crate::Context;
@@ -37,7 +37,11 @@ pub(crate) fn service_accounts<'a>(key: &'a Key) -> Target<'a> {
 }
 
 fn is_token_secret(secret: &Value) -> bool {
-    secret["type"] == TOKEN_SECRET_TYPE
+    is_token(&Summary::of_value(secret))
+}
+
+fn is_token(secret: &Summary) -> bool {
+    secret.type_.as_deref() == Some(TOKEN_SECRET_TYPE)
 }
 
 /// Runs both loops until `stop` turns true.
@@ -46,7 +50,7 @@ pub async fn run(registry: Registry, context: Context) {
         name: "serviceaccount-token-secret",
         resource: core("secrets"),
         wants: |secret| is_token_secret(secret) && token_secret::unfilled(secret),
-        listed: Listing::Summaries(|secret| secret.type_.as_deref() == Some(TOKEN_SECRET_TYPE)),
+        listed: Listing::Summaries(is_token),
         deletions: false,
         reconcile: |registry, key: Key| {
             Box::pin(async move { token_secret::reconcile(&registry, &key).await })
