@@ -65,9 +65,9 @@ pub struct RedbStorage {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OpenOptions {
     /// Called on the writer thread when it runs out of work after writing (at most every
-    /// second): where the process's allocator can take back what the thread keeps of the
-    /// memory it freed (a thread cache of free blocks, which an idle thread keeps until it
-    /// allocates again). The store itself knows no allocator.
+    /// second): where the process's allocator can collect the thread's freed memory, which
+    /// some allocators (mimalloc) leave to the thread that allocated it. The store itself
+    /// knows no allocator.
     pub on_writer_idle: Option<fn()>,
 }
 

@@ -29,7 +29,7 @@ enum Command {
 fn main() -> anyhow::Result<()> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .on_thread_park(memory::flush_on_park)
+        .on_thread_park(memory::collect_on_park)
         .build()?
         .block_on(run())
 }
@@ -45,8 +45,9 @@ async fn run() -> anyhow::Result<()> {
             // Installed before anything is announced, so a signal right after "ready" stops us
             // cleanly instead of killing the process.
             let signals = ShutdownSignals::install()?;
+            memory::purge_periodically();
             let options = Options {
-                on_thread_idle: Some(memory::flush_idle_thread),
+                on_thread_idle: Some(memory::collect_idle_thread),
                 ..options
             };
             let server = Server::start(options).await?;

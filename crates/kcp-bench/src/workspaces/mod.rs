@@ -229,8 +229,8 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         let interval = Duration::from_secs(options.compaction_interval);
         compacted::wait(&kcp, &target, &authorization, 2 * interval + PHASE_TIMEOUT).await?;
         let compacted_in = deleted_at.elapsed();
-        // The watch cache keeps events for 75 s (its trim runs every 5 s) and the allocator
-        // gives pages back a second after they are freed: both are given their time.
+        // The watch cache keeps events for 75 s (its trim runs every 5 s) and mimalloc's
+        // arenas are purged every 5 s: both are given their time.
         tokio::time::sleep_until((deleted_at + WATCH_CACHE_WINDOW).into()).await;
         tokio::time::sleep(Duration::from_secs(6)).await;
         Some(Deleted {

@@ -413,13 +413,12 @@ fn big_crd(revision: usize, fields: usize) -> serde_json::Value {
     })
 }
 
-/// The server's RSS once it has stopped falling: freed memory is given back within a few
-/// seconds (the allocator's decay, the workers' cache flushes), so it counts as settled when it
-/// fell by less than a MiB over 6 s.
+/// The server's RSS once it has stopped falling: freed memory is given back by a trim every
+/// 5 s, so it counts as settled when it fell by less than a MiB over 6 s.
 async fn settled_rss(kcp: &Kcp) -> u64 {
     let mut last = rss(kcp.pid());
     for _ in 0..10 {
-        // Deliberately a fixed window: settled means RSS did NOT fall across one whole giving-back
+        // Deliberately a fixed window: settled means RSS did NOT fall across one whole trim
         // period, which only a window longer than the period can show.
         tokio::time::sleep(Duration::from_secs(6)).await;
         let now = rss(kcp.pid());
