@@ -5,8 +5,8 @@
 //!   are created in `default` through the API, 16 connections at once.
 //! - Then GETs of the whole collection (no limit, JSON, no gzip), each on a new HTTP/1.1
 //!   connection, the body read as fast as the client can, each after 6 s idle (the server
-//!   gives freed memory back within seconds): a first, cold one (the store's 64 MiB page cache still
-//!   holds the writes), then `--rounds` (default 3) warm ones. kcp's RSS is read every few
+//!   gives freed memory back within seconds): a first, cold one (the store's 64 MiB page cache
+//!   still holds the writes), then `--rounds` (default 3) warm ones. kcp's RSS is read every few
 //!   milliseconds meanwhile: a list's growth is its peak during the list over its RSS just
 //!   before. The target is on the warm lists' largest growth; the cold one's is shown (it also
 //!   fills the page cache).
@@ -42,6 +42,8 @@ const THROUGHPUT_TARGET: f64 = 0.25;
 /// Growth of kcp's RSS during a list, at most.
 const GROWTH_TARGET_MIB: f64 = 64.0;
 const MIB: f64 = 1024.0 * 1024.0;
+/// What the names of the configmaps created here start with.
+const NAME_PREFIX: &str = "list-";
 const LIST_PATH: &str = "/clusters/root/api/v1/namespaces/default/configmaps";
 
 #[derive(clap::Args)]
@@ -143,7 +145,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         creators.spawn(async move {
             let mut connection = target.connect(Protocol::Http1).await?;
             for i in (worker..objects).step_by(workers) {
-                let body = crate::api::configmap_json(&format!("list-{i:07}"), size);
+                let body = crate::api::configmap_json(&format!("{NAME_PREFIX}{i:07}"), size);
                 let request = connection
                     .request(Method::POST, LIST_PATH)
                     .header(http::header::AUTHORIZATION, authorization.as_str())
@@ -202,7 +204,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
                     .filter(|item| {
                         item["metadata"]["name"]
                             .as_str()
-                            .is_some_and(|name| name.starts_with("list-"))
+                            .is_some_and(|name| name.starts_with(NAME_PREFIX))
                     })
                     .count()
             });
