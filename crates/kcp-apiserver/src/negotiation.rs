@@ -289,9 +289,12 @@ impl IncludeObject {
     }
 }
 
-/// An object as `PartialObjectMetadata` of `version`.
-pub fn partial_object_metadata(object: &Value, version: MetaVersion) -> Value {
-    let metadata = object.get("metadata").cloned().unwrap_or_else(|| json!({}));
+/// An object as `PartialObjectMetadata` of `version` (its metadata moved, not copied).
+pub fn partial_object_metadata(mut object: Value, version: MetaVersion) -> Value {
+    let metadata = object
+        .get_mut("metadata")
+        .map(Value::take)
+        .unwrap_or_else(|| json!({}));
     document(
         "PartialObjectMetadata",
         version.api_version(),
@@ -324,14 +327,14 @@ pub fn render_object(
 ) -> Result<Value, RegistryError> {
     Ok(match conversion {
         Conversion::None | Conversion::PartialObjectMetadataList(_) => object,
-        Conversion::PartialObjectMetadata(version) => partial_object_metadata(&object, version),
+        Conversion::PartialObjectMetadata(version) => partial_object_metadata(object, version),
         Conversion::Table(version) => {
             let mut list_meta = json!({});
             if let Some(rv) = object["metadata"]["resourceVersion"].as_str() {
                 list_meta["resourceVersion"] = json!(rv);
             }
             let include = IncludeObject::from_params(params)?;
-            crate::table::render(resource, &[object], list_meta, version, include)
+            crate::table::render(resource, vec![object], list_meta, version, include)
         }
     })
 }
@@ -353,7 +356,7 @@ pub fn render_list(
         ),
         Conversion::PartialObjectMetadataList(version) => {
             let items: Vec<Value> = items
-                .iter()
+                .into_iter()
                 .map(|item| partial_object_metadata(item, version))
                 .collect();
             document(
@@ -364,7 +367,7 @@ pub fn render_list(
         }
         Conversion::Table(version) => {
             let include = IncludeObject::from_params(params)?;
-            crate::table::render(resource, &items, list_meta, version, include)
+            crate::table::render(resource, items, list_meta, version, include)
         }
     })
 }

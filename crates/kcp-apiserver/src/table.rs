@@ -10,10 +10,11 @@ use crate::custom_columns::CustomColumns;
 use crate::negotiation::{IncludeObject, MetaVersion, document, partial_object_metadata};
 use kcp_registry::kinds;
 
-/// A Table of `objects` (list items or a single object) with `list_meta` as its ListMeta.
+/// A Table of `objects` (list items or a single object) with `list_meta` as its ListMeta. Each
+/// row takes what it carries from its object (moved, not copied) once its cells are read.
 pub fn render(
     resource: &Resource,
-    objects: &[Value],
+    objects: Vec<Value>,
     list_meta: Value,
     version: MetaVersion,
     include: IncludeObject,
@@ -22,16 +23,16 @@ pub fn render(
     let custom = resource.custom().map(CustomColumns::new);
     let kind = kinds::rules(resource);
     let rows: Vec<Value> = objects
-        .iter()
+        .into_iter()
         .map(|object| {
+            let cells = match &custom {
+                Some(columns) => columns.cells(&object, now),
+                None => kind.cells(&object, now),
+            };
             let carried = match include {
                 IncludeObject::None => Value::Null,
                 IncludeObject::Metadata => partial_object_metadata(object, version),
-                IncludeObject::Object => object.clone(),
-            };
-            let cells = match &custom {
-                Some(columns) => columns.cells(object, now),
-                None => kind.cells(object, now),
+                IncludeObject::Object => object,
             };
             let mut row = serde_json::Map::new();
             row.insert("cells".into(), Value::Array(cells));
@@ -74,7 +75,7 @@ mod tests {
     fn rows_carry_cells_and_metadata_by_default() {
         let table = render(
             configmaps(),
-            &[cm()],
+            vec![cm()],
             json!({"resourceVersion": "7"}),
             MetaVersion::V1,
             IncludeObject::Metadata,
@@ -93,7 +94,7 @@ mod tests {
     fn include_object_none_and_object() {
         let none = render(
             configmaps(),
-            &[cm()],
+            vec![cm()],
             json!({}),
             MetaVersion::V1beta1,
             IncludeObject::None,
@@ -102,7 +103,7 @@ mod tests {
         assert!(none["rows"][0]["object"].is_null());
         let whole = render(
             configmaps(),
-            &[cm()],
+            vec![cm()],
             json!({}),
             MetaVersion::V1,
             IncludeObject::Object,

@@ -280,10 +280,14 @@ impl WatchStream {
     fn encode(&self, kind: &str, object: Value) -> Bytes {
         let object = match self.conversion {
             _ if kind == "ERROR" => object,
-            Conversion::Table(version) if kind != "BOOKMARK" => {
-                crate::table::render(&self.resource, &[object], json!({}), version, self.include)
-            }
-            Conversion::PartialObjectMetadata(version) => partial_object_metadata(&object, version),
+            Conversion::Table(version) if kind != "BOOKMARK" => crate::table::render(
+                &self.resource,
+                vec![object],
+                json!({}),
+                version,
+                self.include,
+            ),
+            Conversion::PartialObjectMetadata(version) => partial_object_metadata(object, version),
             _ => object,
         };
         let mut line = format!("{{\"type\":{},\"object\":", json!(kind)).into_bytes();

@@ -19,6 +19,8 @@ pub use prune::{default, prune};
 pub use structural::structural_errors;
 pub use validate::validate;
 
+use std::fmt;
+
 use serde_json::Value;
 
 /// One field-level problem, as a `Status` cause: `reason` (`FieldValueInvalid`,
@@ -31,11 +33,40 @@ pub struct FieldError {
 }
 
 impl FieldError {
-    fn new(reason: &'static str, field: &str, message: String) -> Self {
+    fn new(reason: &'static str, field: impl fmt::Display, message: String) -> Self {
         FieldError {
             reason,
             field: field.to_string(),
             message,
+        }
+    }
+}
+
+/// A field path as a walk over a value descends (`spec.ports[1].name`), written out only when
+/// a message or a pruned field needs it: a walk that finds nothing to report allocates no path.
+#[derive(Clone, Copy)]
+enum Path<'a> {
+    /// Where the walk began (`""` at the object's root).
+    Start(&'a str),
+    /// `parent.name` (`name` at the root).
+    Field(&'a Path<'a>, &'a str),
+    /// `parent[i]`.
+    Item(&'a Path<'a>, usize),
+}
+
+impl Path<'_> {
+    fn is_root(&self) -> bool {
+        matches!(self, Path::Start(start) if start.is_empty())
+    }
+}
+
+impl fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Path::Start(start) => f.write_str(start),
+            Path::Field(parent, name) if parent.is_root() => f.write_str(name),
+            Path::Field(parent, name) => write!(f, "{parent}.{name}"),
+            Path::Item(parent, i) => write!(f, "{parent}[{i}]"),
         }
     }
 }
@@ -64,5 +95,31 @@ fn json_type(value: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_written_as_the_string_helpers_write_them() {
+        let root = Path::Start("");
+        let spec = Path::Field(&root, "spec");
+        let ports = Path::Field(&spec, "ports");
+        let second = Path::Item(&ports, 1);
+        let name = Path::Field(&second, "name");
+        assert_eq!(name.to_string(), "spec.ports[1].name");
+        assert_eq!(
+            name.to_string(),
+            child(&index(&child("spec", "ports"), 1), "name")
+        );
+        let first = Path::Item(&root, 0);
+        assert_eq!(
+            Path::Field(&first, "a").to_string(),
+            child(&index("", 0), "a")
+        );
+        let started = Path::Start("status");
+        assert_eq!(Path::Field(&started, "x").to_string(), "status.x");
     }
 }

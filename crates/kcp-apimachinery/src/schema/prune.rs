@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{child, index};
+use super::Path;
 use crate::object::flag;
 
 /// Fields every object keeps at its root (and embedded resources at theirs).
@@ -13,11 +13,17 @@ const OBJECT_FIELDS: &[&str] = &["apiVersion", "kind", "metadata"];
 /// `x-kubernetes-preserve-unknown-fields: true`, and returns their paths (for `fieldValidation`).
 pub fn prune(schema: &Value, value: &mut Value) -> Vec<String> {
     let mut pruned = Vec::new();
-    prune_at(schema, value, "", true, &mut pruned);
+    prune_at(schema, value, &Path::Start(""), true, &mut pruned);
     pruned
 }
 
-fn prune_at(schema: &Value, value: &mut Value, path: &str, root: bool, pruned: &mut Vec<String>) {
+fn prune_at(
+    schema: &Value,
+    value: &mut Value,
+    path: &Path<'_>,
+    root: bool,
+    pruned: &mut Vec<String>,
+) {
     let preserve = flag(schema, "x-kubernetes-preserve-unknown-fields");
     let keeps_object_fields = root || flag(schema, "x-kubernetes-embedded-resource");
     match value {
@@ -29,12 +35,16 @@ fn prune_at(schema: &Value, value: &mut Value, path: &str, root: bool, pruned: &
             let any_key = schema.get("additionalProperties") == Some(&Value::Bool(true));
             let no_schema = Value::Object(Default::default());
             let additional = additional.or(any_key.then_some(&no_schema));
-            if additional.is_none() && !preserve {
+            let declared = |name: &str| {
+                properties.is_some_and(|p| p.contains_key(name))
+                    || (keeps_object_fields && OBJECT_FIELDS.contains(&name))
+            };
+            // Read first, changed only when something goes (nearly never on reads).
+            if additional.is_none() && !preserve && !fields.keys().all(|name| declared(name)) {
                 fields.retain(|name, _| {
-                    let keep = properties.is_some_and(|p| p.contains_key(name))
-                        || (keeps_object_fields && OBJECT_FIELDS.contains(&name.as_str()));
+                    let keep = declared(name);
                     if !keep {
-                        pruned.push(child(path, name));
+                        pruned.push(Path::Field(path, name).to_string());
                     }
                     keep
                 });
@@ -46,14 +56,14 @@ fn prune_at(schema: &Value, value: &mut Value, path: &str, root: bool, pruned: &
                 }
                 let field_schema = properties.and_then(|p| p.get(name)).or(additional);
                 if let Some(field_schema) = field_schema {
-                    prune_at(field_schema, field, &child(path, name), false, pruned);
+                    prune_at(field_schema, field, &Path::Field(path, name), false, pruned);
                 }
             }
         }
         Value::Array(items) => {
             if let Some(item_schema) = schema.get("items") {
                 for (i, item) in items.iter_mut().enumerate() {
-                    prune_at(item_schema, item, &index(path, i), false, pruned);
+                    prune_at(item_schema, item, &Path::Item(path, i), false, pruned);
                 }
             }
         }

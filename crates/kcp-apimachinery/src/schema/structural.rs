@@ -241,7 +241,7 @@ fn list_type_errors(schema: &Value, path: &str, errors: &mut Vec<FieldError>) {
     {
         errors.push(FieldError::new(
             "FieldValueNotSupported",
-            &child(path, "x-kubernetes-list-type"),
+            child(path, "x-kubernetes-list-type"),
             format!("Unsupported value: {kind:?}: supported values: \"atomic\", \"set\", \"map\""),
         ));
     }

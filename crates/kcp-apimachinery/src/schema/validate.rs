@@ -6,13 +6,13 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::{FieldError, child, index, json_type};
+use super::{FieldError, Path, json_type};
 use crate::object::flag;
 
 /// Every way `value` breaks `schema`, at `path` (`""` for the object root).
 pub fn validate(schema: &Value, value: &Value, path: &str) -> Vec<FieldError> {
     let mut errors = Vec::new();
-    check(schema, value, path, &mut errors);
+    check(schema, value, &Path::Start(path), &mut errors);
     errors
 }
 
@@ -23,7 +23,7 @@ fn shown(value: &Value) -> String {
     }
 }
 
-fn invalid(path: &str, value: &Value, detail: String) -> FieldError {
+fn invalid(path: &Path<'_>, value: &Value, detail: String) -> FieldError {
     FieldError::new(
         "FieldValueInvalid",
         path,
@@ -58,7 +58,7 @@ fn type_fits(schema: &Value, value: &Value) -> bool {
     }
 }
 
-fn check(schema: &Value, value: &Value, path: &str, errors: &mut Vec<FieldError>) {
+fn check(schema: &Value, value: &Value, path: &Path<'_>, errors: &mut Vec<FieldError>) {
     if !type_fits(schema, value) {
         // Kubernetes turns int-or-string into the type list `integer,string`.
         let expected = schema
@@ -105,7 +105,7 @@ fn check_string(
     schema: &Value,
     value: &Value,
     text: &str,
-    path: &str,
+    path: &Path<'_>,
     errors: &mut Vec<FieldError>,
 ) {
     let length = text.chars().count();
@@ -153,7 +153,7 @@ fn check_string(
     }
 }
 
-fn check_number(schema: &Value, value: &Value, path: &str, errors: &mut Vec<FieldError>) {
+fn check_number(schema: &Value, value: &Value, path: &Path<'_>, errors: &mut Vec<FieldError>) {
     let Some(n) = value.as_f64() else { return };
     if let Some(min) = number(schema, "minimum") {
         if flag(schema, "exclusiveMinimum") && n <= min {
@@ -197,7 +197,7 @@ fn check_number(schema: &Value, value: &Value, path: &str, errors: &mut Vec<Fiel
     }
 }
 
-fn check_array(schema: &Value, items: &[Value], path: &str, errors: &mut Vec<FieldError>) {
+fn check_array(schema: &Value, items: &[Value], path: &Path<'_>, errors: &mut Vec<FieldError>) {
     if let Some(max) = count(schema, "maxItems")
         && items.len() > max
     {
@@ -218,7 +218,7 @@ fn check_array(schema: &Value, items: &[Value], path: &str, errors: &mut Vec<Fie
     }
     if let Some(item_schema) = schema.get("items") {
         for (i, item) in items.iter().enumerate() {
-            check(item_schema, item, &index(path, i), errors);
+            check(item_schema, item, &Path::Item(path, i), errors);
         }
     }
     match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
@@ -228,7 +228,7 @@ fn check_array(schema: &Value, items: &[Value], path: &str, errors: &mut Vec<Fie
                 if !seen.insert(item.to_string()) {
                     errors.push(FieldError::new(
                         "FieldValueDuplicate",
-                        &index(path, i),
+                        Path::Item(path, i),
                         format!("Duplicate value: {}", shown(item)),
                     ));
                 }
@@ -250,7 +250,7 @@ fn check_array(schema: &Value, items: &[Value], path: &str, errors: &mut Vec<Fie
                         .collect();
                     errors.push(FieldError::new(
                         "FieldValueDuplicate",
-                        &index(path, i),
+                        Path::Item(path, i),
                         format!("Duplicate value: {}", Value::Object(shown_key)),
                     ));
                 }
@@ -264,7 +264,7 @@ fn check_object(
     schema: &Value,
     value: &Value,
     fields: &serde_json::Map<String, Value>,
-    path: &str,
+    path: &Path<'_>,
     errors: &mut Vec<FieldError>,
 ) {
     if flag(schema, "x-kubernetes-embedded-resource") {
@@ -277,7 +277,7 @@ fn check_object(
             {
                 errors.push(FieldError::new(
                     "FieldValueRequired",
-                    &child(path, name),
+                    Path::Field(path, name),
                     "Required value: must not be empty".to_string(),
                 ));
             }
@@ -288,7 +288,7 @@ fn check_object(
             if !fields.contains_key(name) {
                 errors.push(FieldError::new(
                     "FieldValueRequired",
-                    &child(path, name),
+                    Path::Field(path, name),
                     "Required value".into(),
                 ));
             }
@@ -315,7 +315,7 @@ fn check_object(
     let properties = schema.get("properties").and_then(Value::as_object);
     let additional = schema.get("additionalProperties").filter(|a| a.is_object());
     for (name, field) in fields {
-        let field_path = child(path, name);
+        let field_path = Path::Field(path, name);
         if let Some(field_schema) = properties.and_then(|p| p.get(name)) {
             check(field_schema, field, &field_path, errors);
         } else if let Some(values) = additional {

@@ -173,7 +173,7 @@ fn field_errors(rule: &Value, schema: &Value, at: &dyn Fn(&str) -> String) -> Ve
         let supported: Vec<String> = REASONS.iter().map(|(name, _)| go_quote(name)).collect();
         errors.push(FieldError::new(
             "FieldValueNotSupported",
-            &at("reason"),
+            at("reason"),
             format!(
                 "Unsupported value: {}: supported values: {}",
                 go_quote(reason),
@@ -246,7 +246,7 @@ pub(super) fn compile(
                 if cost > STATIC_ESTIMATED_COST_LIMIT {
                     findings.cost(FieldError::new(
                         "FieldValueForbidden",
-                        &at("rule"),
+                        at("rule"),
                         format!(
                             "Forbidden: {}",
                             cost_message("estimated rule cost", cost, STATIC_ESTIMATED_COST_LIMIT)
@@ -273,7 +273,7 @@ pub(super) fn compile(
                     if estimate.cost > STATIC_ESTIMATED_COST_LIMIT {
                         findings.cost(FieldError::new(
                             "FieldValueForbidden",
-                            &at("messageExpression"),
+                            at("messageExpression"),
                             format!(
                                 "Forbidden: {}",
                                 cost_message(
