@@ -13,7 +13,8 @@
 //!   Ready, per workspace. Target ≤ 64 KiB (kcp: 7.4 MiB).
 //! - One organization (the first): `kubectl get ws` in it, the whole command, against the same
 //!   kubectl command answered by a bare server replaying kcp's answers, with the server's own
-//!   answer times and `kubectl get ns` there beside it ([`org`]). Target ≤ 100 ms.
+//!   answer times (and to kubectl's own pages), `kubectl get ns` there and `kubectl version
+//!   --client` beside it ([`org`]). Target ≤ 100 ms for the whole command.
 //! - Restart: the server is stopped and started on the same store; the time until a workspace
 //!   answers (target ≤ 30 s), then until a new wildcard watch has listed every workspace.
 //! - Deletion: the first organization (target ≤ 5 s), then the others; the time until the watch
@@ -297,13 +298,15 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             format!("kubectl get ws in {} ({} rows)", org.path(), listing.rows),
             millis(listing.kubectl_get_ws),
             format!(
-                "kubectl against a bare server replaying kcp's answers: {} ({:.2}x); server: Table {}, JSON {}; kubectl get ns there {}",
+                "kubectl against a bare server replaying kcp's answers: {} ({:.2}x); server: Table {}, JSON {}, kubectl's pages (limit 500, gzip) {}; kubectl get ns there {}; kubectl version --client (no request) {}",
                 millis(listing.kubectl_get_ws_replayed),
                 listing.kubectl_get_ws_replayed.as_secs_f64()
                     / listing.kubectl_get_ws.as_secs_f64(),
                 millis(listing.server_table),
                 millis(listing.server_json),
+                millis(listing.server_kubectl_pages),
                 millis(listing.kubectl_get_ns),
+                millis(listing.kubectl_alone),
             ),
             verdict(
                 listing.kubectl_get_ws <= GET_WS_TARGET,

@@ -4,7 +4,9 @@
 //! The baseline in the same run: the same kubectl command against a bare server
 //! ([`BareServer::replay`]) that replays what kcp answered to each of kubectl's requests
 //! (discovery, then the Table in pages of 500, gzip as kcp sent it), so the difference is what
-//! kcp takes to answer and what is left is kubectl's own. `kubectl get ns` there is timed too.
+//! kcp takes to answer and what is left is kubectl's own. `kubectl get ns` there is timed too,
+//! and `kubectl version --client`, kubectl's own start and exit with no request at all, and
+//! kcp's answers to the very pages kubectl asks for (limit 500, gzip offered).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -34,7 +36,11 @@ pub struct Listing {
     /// The same command against the bare server replaying kcp's answers.
     pub kubectl_get_ws_replayed: Duration,
     pub kubectl_get_ns: Duration,
+    /// `kubectl version --client`: kubectl starting and stopping, no request (its floor).
+    pub kubectl_alone: Duration,
     pub server_table: Duration,
+    /// kcp answering the pages `kubectl get ws` asks for (limit 500, gzip offered), in all.
+    pub server_kubectl_pages: Duration,
     pub server_json: Duration,
     pub rows: usize,
 }
@@ -70,6 +76,11 @@ pub async fn measure(
             }
         }
     }
+    let mut server_kubectl_pages = Vec::new();
+    for _ in 0..RUNS {
+        let pages = table_pages(&mut connection, authorization, &path).await?;
+        server_kubectl_pages.push(pages.iter().map(|page| page.took).sum());
+    }
     let replay = BareServer::replay(root, record(&mut connection, authorization, &path).await?)?;
     let kubeconfig = root.join("admin.kubeconfig");
     let kubectl = Kubectl {
@@ -86,16 +97,20 @@ pub async fn measure(
     kubectl.get("ws").await?;
     replayed.get("ws").await?;
     let (mut get_ws, mut get_ws_replayed, mut get_ns) = (Vec::new(), Vec::new(), Vec::new());
+    let mut alone = Vec::new();
     for _ in 0..RUNS {
         get_ws.push(kubectl.get("ws").await?);
         get_ws_replayed.push(replayed.get("ws").await?);
         get_ns.push(kubectl.get("ns").await?);
+        alone.push(kubectl_alone().await?);
     }
     Ok(Listing {
         kubectl_get_ws: median(get_ws),
         kubectl_get_ws_replayed: median(get_ws_replayed),
         kubectl_get_ns: median(get_ns),
+        kubectl_alone: median(alone),
         server_table: median(server_table),
+        server_kubectl_pages: median(server_kubectl_pages),
         server_json: median(server_json),
         rows,
     })
@@ -149,20 +164,62 @@ async fn record(
         let answer = fetch(connection, authorization, &request, DISCOVERY_ACCEPT).await?;
         answers.insert(request_key(&request.parse()?), recorded(answer));
     }
-    let mut request = format!("{path}?limit={KUBECTL_PAGE}");
-    loop {
-        let answer = fetch(connection, authorization, &request, TABLE_ACCEPT).await?;
-        let table: serde_json::Value = serde_json::from_slice(&plain(&answer)?)?;
-        answers.insert(request_key(&request.parse()?), recorded(answer));
-        match table["metadata"]["continue"].as_str() {
-            Some(token) if !token.is_empty() => {
-                let token: String = form_urlencoded::byte_serialize(token.as_bytes()).collect();
-                request = format!("{path}?limit={KUBECTL_PAGE}&continue={token}");
-            }
-            _ => break,
-        }
+    for page in table_pages(connection, authorization, path).await? {
+        answers.insert(request_key(&page.request.parse()?), recorded(page.answer));
     }
     Ok(answers)
+}
+
+/// A page of a Table, the request that fetched it and how long kcp took to answer it.
+struct Page {
+    request: String,
+    answer: Answer,
+    took: Duration,
+}
+
+/// Each page of the Table of `path` as kubectl asks for them (limit 500, then `continue`).
+async fn table_pages(
+    connection: &mut Connection,
+    authorization: &str,
+    path: &str,
+) -> anyhow::Result<Vec<Page>> {
+    let mut pages = Vec::new();
+    let mut request = format!("{path}?limit={KUBECTL_PAGE}");
+    loop {
+        let began = Instant::now();
+        let answer = fetch(connection, authorization, &request, TABLE_ACCEPT).await?;
+        let took = began.elapsed();
+        let table: serde_json::Value = serde_json::from_slice(&plain(&answer)?)?;
+        let next = match table["metadata"]["continue"].as_str() {
+            Some(token) if !token.is_empty() => {
+                let token: String = form_urlencoded::byte_serialize(token.as_bytes()).collect();
+                Some(format!("{path}?limit={KUBECTL_PAGE}&continue={token}"))
+            }
+            _ => None,
+        };
+        pages.push(Page {
+            request,
+            answer,
+            took,
+        });
+        match next {
+            Some(next) => request = next,
+            None => return Ok(pages),
+        }
+    }
+}
+
+/// How long `kubectl version --client` takes: kubectl's start and exit, without a request.
+async fn kubectl_alone() -> anyhow::Result<Duration> {
+    let began = Instant::now();
+    let output = tokio::process::Command::new("kubectl")
+        .args(["version", "--client"])
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .context("run kubectl (is it on PATH?)")?;
+    anyhow::ensure!(output.status.success(), "kubectl version --client failed");
+    Ok(began.elapsed())
 }
 
 /// A GET offering gzip, as Go clients do.
