@@ -20,7 +20,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 mod served;
-pub use served::served_from_stored;
+pub use served::{KeyOrder, served_from_stored, served_from_stored_in};
 
 /// The deepest an object may be to be stored (create, update, patch results, controllers).
 pub const MAX_DEPTH: usize = 100;

@@ -40,6 +40,16 @@ pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resourc
         .find(|r| r.group == group && r.version == version && r.name == plural)
 }
 
+/// Whether `resource` is one of the system kinds. Reads of their objects skip what a custom
+/// resource's get besides defaulting: there is one version (nothing to convert), and every
+/// object was pruned on its way in by the same compiled-in schema that serves it (pruning
+/// again removes nothing; it took an eighth of a list of 1,000 workspaces). Defaults are still
+/// applied as objects are read, as Kubernetes does: a new workspace's `status.phase` is
+/// stored by no one until its controller writes its status.
+pub fn is_system(resource: &Resource) -> bool {
+    find(&resource.group, &resource.version, &resource.name).is_some()
+}
+
 /// The `Workspace` resource.
 pub fn workspaces() -> &'static Resource {
     find("tenancy.kcp.io", "v1alpha1", "workspaces").expect("workspaces are a system resource")

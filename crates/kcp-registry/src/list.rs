@@ -127,9 +127,10 @@ impl Registry {
             return Ok(None);
         }
         let counted = !options.skip_count;
+        let order = target.key_order();
         let page = self
             .read_pages(&target, &options, counted, |kv| {
-                Ok(Some(match json_answer(kv) {
+                Ok(Some(match json_answer(kv, order) {
                     Some(bytes) => bytes,
                     None => kcp_apis::messages::to_json(&decode(kv)?),
                 }))

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use kcp_apimachinery::json::KeyOrder;
 use kcp_apis::builtin::Resource;
 use kcp_storage::keys::ResourceKeys;
 use kcp_storage::{KeyValue, Storage, StorageError};
@@ -60,6 +61,17 @@ impl Target<'_> {
                 object["metadata"]["namespace"] == *namespace && filter(object)
             }),
         })
+    }
+
+    /// How this resource's stored objects order their keys: custom resources' sorted, as
+    /// Kubernetes writes unstructured objects (system kinds' too), built-in kinds' in
+    /// Kubernetes' struct order.
+    pub(crate) fn key_order(&self) -> KeyOrder {
+        if self.resource.custom().is_some() {
+            KeyOrder::Sorted
+        } else {
+            KeyOrder::Kubernetes
+        }
     }
 
     /// Whether objects are answered as stored: wildcard reads of custom resources, whose
@@ -527,10 +539,8 @@ impl Registry {
         name: &str,
     ) -> Result<Arc<Value>, RegistryError> {
         let kv = self.read(&target, name).await?;
-        let cacheable = target.resource.custom.is_none()
-            || kcp_apis::system::resources()
-                .iter()
-                .any(|system| std::ptr::eq(system, target.resource));
+        let cacheable =
+            target.resource.custom.is_none() || kcp_apis::system::is_system(target.resource);
         if cacheable && let Some(object) = self.decoded.get(&kv.key, kv.mod_revision) {
             return Ok(object);
         }
@@ -553,7 +563,7 @@ impl Registry {
     ) -> Result<Result<Vec<u8>, Value>, RegistryError> {
         let kv = self.read(&target, name).await?;
         if target.resource.custom().is_none()
-            && let Some(bytes) = json_answer(&kv)
+            && let Some(bytes) = json_answer(&kv, target.key_order())
         {
             return Ok(Ok(bytes));
         }
@@ -1069,11 +1079,13 @@ pub(crate) fn decode(kv: &KeyValue) -> Result<Value, RegistryError> {
     Ok(object)
 }
 
-/// The JSON a read of a built-in kind's stored object answers, made from the stored bytes
-/// (`served_from_stored`): the bytes of [`decode`] encoded again, without decoding. `None`
-/// when the bytes must be decoded (see there).
-pub(crate) fn json_answer(kv: &KeyValue) -> Option<Vec<u8>> {
-    kcp_apimachinery::json::served_from_stored(
+/// The JSON a read of a stored object answers (as stored: a built-in or system kind's), made
+/// from the stored bytes, whose keys are in `order` (`served_from_stored_in`): the bytes of
+/// [`decode`] encoded again, without decoding. `None` when the bytes must be decoded (see
+/// there).
+pub(crate) fn json_answer(kv: &KeyValue, order: KeyOrder) -> Option<Vec<u8>> {
+    kcp_apimachinery::json::served_from_stored_in(
+        order,
         &kv.value,
         kv.mod_revision,
         (meta::CLUSTER_ANNOTATION, cluster_of_key(&kv.key)?),

@@ -90,6 +90,7 @@ impl Registry {
         filter: Option<Filter>,
     ) -> Result<BoxStream<'static, Result<WatchEvent, RegistryError>>, RegistryError> {
         let prefix = target.collection_prefix();
+        let order = target.key_order();
         let resource_prefix = target.resource_prefix();
         let filter = match self
             .store()
@@ -97,6 +98,7 @@ impl Registry {
             .watch(
                 self.store().shared_storage(),
                 &resource_prefix,
+                target.key_order(),
                 prefix.clone(),
                 resource_version,
                 filter,
@@ -111,7 +113,7 @@ impl Registry {
         Ok(events
             .filter_map(move |event| {
                 let translated = match event {
-                    Ok(event) => match SharedEvent::from_storage(&event) {
+                    Ok(event) => match SharedEvent::from_storage(&event, order) {
                         Ok(shared) => shared.translate(filter.as_ref()).map(Ok),
                         Err(error) => Some(Err(error)),
                     },

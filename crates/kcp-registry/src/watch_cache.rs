@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
+use kcp_apimachinery::json::KeyOrder;
 use kcp_storage::{Event, EventKind, KeyValue, Storage, WatchRequest};
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -95,12 +96,17 @@ fn delivered_state(event: &Event) -> Result<KeyValue, RegistryError> {
 }
 
 impl SharedEvent {
-    pub(crate) fn from_storage(event: &Event) -> Result<SharedEvent, RegistryError> {
+    /// The event `event` delivers, decoded and encoded once; the stored objects' keys are in
+    /// `order` (their resource's).
+    pub(crate) fn from_storage(
+        event: &Event,
+        order: KeyOrder,
+    ) -> Result<SharedEvent, RegistryError> {
         let delivered = delivered_state(event)?;
         let object = decode(&delivered)?;
         let deleted = event.kind == EventKind::Delete;
         let prev_stored = if deleted { None } else { event.prev.clone() };
-        let encoded = match json_answer(&delivered) {
+        let encoded = match json_answer(&delivered, order) {
             Some(spliced) => Bytes::from(spliced),
             None => Bytes::from(kcp_apis::messages::to_json(&object)),
         };
@@ -394,6 +400,7 @@ impl WatchCache {
         &self,
         storage: &Arc<dyn Storage>,
         resource_prefix: &[u8],
+        order: KeyOrder,
         revision: u64,
     ) -> Result<Arc<Hub>, RegistryError> {
         let events = storage
@@ -442,7 +449,7 @@ impl WatchCache {
                 };
                 match next
                     .map_err(RegistryError::from)
-                    .and_then(|e| SharedEvent::from_storage(&e))
+                    .and_then(|e| SharedEvent::from_storage(&e, order))
                 {
                     Ok(event) => feeding.publish(event),
                     Err(_) => break,
@@ -464,6 +471,7 @@ impl WatchCache {
         &self,
         storage: &Arc<dyn Storage>,
         resource_prefix: &[u8],
+        order: KeyOrder,
         prefix: Vec<u8>,
         revision: u64,
         filter: Option<Filter>,
@@ -476,7 +484,10 @@ impl WatchCache {
     > {
         let hub = match self.hub(resource_prefix) {
             Some(hub) => hub,
-            None => self.start(storage, resource_prefix, revision).await?,
+            None => {
+                self.start(storage, resource_prefix, order, revision)
+                    .await?
+            }
         };
         // A watch of one cluster (its prefix goes past the resource's) reads that cluster's log.
         let cluster =
@@ -645,7 +656,7 @@ mod tests {
             kv: stored("x", "b", 7),
             prev: Some(stored("x", "a", 5)),
         };
-        let event = SharedEvent::from_storage(&update).unwrap();
+        let event = SharedEvent::from_storage(&update, KeyOrder::Kubernetes).unwrap();
         let decoded = decode(&update.kv).unwrap();
         let unencoded = SharedEvent::decoded_only(&update).unwrap();
         assert_eq!(
@@ -667,7 +678,7 @@ mod tests {
             },
             prev: Some(stored("x", "a", 7)),
         };
-        let event = SharedEvent::from_storage(&delete).unwrap();
+        let event = SharedEvent::from_storage(&delete, KeyOrder::Kubernetes).unwrap();
         let last = decode(&stored("x", "a", 9)).unwrap();
         let unencoded = SharedEvent::decoded_only(&delete).unwrap();
         assert_eq!((unencoded.kind, &*unencoded.object), ("DELETED", &last));
@@ -683,7 +694,7 @@ mod tests {
             kv: stored("y", "a", 10),
             prev: None,
         };
-        let event = SharedEvent::from_storage(&create).unwrap();
+        let event = SharedEvent::from_storage(&create, KeyOrder::Kubernetes).unwrap();
         assert_eq!(SharedEvent::decoded_only(&create).unwrap().kind, "ADDED");
         assert_eq!(event.translate(Some(&selector)).unwrap().kind, "ADDED");
         assert_eq!(event.translate(None).unwrap().kind, "ADDED");
@@ -694,7 +705,16 @@ mod tests {
         let storage = memory();
         let cache = WatchCache::default();
         let start = storage.current_revision().await.unwrap();
-        let watch = |revision| cache.watch(&storage, RESOURCE, RESOURCE.to_vec(), revision, None);
+        let watch = |revision| {
+            cache.watch(
+                &storage,
+                RESOURCE,
+                KeyOrder::Kubernetes,
+                RESOURCE.to_vec(),
+                revision,
+                None,
+            )
+        };
         let Ok(behind) = watch(start).await.unwrap() else {
             panic!("the first watcher starts the hub")
         };
@@ -729,7 +749,16 @@ mod tests {
         let storage = memory();
         let cache = WatchCache::default();
         let start = storage.current_revision().await.unwrap();
-        let watch = |revision| cache.watch(&storage, RESOURCE, RESOURCE.to_vec(), revision, None);
+        let watch = |revision| {
+            cache.watch(
+                &storage,
+                RESOURCE,
+                KeyOrder::Kubernetes,
+                RESOURCE.to_vec(),
+                revision,
+                None,
+            )
+        };
         let mut watcher = Box::pin(watch(start).await.unwrap().ok().unwrap());
         for i in 0..10 {
             put(&storage, &format!("s{i}"), 10).await;
@@ -773,7 +802,14 @@ mod tests {
         let start = storage.current_revision().await.unwrap();
         let mut quiet = Box::pin(
             cache
-                .watch(&storage, RESOURCE, cluster_prefix("quiet"), start, None)
+                .watch(
+                    &storage,
+                    RESOURCE,
+                    KeyOrder::Kubernetes,
+                    cluster_prefix("quiet"),
+                    start,
+                    None,
+                )
                 .await
                 .unwrap()
                 .ok()
@@ -781,7 +817,14 @@ mod tests {
         );
         let mut busy = Box::pin(
             cache
-                .watch(&storage, RESOURCE, cluster_prefix("busy"), start, None)
+                .watch(
+                    &storage,
+                    RESOURCE,
+                    KeyOrder::Kubernetes,
+                    cluster_prefix("busy"),
+                    start,
+                    None,
+                )
                 .await
                 .unwrap()
                 .ok()
@@ -803,7 +846,14 @@ mod tests {
         // A new watcher of the quiet cluster joins from its start: its log reaches back there.
         assert!(
             cache
-                .watch(&storage, RESOURCE, cluster_prefix("quiet"), start, None)
+                .watch(
+                    &storage,
+                    RESOURCE,
+                    KeyOrder::Kubernetes,
+                    cluster_prefix("quiet"),
+                    start,
+                    None
+                )
                 .await
                 .unwrap()
                 .is_ok()
@@ -825,7 +875,14 @@ mod tests {
         for cluster in watchers {
             let prefix = cluster.as_deref().map_or(RESOURCE.to_vec(), cluster_prefix);
             let stream = cache
-                .watch(&storage, RESOURCE, prefix, start, None)
+                .watch(
+                    &storage,
+                    RESOURCE,
+                    KeyOrder::Kubernetes,
+                    prefix,
+                    start,
+                    None,
+                )
                 .await
                 .unwrap()
                 .ok()
@@ -872,11 +929,25 @@ mod tests {
         let cache = WatchCache::default();
         let start = storage.current_revision().await.unwrap();
         let first = cache
-            .watch(&storage, RESOURCE, RESOURCE.to_vec(), start, None)
+            .watch(
+                &storage,
+                RESOURCE,
+                KeyOrder::Kubernetes,
+                RESOURCE.to_vec(),
+                start,
+                None,
+            )
             .await
             .unwrap();
         let second = cache
-            .watch(&storage, RESOURCE, RESOURCE.to_vec(), start, None)
+            .watch(
+                &storage,
+                RESOURCE,
+                KeyOrder::Kubernetes,
+                RESOURCE.to_vec(),
+                start,
+                None,
+            )
             .await
             .unwrap();
         put(&storage, "a", 1000).await;
@@ -892,7 +963,14 @@ mod tests {
         let revision = storage.current_revision().await.unwrap();
         let mut third = Box::pin(
             cache
-                .watch(&storage, RESOURCE, RESOURCE.to_vec(), revision, None)
+                .watch(
+                    &storage,
+                    RESOURCE,
+                    KeyOrder::Kubernetes,
+                    RESOURCE.to_vec(),
+                    revision,
+                    None,
+                )
                 .await
                 .unwrap()
                 .ok()

@@ -7,6 +7,16 @@
 //! one pass over the bytes and one copy, so a bigger object (managedFields, say) costs little
 //! more to serve.
 
+/// How a stored object's keys are ordered, which decides where the additions go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyOrder {
+    /// Built-in kinds: Kubernetes' struct order (`to_json` writes them so).
+    Kubernetes,
+    /// Custom resources (and kcp's system kinds): every object's keys sorted, as Kubernetes
+    /// writes unstructured objects.
+    Sorted,
+}
+
 /// ObjectMeta's fields after `resourceVersion`, in Kubernetes' order.
 const AFTER_RESOURCE_VERSION: &[&[u8]] = &[
     b"generation",
@@ -42,8 +52,20 @@ pub fn served_from_stored(
     resource_version: u64,
     annotation: (&str, &str),
 ) -> Option<Vec<u8>> {
+    served_from_stored_in(KeyOrder::Kubernetes, stored, resource_version, annotation)
+}
+
+/// [`served_from_stored`] for stored bytes whose keys are in `order`: with
+/// [`KeyOrder::Sorted`], `resourceVersion` goes among metadata's keys where it sorts, and the
+/// bytes are refused (`None`) unless metadata's keys are sorted.
+pub fn served_from_stored_in(
+    order: KeyOrder,
+    stored: &[u8],
+    resource_version: u64,
+    annotation: (&str, &str),
+) -> Option<Vec<u8>> {
     std::str::from_utf8(stored).ok()?;
-    let places = Walk::new(stored, annotation.0.as_bytes()).run()?;
+    let places = Walk::new(stored, annotation.0.as_bytes(), order).run()?;
     let metadata = places.metadata?;
 
     let mut version = Vec::with_capacity(40);
@@ -57,7 +79,8 @@ pub fn served_from_stored(
 
     // Where each goes: before a member (a comma follows it) or at the closing brace of an
     // object (a comma precedes it once the object has members). Both metadata inserts may
-    // meet at metadata's closing brace, the resourceVersion first.
+    // meet at metadata's closing brace (or, sorted, before the same key): the resourceVersion
+    // first in Kubernetes' order, the annotations first in sorted order.
     let mut inserts: Vec<Insert> = Vec::with_capacity(2);
     inserts.push(Insert::member(
         &metadata,
@@ -84,6 +107,9 @@ pub fn served_from_stored(
                 member,
             ));
         }
+    }
+    if order == KeyOrder::Sorted {
+        inserts.reverse();
     }
     inserts.sort_by_key(|insert| insert.at);
 
@@ -188,10 +214,13 @@ struct Walk<'a> {
     pending: Role,
     /// The last annotation key read, for the order check.
     last_key: Option<(usize, usize)>,
+    order: KeyOrder,
+    /// The last metadata key read, for the order check of [`KeyOrder::Sorted`].
+    last_metadata_key: Option<(usize, usize)>,
 }
 
 impl<'a> Walk<'a> {
-    fn new(bytes: &'a [u8], annotation: &'a [u8]) -> Self {
+    fn new(bytes: &'a [u8], annotation: &'a [u8], order: KeyOrder) -> Self {
         Walk {
             bytes,
             at: 0,
@@ -200,6 +229,8 @@ impl<'a> Walk<'a> {
             places: Places::default(),
             pending: Role::Top,
             last_key: None,
+            order,
+            last_metadata_key: None,
         }
     }
 
@@ -310,12 +341,25 @@ impl<'a> Walk<'a> {
                     }
                     self.pending = Role::Annotations;
                 }
-                if metadata.before_resource_version.is_none()
-                    && AFTER_RESOURCE_VERSION.contains(&key)
-                {
+                let (after_resource_version, after_annotations) = match self.order {
+                    KeyOrder::Kubernetes => (
+                        AFTER_RESOURCE_VERSION.contains(&key),
+                        AFTER_ANNOTATIONS.contains(&key),
+                    ),
+                    KeyOrder::Sorted => {
+                        if let Some((from, to)) = self.last_metadata_key
+                            && self.bytes[from..to] >= *key
+                        {
+                            return None;
+                        }
+                        self.last_metadata_key = Some((start + 1, self.at - 1));
+                        (key > b"resourceVersion", key > b"annotations")
+                    }
+                };
+                if metadata.before_resource_version.is_none() && after_resource_version {
                     metadata.before_resource_version = Some(start);
                 }
-                if metadata.before_annotations.is_none() && AFTER_ANNOTATIONS.contains(&key) {
+                if metadata.before_annotations.is_none() && after_annotations {
                     metadata.before_annotations = Some(start);
                 }
             }
@@ -564,6 +608,39 @@ mod tests {
             let expected = byte < 0x20 || byte == b'"' || byte == b'\\';
             assert_eq!(ends_run(u64::from_le_bytes(word)), expected, "{byte:#x}");
         }
+    }
+
+    #[test]
+    fn sorted_objects_get_their_additions_where_they_sort() {
+        let annotation = ("kcp.io/cluster", "root");
+        let cases = [
+            r#"{"metadata":{}}"#,
+            r#"{"metadata":{"name":"a"},"spec":{}}"#,
+            r#"{"apiVersion":"v","metadata":{"annotations":{"a":"1","z":"2"},"creationTimestamp":"t","name":"a","uid":"u"},"status":{"phase":"Ready"}}"#,
+            r#"{"metadata":{"annotations":{"a":"1"},"finalizers":["f"],"generation":2,"managedFields":[{"b":{"a":1}}],"name":"a"}}"#,
+            r#"{"metadata":{"uid":"u"}}"#,
+            r#"{"metadata":{"annotations":{}}}"#,
+        ];
+        for stored in cases {
+            let served = served_from_stored_in(KeyOrder::Sorted, stored.as_bytes(), 9, annotation)
+                .unwrap_or_else(|| panic!("{stored} is served from its bytes"));
+            // What decoding, adding both and encoding again gives: every key sorted.
+            let mut decoded: serde_json::Value = serde_json::from_str(stored).unwrap();
+            decoded["metadata"]["resourceVersion"] = "9".into();
+            decoded["metadata"]["annotations"][annotation.0] = annotation.1.into();
+            assert_eq!(
+                String::from_utf8(served).unwrap(),
+                serde_json::to_string(&decoded).unwrap(),
+                "{stored}"
+            );
+        }
+        // Metadata out of order is left to decoding.
+        let unsorted = br#"{"metadata":{"uid":"u","name":"a"}}"#;
+        assert_eq!(
+            served_from_stored_in(KeyOrder::Sorted, unsorted, 9, annotation),
+            None
+        );
+        assert!(served_from_stored_in(KeyOrder::Kubernetes, unsorted, 9, annotation).is_some());
     }
 
     #[test]

@@ -140,7 +140,8 @@ impl Registry {
             .unwrap_or_default())
     }
 
-    /// Stored objects as `resource`'s version serves them.
+    /// Stored objects as `resource`'s version serves them: custom resources converted, pruned
+    /// and defaulted; kcp's system kinds only defaulted (see [`kcp_apis::system::is_system`]).
     pub(crate) async fn present_all(
         &self,
         resource: &Resource,
@@ -149,9 +150,16 @@ impl Registry {
         if resource.custom().is_none() {
             return Ok(objects);
         }
-        let mut objects = self.convert(resource, objects, &resource.version).await?;
+        let system = kcp_apis::system::is_system(resource);
+        let mut objects = if system {
+            objects
+        } else {
+            self.convert(resource, objects, &resource.version).await?
+        };
         for object in &mut objects {
-            prune_as_read(resource, object);
+            if !system {
+                prune_as_read(resource, object);
+            }
             default_as_read(resource, object);
         }
         Ok(objects)

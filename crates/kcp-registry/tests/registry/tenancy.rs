@@ -7,7 +7,7 @@ use std::sync::Arc;
 use kcp_apis::builtin::Resource;
 use kcp_apis::system;
 use kcp_registry::tenancy::{CLUSTER_ANNOTATION, LOGICAL_CLUSTER};
-use kcp_registry::{Registry, RegistryError};
+use kcp_registry::{ListOptions, Registry, RegistryError};
 use kcp_storage::MemoryStorage;
 use serde_json::{Value, json};
 
@@ -450,5 +450,41 @@ async fn no_shape_of_a_body_panics_or_fails_the_server() {
                     .unwrap();
             }
         }
+    }
+}
+
+/// Reads of kcp's kinds skip pruning (`kcp_apis::system::is_system`) because their writes
+/// prune by the same compiled-in schema: pruning what a list reads removes nothing. Defaults
+/// are still applied as objects are read: a new workspace's phase is stored by no one until
+/// its controller writes the status.
+#[tokio::test]
+async fn system_kinds_are_pruned_as_written_and_defaulted_as_read() {
+    let registry = registry().await;
+    let workspaces = cluster_wide("root", system::workspaces());
+    for name in ["a", "b", "c"] {
+        let mut body = workspace(name);
+        body["spec"] = json!({"undeclared": true, "type": {"name": "universal", "extra": 1}});
+        registry.create(workspaces, body).await.unwrap();
+    }
+    let listed = registry
+        .list(workspaces, ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 3);
+    let schema = system::workspaces()
+        .custom()
+        .unwrap()
+        .schema
+        .as_ref()
+        .unwrap();
+    for object in &listed.items {
+        let mut pruned_again = object.clone();
+        assert_eq!(
+            kcp_apimachinery::schema::prune(schema, &mut pruned_again),
+            Vec::<String>::new(),
+            "{object}"
+        );
+        assert_eq!(&pruned_again, object);
+        assert_eq!(object["status"]["phase"], "Scheduling", "{object}");
     }
 }
