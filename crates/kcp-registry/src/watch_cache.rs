@@ -631,6 +631,30 @@ mod tests {
         Arc::new(MemoryStorage::new())
     }
 
+    type Watched = futures::stream::BoxStream<'static, Result<WatchEvent, RegistryError>>;
+
+    impl WatchCache {
+        /// Every change of the test resource under `prefix` after `revision`, unfiltered.
+        async fn watch_from(
+            &self,
+            storage: &Arc<dyn Storage>,
+            prefix: Vec<u8>,
+            revision: u64,
+        ) -> Result<Result<Watched, Option<Filter>>, RegistryError> {
+            let watched = self
+                .watch(
+                    storage,
+                    RESOURCE,
+                    KeyOrder::Kubernetes,
+                    prefix,
+                    revision,
+                    None,
+                )
+                .await?;
+            Ok(watched.map(StreamExt::boxed))
+        }
+    }
+
     fn stored(name: &str, label: &str, revision: u64) -> KeyValue {
         let object = serde_json::json!({
             "apiVersion": "v1",
@@ -705,16 +729,7 @@ mod tests {
         let storage = memory();
         let cache = WatchCache::default();
         let start = storage.current_revision().await.unwrap();
-        let watch = |revision| {
-            cache.watch(
-                &storage,
-                RESOURCE,
-                KeyOrder::Kubernetes,
-                RESOURCE.to_vec(),
-                revision,
-                None,
-            )
-        };
+        let watch = |revision| cache.watch_from(&storage, RESOURCE.to_vec(), revision);
         let Ok(behind) = watch(start).await.unwrap() else {
             panic!("the first watcher starts the hub")
         };
@@ -749,16 +764,7 @@ mod tests {
         let storage = memory();
         let cache = WatchCache::default();
         let start = storage.current_revision().await.unwrap();
-        let watch = |revision| {
-            cache.watch(
-                &storage,
-                RESOURCE,
-                KeyOrder::Kubernetes,
-                RESOURCE.to_vec(),
-                revision,
-                None,
-            )
-        };
+        let watch = |revision| cache.watch_from(&storage, RESOURCE.to_vec(), revision);
         let mut watcher = Box::pin(watch(start).await.unwrap().ok().unwrap());
         for i in 0..10 {
             put(&storage, &format!("s{i}"), 10).await;
@@ -802,14 +808,7 @@ mod tests {
         let start = storage.current_revision().await.unwrap();
         let mut quiet = Box::pin(
             cache
-                .watch(
-                    &storage,
-                    RESOURCE,
-                    KeyOrder::Kubernetes,
-                    cluster_prefix("quiet"),
-                    start,
-                    None,
-                )
+                .watch_from(&storage, cluster_prefix("quiet"), start)
                 .await
                 .unwrap()
                 .ok()
@@ -817,14 +816,7 @@ mod tests {
         );
         let mut busy = Box::pin(
             cache
-                .watch(
-                    &storage,
-                    RESOURCE,
-                    KeyOrder::Kubernetes,
-                    cluster_prefix("busy"),
-                    start,
-                    None,
-                )
+                .watch_from(&storage, cluster_prefix("busy"), start)
                 .await
                 .unwrap()
                 .ok()
@@ -846,14 +838,7 @@ mod tests {
         // A new watcher of the quiet cluster joins from its start: its log reaches back there.
         assert!(
             cache
-                .watch(
-                    &storage,
-                    RESOURCE,
-                    KeyOrder::Kubernetes,
-                    cluster_prefix("quiet"),
-                    start,
-                    None
-                )
+                .watch_from(&storage, cluster_prefix("quiet"), start)
                 .await
                 .unwrap()
                 .is_ok()
@@ -875,14 +860,7 @@ mod tests {
         for cluster in watchers {
             let prefix = cluster.as_deref().map_or(RESOURCE.to_vec(), cluster_prefix);
             let stream = cache
-                .watch(
-                    &storage,
-                    RESOURCE,
-                    KeyOrder::Kubernetes,
-                    prefix,
-                    start,
-                    None,
-                )
+                .watch_from(&storage, prefix, start)
                 .await
                 .unwrap()
                 .ok()
@@ -929,25 +907,11 @@ mod tests {
         let cache = WatchCache::default();
         let start = storage.current_revision().await.unwrap();
         let first = cache
-            .watch(
-                &storage,
-                RESOURCE,
-                KeyOrder::Kubernetes,
-                RESOURCE.to_vec(),
-                start,
-                None,
-            )
+            .watch_from(&storage, RESOURCE.to_vec(), start)
             .await
             .unwrap();
         let second = cache
-            .watch(
-                &storage,
-                RESOURCE,
-                KeyOrder::Kubernetes,
-                RESOURCE.to_vec(),
-                start,
-                None,
-            )
+            .watch_from(&storage, RESOURCE.to_vec(), start)
             .await
             .unwrap();
         put(&storage, "a", 1000).await;
@@ -963,14 +927,7 @@ mod tests {
         let revision = storage.current_revision().await.unwrap();
         let mut third = Box::pin(
             cache
-                .watch(
-                    &storage,
-                    RESOURCE,
-                    KeyOrder::Kubernetes,
-                    RESOURCE.to_vec(),
-                    revision,
-                    None,
-                )
+                .watch_from(&storage, RESOURCE.to_vec(), revision)
                 .await
                 .unwrap()
                 .ok()
