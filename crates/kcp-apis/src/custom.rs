@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use kcp_apimachinery::object::{strings, text};
+use kcp_apimachinery::schema::Defaults;
 use kcp_apimachinery::schema::cel::CelValidator;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
@@ -36,6 +37,8 @@ pub struct CustomResource {
     pub schema: Option<Value>,
     /// Whether the schema sets any `default` (reads then default stored objects too).
     pub has_defaults: bool,
+    /// The schema's defaults, compiled (what reads and decoded requests apply).
+    pub defaults: Option<Defaults>,
     /// The schema's compiled `x-kubernetes-validations`, if it has any (that compile).
     pub cel: Option<CelValidator>,
     /// Whether the `status` subresource is enabled.
@@ -306,6 +309,7 @@ pub(crate) fn build(spec: &Value) -> Vec<Resource> {
                 storage_version: storage_version.to_string(),
                 versions: versions.clone(),
                 has_defaults: schema.as_ref().is_some_and(sets_defaults),
+                defaults: schema.as_ref().and_then(Defaults::compile),
                 // A CRD whose rules do not compile is refused when it is written.
                 cel: schema
                     .as_ref()

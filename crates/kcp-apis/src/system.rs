@@ -98,5 +98,9 @@ mod tests {
         let mut ws = serde_json::json!({"metadata": {"name": "a"}});
         kcp_apimachinery::schema::default(schema.as_ref().unwrap(), &mut ws);
         assert_eq!(ws["status"]["phase"], "Scheduling");
+        let defaults = workspaces().custom().unwrap().defaults.as_ref().unwrap();
+        let mut compiled = serde_json::json!({"metadata": {"name": "a"}});
+        defaults.apply(&mut compiled);
+        assert_eq!(compiled, ws);
     }
 }

@@ -15,7 +15,7 @@ mod structural;
 mod validate;
 
 pub use cel::CelValidator;
-pub use prune::{default, prune};
+pub use prune::{Defaults, default, prune};
 pub use structural::structural_errors;
 pub use validate::validate;
 

@@ -133,6 +133,95 @@ pub fn default(schema: &Value, value: &mut Value) {
     }
 }
 
+/// A schema's defaults compiled once: only the levels with a `default` at or below them, so
+/// applying them ([`Defaults::apply`]) visits nothing else and gives what [`default`] gives.
+/// (Reading 1,000 workspaces spent 6% of its time walking their schema for two defaults.)
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Defaults {
+    /// The properties with a `default`: name, value, and whether `null` is kept (`nullable`).
+    set: Vec<(String, Value, bool)>,
+    /// The properties with defaults below them.
+    below: Vec<(String, Defaults)>,
+    /// `additionalProperties` (of a schema without properties), with defaults below it.
+    additional: Option<Box<Defaults>>,
+    /// `items`, with defaults below it.
+    items: Option<Box<Defaults>>,
+}
+
+impl Defaults {
+    /// The defaults `schema` sets, `None` if it sets none that [`default`] would apply.
+    pub fn compile(schema: &Value) -> Option<Defaults> {
+        let defaults = Defaults::of(schema);
+        (!defaults.is_empty()).then_some(defaults)
+    }
+
+    fn of(schema: &Value) -> Defaults {
+        let mut defaults = Defaults::default();
+        let below = |schema: &Value| Some(Defaults::of(schema)).filter(|d| !d.is_empty());
+        if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+            for (name, field_schema) in properties {
+                if let Some(value) = field_schema.get("default") {
+                    let nullable = flag(field_schema, "nullable");
+                    defaults.set.push((name.clone(), value.clone(), nullable));
+                }
+                if let Some(nested) = below(field_schema) {
+                    defaults.below.push((name.clone(), nested));
+                }
+            }
+        } else if let Some(values) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+            defaults.additional = below(values).map(Box::new);
+        }
+        if let Some(items) = schema.get("items") {
+            defaults.items = below(items).map(Box::new);
+        }
+        defaults
+    }
+
+    fn is_empty(&self) -> bool {
+        self.set.is_empty()
+            && self.below.is_empty()
+            && self.additional.is_none()
+            && self.items.is_none()
+    }
+
+    /// Fills in the defaults, as [`default`] does with the schema they came from.
+    pub fn apply(&self, value: &mut Value) {
+        match value {
+            Value::Object(fields) => {
+                for (name, default, nullable) in &self.set {
+                    match fields.get(name) {
+                        None => {
+                            fields.insert(name.clone(), default.clone());
+                        }
+                        Some(Value::Null) if !nullable => {
+                            fields.insert(name.clone(), default.clone());
+                        }
+                        Some(_) => {}
+                    }
+                }
+                for (name, nested) in &self.below {
+                    if let Some(field) = fields.get_mut(name) {
+                        nested.apply(field);
+                    }
+                }
+                if let Some(values) = &self.additional {
+                    for field in fields.values_mut() {
+                        values.apply(field);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let Some(item) = &self.items {
+                    for each in items {
+                        item.apply(each);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -212,5 +301,41 @@ mod tests {
             given,
             json!({"spec": {"replicas": 3, "mode": "fast", "note": null, "ports": [{"protocol": "TCP"}]}})
         );
+    }
+
+    #[test]
+    fn compiled_defaults_fill_in_what_the_schema_walk_does() {
+        let schema = json!({"type": "object", "properties": {
+            "spec": {"type": "object", "default": {}, "properties": {
+                "size": {"type": "integer", "default": 3},
+                "tag": {"type": "string", "nullable": true, "default": "x"},
+                "plain": {"type": "string"},
+                "ports": {"type": "array", "items": {"type": "object", "properties": {
+                    "protocol": {"type": "string", "default": "TCP"},
+                }}},
+                "labels": {"type": "object", "additionalProperties": {
+                    "type": "object", "properties": {"on": {"type": "boolean", "default": true}},
+                }},
+            }},
+            "status": {"type": "object", "properties": {"n": {"type": "integer"}}},
+        }});
+        let objects = [
+            json!({}),
+            json!({"spec": null}),
+            json!({"spec": {"size": null, "tag": null, "plain": "p"}}),
+            json!({"spec": {"ports": [{}, {"protocol": "UDP"}, 7], "labels": {"a": {}, "b": {"on": false}}}}),
+            json!({"spec": "not an object", "status": {}}),
+            json!([{"spec": {}}]),
+        ];
+        let compiled = Defaults::compile(&schema).expect("the schema sets defaults");
+        for object in objects {
+            let (mut walked, mut applied) = (object.clone(), object.clone());
+            default(&schema, &mut walked);
+            compiled.apply(&mut applied);
+            assert_eq!(applied, walked, "{object}");
+        }
+        let without =
+            json!({"type": "object", "properties": {"a": {"type": "object", "properties": {}}}});
+        assert_eq!(Defaults::compile(&without), None);
     }
 }

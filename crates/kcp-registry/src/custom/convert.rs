@@ -200,11 +200,11 @@ fn prune_as_read(resource: &Resource, object: &mut Value) {
 /// from a schema) as a read does: reads default what storage lacks, so a write answers with
 /// them too, as kube-apiserver answers with the object decoded back from storage.
 pub(crate) fn default_as_read(resource: &Resource, object: &mut Value) {
-    if let Some(custom) = resource.custom()
-        && custom.has_defaults
-        && let Some(schema) = &custom.schema
+    if let Some(defaults) = resource
+        .custom()
+        .and_then(|custom| custom.defaults.as_ref())
     {
-        kcp_apimachinery::schema::default(schema, object);
+        defaults.apply(object);
     }
 }
 

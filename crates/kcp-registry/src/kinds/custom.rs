@@ -30,11 +30,11 @@ impl Kind for Custom {
 
     /// Fills in the schema's defaults.
     fn decode(&self, resource: &Resource, object: &mut Value) -> Result<(), RegistryError> {
-        if let Some(custom) = resource.custom()
-            && custom.has_defaults
-            && let Some(schema) = &custom.schema
+        if let Some(defaults) = resource
+            .custom()
+            .and_then(|custom| custom.defaults.as_ref())
         {
-            kcp_apimachinery::schema::default(schema, object);
+            defaults.apply(object);
         }
         Ok(())
     }
