@@ -98,16 +98,7 @@ pub fn default(schema: &Value, value: &mut Value) {
                     let Some(default) = field_schema.get("default") else {
                         continue;
                     };
-                    let nullable = flag(field_schema, "nullable");
-                    match fields.get(name) {
-                        None => {
-                            fields.insert(name.clone(), default.clone());
-                        }
-                        Some(Value::Null) if !nullable => {
-                            fields.insert(name.clone(), default.clone());
-                        }
-                        Some(_) => {}
-                    }
+                    fill(fields, name, default, flag(field_schema, "nullable"));
                 }
                 for (name, field) in fields.iter_mut() {
                     if let Some(field_schema) = properties.get(name) {
@@ -130,6 +121,18 @@ pub fn default(schema: &Value, value: &mut Value) {
             }
         }
         _ => {}
+    }
+}
+
+/// Sets field `name` to `default` where it is absent, or `null` and not `nullable`.
+fn fill(fields: &mut serde_json::Map<String, Value>, name: &str, default: &Value, nullable: bool) {
+    let kept = match fields.get(name) {
+        None => false,
+        Some(Value::Null) => nullable,
+        Some(_) => true,
+    };
+    if !kept {
+        fields.insert(name.to_string(), default.clone());
     }
 }
 
@@ -189,15 +192,7 @@ impl Defaults {
         match value {
             Value::Object(fields) => {
                 for (name, default, nullable) in &self.set {
-                    match fields.get(name) {
-                        None => {
-                            fields.insert(name.clone(), default.clone());
-                        }
-                        Some(Value::Null) if !nullable => {
-                            fields.insert(name.clone(), default.clone());
-                        }
-                        Some(_) => {}
-                    }
+                    fill(fields, name, default, *nullable);
                 }
                 for (name, nested) in &self.below {
                     if let Some(field) = fields.get_mut(name) {
