@@ -1079,10 +1079,10 @@ pub(crate) fn decode(kv: &KeyValue) -> Result<Value, RegistryError> {
     Ok(object)
 }
 
-/// The JSON a read of a stored object answers (as stored: a built-in or system kind's), made
-/// from the stored bytes, whose keys are in `order` (`served_from_stored_in`): the bytes of
-/// [`decode`] encoded again, without decoding. `None` when the bytes must be decoded (see
-/// there).
+/// A stored object's JSON as [`decode`] reads it (resourceVersion and the cluster annotation
+/// added), made from the stored bytes, whose keys are in `order` (`served_from_stored_in`):
+/// the bytes of [`decode`] encoded again, without decoding. `None` when the bytes must be
+/// decoded (see there).
 pub(crate) fn json_answer(kv: &KeyValue, order: KeyOrder) -> Option<Vec<u8>> {
     kcp_apimachinery::json::served_from_stored_in(
         order,
