@@ -35,9 +35,8 @@ pub struct CustomResource {
     pub versions: Vec<String>,
     /// The version's `openAPIV3Schema`, if it has one.
     pub schema: Option<Value>,
-    /// Whether the schema sets any `default` (reads then default stored objects too).
-    pub has_defaults: bool,
-    /// The schema's defaults, compiled (what reads and decoded requests apply).
+    /// The schema's defaults, compiled, if it sets any: decoded requests and reads (of stored
+    /// objects too) apply them.
     pub defaults: Option<Defaults>,
     /// The schema's compiled `x-kubernetes-validations`, if it has any (that compile).
     pub cel: Option<CelValidator>,
@@ -107,25 +106,6 @@ pub struct Webhook {
     /// `clientConfig.caBundle`, decoded (PEM).
     pub ca_bundle: Option<Vec<u8>>,
     pub review_versions: Vec<String>,
-}
-
-/// Whether a schema sets a `default` anywhere.
-fn sets_defaults(schema: &Value) -> bool {
-    match schema {
-        Value::Object(fields) => {
-            fields.contains_key("default")
-                || ["properties", "patternProperties"].iter().any(|key| {
-                    fields
-                        .get(*key)
-                        .and_then(Value::as_object)
-                        .is_some_and(|props| props.values().any(sets_defaults))
-                })
-                || ["items", "additionalProperties"]
-                    .iter()
-                    .any(|key| fields.get(*key).is_some_and(sets_defaults))
-        }
-        _ => false,
-    }
 }
 
 /// kube-apiserver's Warning for a deprecated version without its own `deprecationWarning`:
@@ -308,7 +288,6 @@ pub(crate) fn build(spec: &Value) -> Vec<Resource> {
                 list_kind: list_kind.clone(),
                 storage_version: storage_version.to_string(),
                 versions: versions.clone(),
-                has_defaults: schema.as_ref().is_some_and(sets_defaults),
                 defaults: schema.as_ref().and_then(Defaults::compile),
                 // A CRD whose rules do not compile is refused when it is written.
                 cel: schema
@@ -475,7 +454,7 @@ mod tests {
         );
         assert_eq!(custom.printer_columns[0].priority, 1);
         assert_eq!(custom.selectable_fields, ["spec.color"]);
-        assert!(!custom.has_defaults);
+        assert!(custom.defaults.is_none());
         assert!(custom.cel.is_none());
         let v0 = resources[1].custom().unwrap();
         assert_eq!(
@@ -527,7 +506,7 @@ mod tests {
             "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer", "default": 1}}}}
         })));
         assert!(!Arc::ptr_eq(&a, &c));
-        assert!(c[0].custom().unwrap().has_defaults);
+        assert!(c[0].custom().unwrap().defaults.is_some());
         let d = interner.resources(&spec(json!({
             "type": "object",
             "properties": {"spec": {"type": "object"}},

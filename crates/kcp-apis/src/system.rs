@@ -94,13 +94,9 @@ mod tests {
 
     #[test]
     fn workspace_defaults_come_from_the_schema() {
-        let schema = &workspaces().custom().unwrap().schema;
-        let mut ws = serde_json::json!({"metadata": {"name": "a"}});
-        kcp_apimachinery::schema::default(schema.as_ref().unwrap(), &mut ws);
-        assert_eq!(ws["status"]["phase"], "Scheduling");
         let defaults = workspaces().custom().unwrap().defaults.as_ref().unwrap();
-        let mut compiled = serde_json::json!({"metadata": {"name": "a"}});
-        defaults.apply(&mut compiled);
-        assert_eq!(compiled, ws);
+        let mut ws = serde_json::json!({"metadata": {"name": "a"}});
+        defaults.apply(&mut ws);
+        assert_eq!(ws["status"]["phase"], "Scheduling");
     }
 }

@@ -66,7 +66,9 @@ impl Registry {
         resource: &kcp_apis::builtin::Resource,
         event: WatchEvent,
     ) -> Result<WatchEvent, RegistryError> {
-        let defaults = resource.custom().is_some_and(|custom| custom.has_defaults);
+        let defaults = resource
+            .custom()
+            .is_some_and(|custom| custom.defaults.is_some());
         if !defaults && event.object["apiVersion"] == resource.group_version().as_str() {
             return Ok(event);
         }

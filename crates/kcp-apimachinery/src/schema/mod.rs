@@ -1,6 +1,6 @@
 //! Custom resource values against their CRD's OpenAPI v3 (structural) schema: validation with
 //! Kubernetes' field paths and messages ([`validate`]), pruning of undeclared fields
-//! ([`prune`]) and defaulting ([`default`]); and whether a CRD's schema is structural at all
+//! ([`prune`]) and defaulting ([`Defaults`]); and whether a CRD's schema is structural at all
 //! ([`structural_errors`]); and CEL validation rules (`x-kubernetes-validations`,
 //! [`cel::CelValidator`]).
 //!
@@ -15,7 +15,7 @@ mod structural;
 mod validate;
 
 pub use cel::CelValidator;
-pub use prune::{Defaults, default, prune};
+pub use prune::{Defaults, prune};
 pub use structural::structural_errors;
 pub use validate::validate;
 
