@@ -3,26 +3,36 @@
 //! largest size forever, long after its entries are gone. Collections that can hold one entry
 //! per workspace call [`GiveBackRoom::give_back_room`] after they remove entries: when one
 //! holds less than a quarter of its room, it shrinks to twice its length (so that a collection
-//! that shrinks and grows again does not shrink on every removal).
+//! that shrinks and grows again does not shrink on every removal). Room is counted in bytes: a
+//! controller's queue keyed by (logical cluster, namespace, name) holds about 80 bytes a key,
+//! so a room of a thousand keys is worth giving back where one of a thousand numbers is not.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasher, Hash};
+use std::mem::size_of;
 
-/// Collections smaller than this keep their room: not worth the reallocation.
-const KEPT_ROOM: usize = 1024;
+/// Collections whose room takes at most this many bytes keep it: not worth the reallocation.
+const KEPT_BYTES: usize = 16 * 1024;
 
 /// Shrinks a collection holding less than a quarter of its room.
 pub trait GiveBackRoom {
     fn give_back_room(&mut self);
 }
 
-fn sparse(len: usize, capacity: usize) -> bool {
-    capacity > KEPT_ROOM && len < capacity / 4
+/// Whether a collection of `len` entries in room for `capacity`, each taking `entry_bytes`,
+/// should shrink.
+fn sparse(len: usize, capacity: usize, entry_bytes: usize) -> bool {
+    capacity.saturating_mul(entry_bytes) > KEPT_BYTES && len < capacity / 4
+}
+
+/// The bytes of room one entry of a hash table takes: the entry and its control byte.
+const fn table_entry<T>() -> usize {
+    size_of::<T>() + 1
 }
 
 impl<K: Eq + Hash, V, S: BuildHasher> GiveBackRoom for HashMap<K, V, S> {
     fn give_back_room(&mut self) {
-        if sparse(self.len(), self.capacity()) {
+        if sparse(self.len(), self.capacity(), table_entry::<(K, V)>()) {
             self.shrink_to(self.len() * 2);
         }
     }
@@ -30,7 +40,7 @@ impl<K: Eq + Hash, V, S: BuildHasher> GiveBackRoom for HashMap<K, V, S> {
 
 impl<K: Eq + Hash, S: BuildHasher> GiveBackRoom for HashSet<K, S> {
     fn give_back_room(&mut self) {
-        if sparse(self.len(), self.capacity()) {
+        if sparse(self.len(), self.capacity(), table_entry::<K>()) {
             self.shrink_to(self.len() * 2);
         }
     }
@@ -38,7 +48,7 @@ impl<K: Eq + Hash, S: BuildHasher> GiveBackRoom for HashSet<K, S> {
 
 impl<T> GiveBackRoom for VecDeque<T> {
     fn give_back_room(&mut self) {
-        if sparse(self.len(), self.capacity()) {
+        if sparse(self.len(), self.capacity(), size_of::<T>().max(1)) {
             self.shrink_to(self.len() * 2);
         }
     }
@@ -61,10 +71,18 @@ mod tests {
             queue.pop_front();
             queue.give_back_room();
         }
-        assert!(map.capacity() <= KEPT_ROOM, "map keeps {}", map.capacity());
-        assert!(set.capacity() <= KEPT_ROOM, "set keeps {}", set.capacity());
         assert!(
-            queue.capacity() <= KEPT_ROOM,
+            map.capacity() * table_entry::<(u32, u32)>() <= KEPT_BYTES,
+            "map keeps {}",
+            map.capacity()
+        );
+        assert!(
+            set.capacity() * table_entry::<u32>() <= KEPT_BYTES,
+            "set keeps {}",
+            set.capacity()
+        );
+        assert!(
+            queue.capacity() * size_of::<u32>() <= KEPT_BYTES,
             "queue keeps {}",
             queue.capacity()
         );
@@ -74,5 +92,27 @@ mod tests {
         small.retain(|k, _| *k < 5);
         small.give_back_room();
         assert!(small.capacity() >= 500, "a small map shrank");
+    }
+
+    #[test]
+    fn a_thousand_large_keys_are_worth_giving_back() {
+        // A key as large as a controller's (logical cluster, namespace, name): a room of a
+        // thousand of them is about 80 KiB.
+        type Key = [u8; 80];
+        let key = |i: u32| {
+            let mut key = [0; 80];
+            key[..4].copy_from_slice(&i.to_le_bytes());
+            key
+        };
+        let mut set: HashSet<Key> = (0..1_000).map(key).collect();
+        for i in 0..1_000 {
+            set.remove(&key(i));
+            set.give_back_room();
+        }
+        assert!(
+            set.capacity() * table_entry::<Key>() <= KEPT_BYTES,
+            "an emptied set of large keys keeps {} of them",
+            set.capacity()
+        );
     }
 }
