@@ -19,7 +19,7 @@ pub mod runner;
 use std::collections::BTreeMap;
 
 use kcp_apimachinery::json::{
-    MAX_DEPTH, MAX_READ_DEPTH, decode_stored, depth, exceeds_depth, served_from_stored,
+    KeyOrder, MAX_DEPTH, MAX_READ_DEPTH, decode_stored, depth, exceeds_depth, served_from_stored_in,
 };
 use kcp_apimachinery::patch::{self, PatchError};
 use kcp_apimachinery::{fields, labels, object};
@@ -340,7 +340,9 @@ pub fn field_selector(data: &[u8]) {
 }
 
 /// Bytes read back from storage: any depth reads (deep parts folded), nothing else panics;
-/// a GET answered from bytes that decode says what decoding them would.
+/// a GET answered from bytes that decode says what decoding them would, in either key order
+/// the store keeps; bytes with sorted keys that are exactly what encoding their value writes
+/// (a custom resource as stored) are served exactly as encoding the answer would write it.
 pub fn stored_object(data: &[u8]) {
     if let Ok(value) = decode_stored(data) {
         assert!(depth(&value) <= MAX_READ_DEPTH);
@@ -349,14 +351,26 @@ pub fn stored_object(data: &[u8]) {
         assert_eq!(again, value);
     }
     // (Bytes that do not decode are no object to serve either way: decoding answers 500.)
-    if let (Some(served), Ok(mut expected)) = (
-        served_from_stored(data, 7, ("kcp.io/cluster", "root")),
-        decode_stored(data),
-    ) {
-        expected["metadata"]["resourceVersion"] = serde_json::json!("7");
-        expected["metadata"]["annotations"]["kcp.io/cluster"] = serde_json::json!("root");
+    for order in [KeyOrder::Kubernetes, KeyOrder::Sorted] {
+        let (Some(served), Ok(mut expected)) = (
+            served_from_stored_in(order, data, 7, ("kcp.io/cluster", "root")),
+            decode_stored(data),
+        ) else {
+            continue;
+        };
+        let canonical = serde_json::to_vec(&expected).is_ok_and(|written| written == data);
+        expected["metadata"]["resourceVersion"] = json!("7");
+        expected["metadata"]["annotations"]["kcp.io/cluster"] = json!("root");
+        if order == KeyOrder::Sorted && canonical {
+            let written = serde_json::to_vec(&expected).expect("values encode");
+            assert_eq!(
+                String::from_utf8_lossy(&served),
+                String::from_utf8_lossy(&written),
+                "sorted bytes served otherwise than encoded"
+            );
+        }
         let served = decode_stored(&served).expect("served bytes are JSON");
-        assert_eq!(served, expected);
+        assert_eq!(served, expected, "{order:?}");
     }
 }
 
