@@ -163,6 +163,16 @@ impl KcpProcess {
         read_status_kib(pid, "VmRSS:").map(|kib| kib * 1024)
     }
 
+    /// Resident memory now, split into what the process allocated and the files it maps.
+    pub fn resident(&self) -> anyhow::Result<Resident> {
+        let pid = self.child.id().context("kcp has exited")?;
+        Ok(Resident {
+            total: read_status_kib(pid, "VmRSS:")? * 1024,
+            allocated: read_status_kib(pid, "RssAnon:")? * 1024,
+            files: read_status_kib(pid, "RssFile:")? * 1024,
+        })
+    }
+
     /// The process id.
     pub fn pid(&self) -> anyhow::Result<u32> {
         self.child.id().context("kcp has exited")
@@ -234,6 +244,18 @@ fn parse_ready_line(line: &str) -> anyhow::Result<u16> {
         .with_context(|| format!("no port in the ready line: {line}"))
 }
 
+/// Resident memory (`/proc/<pid>/status`), in bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Resident {
+    /// `VmRSS`: all of it.
+    pub total: u64,
+    /// `RssAnon`: what the process allocated (heap, stacks) and holds.
+    pub allocated: u64,
+    /// `RssFile`: pages of the files it maps (its own code, libraries), which the kernel can
+    /// drop and read again.
+    pub files: u64,
+}
+
 /// A `kB` field of `/proc/<pid>/status`.
 pub(crate) fn read_status_kib(pid: u32, field: &str) -> anyhow::Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -268,5 +290,8 @@ mod tests {
     fn status_fields_are_read_for_this_process() {
         let kib = super::read_status_kib(std::process::id(), "VmRSS:").unwrap();
         assert!(kib > 0);
+        let allocated = super::read_status_kib(std::process::id(), "RssAnon:").unwrap();
+        let files = super::read_status_kib(std::process::id(), "RssFile:").unwrap();
+        assert!(allocated > 0 && files > 0 && allocated + files <= kib + 4);
     }
 }
