@@ -69,6 +69,26 @@ pub fn exceeds_depth(value: &Value, limit: usize) -> bool {
     false
 }
 
+/// Whether `value` holds at least `limit` values (itself, fields, items and scalars, counted
+/// alike); looks at no more than `limit` of them, so a large object costs no more than a small
+/// one.
+pub fn holds_at_least(value: &Value, limit: usize) -> bool {
+    let mut seen = 0;
+    let mut stack: Vec<&Value> = vec![value];
+    while let Some(value) = stack.pop() {
+        seen += 1;
+        if seen >= limit {
+            return true;
+        }
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(fields) => stack.extend(fields.values()),
+            _ => {}
+        }
+    }
+    false
+}
+
 fn is_container(value: &&Value) -> bool {
     matches!(value, Value::Array(_) | Value::Object(_))
 }
@@ -516,6 +536,18 @@ impl<'de> Visitor<'de> for Node<'_> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn holds_at_least_counts_every_value_up_to_its_limit() {
+        let object = serde_json::json!({"a": [1, 2, {"b": null}], "c": "d"});
+        // The object, a, its three items, b, c: seven values.
+        assert!(holds_at_least(&object, 7));
+        assert!(!holds_at_least(&object, 8));
+        assert!(holds_at_least(&serde_json::json!(1), 1));
+        assert!(!holds_at_least(&serde_json::json!(1), 2));
+        let long = Value::Array(vec![Value::Null; 1_000_000]);
+        assert!(holds_at_least(&long, 1_000));
+    }
+
     use serde_json::json;
 
     use super::*;

@@ -1,6 +1,6 @@
 //! Server-side apply: a PATCH with `application/apply-patch+yaml`. The configuration (YAML or
-//! JSON) is merged into the current object by the registry's field manager, off the worker
-//! threads; absent objects are created (201). `fieldManager` is required; `force` takes over
+//! JSON) is merged into the current object by the registry's field manager (off the worker
+//! threads when either is large); absent objects are created (201). `fieldManager` is required; `force` takes over
 //! fields other managers own instead of answering their conflicts (409).
 
 use http::StatusCode;
@@ -45,8 +45,14 @@ pub(super) async fn serve(
     let (validation, resource, registry) =
         (scope.field_validation, scope.resource, &*scope.registry);
     let config = document.value;
+    // Large configurations and large objects take a while to merge: off the worker threads.
+    let large_configuration = scope.body.len() >= crate::cpu::LARGE_BODY;
     let apply = |current: Option<&Value>| -> Result<(Value, Vec<String>), RegistryError> {
-        crate::cpu::heavy(|| {
+        let large = large_configuration
+            || current.is_some_and(|current| {
+                kcp_apimachinery::json::holds_at_least(current, crate::cpu::LARGE_OBJECT_VALUES)
+            });
+        crate::cpu::heavy_if(large, || {
             let mut object = registry.apply_config(resource, current, &config, force)?;
             let warnings = validation.apply(resource, &mut object, &duplicates)?;
             Ok((object, warnings))

@@ -1,6 +1,6 @@
 //! `patch`: JSON patch, merge patch, or strategic merge patch with the list rules of the kind,
-//! applied to the current object off the worker threads, its undeclared fields handled as
-//! `fieldValidation` says; server-side apply is `apply`'s.
+//! applied to the current object (off the worker threads when object or patch is large), its
+//! undeclared fields handled as `fieldValidation` says; server-side apply is `apply`'s.
 
 use http::{HeaderMap, StatusCode, header};
 use kcp_apimachinery::patch::{self, PatchError, PatchType};
@@ -37,6 +37,10 @@ pub(super) async fn serve(
     scope.object(StatusCode::OK, object)
 }
 
+/// JSON patches of at most this many operations are applied on the worker thread (unless the
+/// object is large): each copies or compares at most the object.
+const FEW_OPERATIONS: usize = 16;
+
 /// Applies a PATCH by its content type: JSON patch, merge patch, or strategic merge patch with
 /// the list rules of the kind. Each keeps the result within the nesting limit (422). `check`
 /// runs on every patched object and says what to warn about; the warnings of the attempt
@@ -49,9 +53,17 @@ async fn apply(
     check: impl Fn(&mut Value) -> Result<Vec<String>, RegistryError> + Send + Sync,
 ) -> Result<(Value, Vec<String>), RegistryError> {
     let kind = kinds::rules(scope.resource);
-    // Patches may take a while (copies, list merges): off the worker threads.
+    // Patches of large objects, large patches and JSON patches of many operations (copies,
+    // tests of large values) may take a while: off the worker threads.
+    let large_patch = scope.body.len() >= crate::cpu::LARGE_BODY
+        || (patch_type == PatchType::Json
+            && document
+                .as_array()
+                .is_none_or(|ops| ops.len() > FEW_OPERATIONS));
     let apply = move |current: &Value| -> Result<(Value, Vec<String>), RegistryError> {
-        crate::cpu::heavy(|| {
+        let large = large_patch
+            || kcp_apimachinery::json::holds_at_least(current, crate::cpu::LARGE_OBJECT_VALUES);
+        crate::cpu::heavy_if(large, || {
             let patched = match patch_type {
                 PatchType::Json => patch::json_patch(current, &document),
                 PatchType::Merge => patch::merge_patch(current, &document),
