@@ -1,7 +1,8 @@
 //! Server-side apply: a PATCH with `application/apply-patch+yaml`. The configuration (YAML or
 //! JSON) is merged into the current object by the registry's field manager (off the worker
-//! threads when either is large); absent objects are created (201). `fieldManager` is required; `force` takes over
-//! fields other managers own instead of answering their conflicts (409).
+//! threads when either is large); absent objects are created (201). `fieldManager` is
+//! required; `force` takes over fields other managers own instead of answering their
+//! conflicts (409).
 
 use http::StatusCode;
 use kcp_registry::RegistryError;

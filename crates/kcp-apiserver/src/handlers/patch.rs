@@ -38,7 +38,8 @@ pub(super) async fn serve(
 }
 
 /// JSON patches of at most this many operations are applied on the worker thread (unless the
-/// object is large): each copies or compares at most the object.
+/// object is large): each reads or compares at most the object, and their copies stop at
+/// `patch::json::MAX_COPY_BYTES` in all.
 const FEW_OPERATIONS: usize = 16;
 
 /// Applies a PATCH by its content type: JSON patch, merge patch, or strategic merge patch with
