@@ -536,6 +536,10 @@ impl<'de> Visitor<'de> for Node<'_> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
+    use super::*;
+
     #[test]
     fn holds_at_least_counts_every_value_up_to_its_limit() {
         let object = serde_json::json!({"a": [1, 2, {"b": null}], "c": "d"});
@@ -547,10 +551,6 @@ mod tests {
         let long = Value::Array(vec![Value::Null; 1_000_000]);
         assert!(holds_at_least(&long, 1_000));
     }
-
-    use serde_json::json;
-
-    use super::*;
 
     /// `levels` nested containers, alternating objects and arrays, around a string.
     pub(crate) fn nested(levels: usize) -> Value {

@@ -100,7 +100,7 @@ impl Registry {
             .watch(
                 self.store().shared_storage(),
                 &resource_prefix,
-                target.key_order(),
+                order,
                 prefix.clone(),
                 resource_version,
                 filter,
