@@ -121,6 +121,31 @@ pub(super) async fn serve(
     Ok(response)
 }
 
+/// The JSON list of these JSON answers, framed as `empty`, the JSON of the list without items;
+/// `None` if `empty` is not a list.
+pub(super) fn joined_json(empty: Vec<u8>, answers: &[Vec<u8>]) -> Option<Vec<u8>> {
+    let frame = ListFrame::new(Encoding::Json, empty)?;
+    let size = frame.prefix.len() + joined_size(answers) + frame.suffix.len();
+    let mut body = Vec::with_capacity(size);
+    body.extend_from_slice(&frame.prefix);
+    join(&mut body, b"", frame.separator, answers);
+    body.extend_from_slice(&frame.suffix);
+    Some(body)
+}
+
+/// Appends `answers` to `out`, the first led by `lead`, the others by `separator`.
+fn join(out: &mut Vec<u8>, lead: &[u8], separator: &[u8], answers: &[Vec<u8>]) {
+    for (i, answer) in answers.iter().enumerate() {
+        out.extend_from_slice(if i == 0 { lead } else { separator });
+        out.extend_from_slice(answer);
+    }
+}
+
+/// Room for `answers` joined by one-byte separators.
+fn joined_size(answers: &[Vec<u8>]) -> usize {
+    answers.iter().map(|a| a.len() + 1).sum()
+}
+
 /// The response with the content type of `encoding`.
 fn typed(mut response: http::Response<Body>, encoding: Encoding) -> http::Response<Body> {
     let content_type = match encoding {
@@ -189,12 +214,8 @@ impl Renderer {
             Page::Objects(items) => items,
             Page::Json(answers) if answers.is_empty() => return Ok(Vec::new()),
             Page::Json(answers) => {
-                let size = answers.iter().map(|a| a.len() + 1).sum::<usize>() + lead.len();
-                let mut out = Vec::with_capacity(size);
-                for (i, answer) in answers.iter().enumerate() {
-                    out.extend_from_slice(if i == 0 { lead } else { frame.separator });
-                    out.extend_from_slice(answer);
-                }
+                let mut out = Vec::with_capacity(joined_size(&answers) + lead.len());
+                join(&mut out, lead, frame.separator, &answers);
                 return Ok(out);
             }
         };
