@@ -2,7 +2,10 @@
 //!
 //! A continue token carries the snapshot revision and the key to resume after (relative to the
 //! collection prefix, so a token cannot reach outside its collection). A token whose revision was
-//! compacted away answers 410 Expired.
+//! compacted away answers 410 Expired. The token of a page that reported `remainingItemCount`
+//! also carries that count, so the next page of the same snapshot subtracts its own items
+//! instead of counting the rest of the collection again: reading a collection page by page
+//! (as client-go's reflectors do) counts it once, not once per page.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -48,13 +51,26 @@ fn invalid_token() -> RegistryError {
     RegistryError::BadRequest("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)".into())
 }
 
-fn encode_token(revision: u64, after: &[u8]) -> String {
-    let token =
+/// Where a continue token resumes.
+#[derive(Debug, PartialEq)]
+struct Resume {
+    revision: u64,
+    /// The last key of the page before, relative to the collection prefix.
+    after: Vec<u8>,
+    /// The items after the page before, if it counted them.
+    remaining: Option<u64>,
+}
+
+fn encode_token(revision: u64, after: &[u8], remaining: Option<u64>) -> String {
+    let mut token =
         json!({"v": "meta.k8s.io/v1", "rv": revision, "start": String::from_utf8_lossy(after)});
+    if let Some(remaining) = remaining {
+        token["remaining"] = json!(remaining);
+    }
     URL_SAFE_NO_PAD.encode(token.to_string())
 }
 
-fn decode_token(token: &str) -> Result<(u64, Vec<u8>), RegistryError> {
+fn decode_token(token: &str) -> Result<Resume, RegistryError> {
     let bytes = URL_SAFE_NO_PAD
         .decode(token.trim_end_matches('='))
         .map_err(|_| invalid_token())?;
@@ -64,7 +80,11 @@ fn decode_token(token: &str) -> Result<(u64, Vec<u8>), RegistryError> {
         .filter(|rv| *rv > 0)
         .ok_or_else(invalid_token)?;
     let start = value["start"].as_str().ok_or_else(invalid_token)?;
-    Ok((revision, start.as_bytes().to_vec()))
+    Ok(Resume {
+        revision,
+        after: start.as_bytes().to_vec(),
+        remaining: value["remaining"].as_u64(),
+    })
 }
 
 impl Registry {
@@ -150,16 +170,18 @@ impl Registry {
         mut take: impl FnMut(&kcp_storage::KeyValue) -> Result<Option<T>, RegistryError>,
     ) -> Result<ListResult<T>, RegistryError> {
         let prefix = target.collection_prefix();
-        let (mut revision, mut start) = match &options.continue_token {
+        let (mut revision, mut start, known) = match &options.continue_token {
             Some(token) => {
-                let (revision, after) = decode_token(token)?;
+                let resume = decode_token(token)?;
                 let mut start = prefix.clone();
-                start.extend_from_slice(&after);
+                start.extend_from_slice(&resume.after);
                 start.push(0);
-                (revision, start)
+                (resume.revision, start, resume.remaining)
             }
-            None => (options.revision, prefix.clone()),
+            None => (options.revision, prefix.clone(), None),
         };
+        // The items after the page before, less those read since: no need to count them.
+        let mut known = known.filter(|_| counted);
         let end = prefix_end(&prefix);
         let mut items = Vec::new();
         loop {
@@ -175,10 +197,13 @@ impl Registry {
                 },
                 limit: want,
                 revision,
-                skip_count: options.skip_count,
+                skip_count: options.skip_count || known.is_some(),
             };
             let page = self.storage().range(request).await?;
             revision = page.revision;
+            if let Some(known) = known.as_mut() {
+                *known = known.saturating_sub(page.kvs.len() as u64);
+            }
             let last_key = page.kvs.last().map(|kv| kv.key.to_vec());
             for kv in &page.kvs {
                 if let Some(item) = take(kv)? {
@@ -188,8 +213,11 @@ impl Registry {
             let full = options.limit != 0 && items.len() >= options.limit;
             match last_key {
                 Some(last) if page.more && full => {
-                    let remaining = counted.then(|| page.count - page.kvs.len() as u64);
-                    let token = encode_token(revision, &last[prefix.len()..]);
+                    let remaining = match known {
+                        Some(known) => Some(known),
+                        None => counted.then(|| page.count - page.kvs.len() as u64),
+                    };
+                    let token = encode_token(revision, &last[prefix.len()..], remaining);
                     return Ok(ListResult {
                         items,
                         resource_version: revision,
@@ -234,8 +262,19 @@ mod tests {
 
     #[test]
     fn tokens_round_trip_and_reject_garbage() {
-        let token = encode_token(42, b"ns/name");
-        assert_eq!(decode_token(&token).unwrap(), (42, b"ns/name".to_vec()));
+        let token = encode_token(42, b"ns/name", None);
+        let resume = Resume {
+            revision: 42,
+            after: b"ns/name".to_vec(),
+            remaining: None,
+        };
+        assert_eq!(decode_token(&token).unwrap(), resume);
+        let counted = encode_token(42, b"ns/name", Some(7));
+        let resume = Resume {
+            remaining: Some(7),
+            ..resume
+        };
+        assert_eq!(decode_token(&counted).unwrap(), resume);
         assert!(decode_token("not base64!").is_err());
         assert!(decode_token(&URL_SAFE_NO_PAD.encode("{}")).is_err());
     }
