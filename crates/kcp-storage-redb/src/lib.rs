@@ -41,6 +41,8 @@ pub(crate) struct Shared {
     /// History below this revision is gone or going.
     compacted: AtomicU64,
     hub: WatchHub,
+    /// Empty commits the writer made when it ran out of work (see `writer::settle`).
+    settles: AtomicU64,
 }
 
 /// Committed batches (each up to `writer::MAX_BATCH` events, deletes carrying the previous
@@ -109,6 +111,7 @@ impl RedbStorage {
             current: AtomicU64::new(current),
             compacted: AtomicU64::new(compacted),
             hub: WatchHub::new(HUB_BATCHES),
+            settles: AtomicU64::new(0),
         });
         let (requests, receiver) = mpsc::channel(QUEUE_DEPTH);
         let writer_shared = Arc::clone(&shared);

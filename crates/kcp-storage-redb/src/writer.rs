@@ -31,7 +31,7 @@ const COMPACTION_CHUNK: usize = if cfg!(test) { 64 } else { 2_000 };
 /// duration before the next chunk: compaction takes at most a quarter of its time.
 const WRITES_PER_COMPACTION: u32 = 3;
 
-/// The least time between two calls of the idle hook.
+/// The least time between two idle calls (the store settled, the hook called).
 const IDLE_HOOK_EVERY: Duration = Duration::from_millis(if cfg!(test) { 100 } else { 1000 });
 
 pub(crate) enum Request {
@@ -60,7 +60,7 @@ pub(crate) fn run(
     let mut idle = IdleHook::new(on_idle);
     loop {
         let first = if compactions.idle() {
-            match idle.wait(&mut requests) {
+            match idle.wait(&mut requests, || settle(&shared)) {
                 Some(request) => request,
                 None => break,
             }
@@ -110,10 +110,10 @@ pub(crate) fn run(
     compactions.finish(&shared);
 }
 
-/// What the writer calls when it runs out of work (the process's allocator collects the
-/// thread's freed memory there), at most every [`IDLE_HOOK_EVERY`] but always before the
-/// writer stays idle: when the last call was too recent, the writer waits for a request only
-/// until the next call is due.
+/// What the writer does when it runs out of work after writing: it settles the store
+/// ([`settle`]) and calls the hook (the process's allocator collects the thread's freed memory
+/// there), at most every [`IDLE_HOOK_EVERY`] but always before the writer stays idle: when the
+/// last call was too recent, the writer waits for a request only until the next call is due.
 struct IdleHook {
     hook: Option<fn()>,
     last: Option<Instant>,
@@ -126,12 +126,10 @@ struct IdleHook {
 
 impl IdleHook {
     fn new(hook: Option<fn()>) -> IdleHook {
-        let clock = hook.and_then(|_| {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .build()
-                .ok()
-        });
+        let clock = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .ok();
         IdleHook {
             hook,
             last: None,
@@ -140,12 +138,13 @@ impl IdleHook {
         }
     }
 
-    /// The next request (`None`: every sender is gone), calling the hook if the writer worked
-    /// since its last call and goes idle now.
-    fn wait(&mut self, requests: &mut mpsc::Receiver<Request>) -> Option<Request> {
-        let Some(hook) = self.hook else {
-            return requests.blocking_recv();
-        };
+    /// The next request (`None`: every sender is gone), settling the store with `settle` and
+    /// calling the hook if the writer worked since their last call and goes idle now.
+    fn wait(
+        &mut self,
+        requests: &mut mpsc::Receiver<Request>,
+        settle: impl Fn(),
+    ) -> Option<Request> {
         loop {
             match requests.try_recv() {
                 Ok(request) => {
@@ -172,7 +171,10 @@ impl IdleHook {
                     None => std::thread::sleep((due - now).min(Duration::from_millis(1))),
                 },
                 _ => {
-                    hook();
+                    settle();
+                    if let Some(hook) = self.hook {
+                        hook();
+                    }
                     self.last = Some(now);
                     self.owed = false;
                 }
@@ -267,6 +269,27 @@ impl Compactions {
 }
 
 /// Applies and commits one batch, then publishes and acknowledges.
+/// An empty durable commit, made when the writer runs out of work after writing. redb follows
+/// a commit that freed pages with a non-durable one of its own (its freed-page bookkeeping),
+/// whose pages stay in its write buffer until the next durable commit; until then, every read
+/// that misses redb's full page cache first looks through all the buffer's stripes for pages
+/// to write back, and finds none. The empty commit empties the buffer. Listing 100,000
+/// configmaps (more than the cache holds) right after creating them took 0.93-1.15 s without
+/// it, 0.69-0.80 s with it (`kcp-bench lists`).
+fn settle(shared: &Shared) {
+    let committed = shared
+        .db
+        .begin_write()
+        .map_err(internal)
+        .and_then(|tx| tx.commit().map_err(internal));
+    match committed {
+        Ok(()) => {
+            shared.settles.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(error) => tracing::warn!(%error, "embedded store: an empty commit failed"),
+    }
+}
+
 fn commit_batch(shared: &Shared, batch: &mut Vec<(Txn, oneshot::Sender<Result<TxnResponse>>)>) {
     let start = shared.current.load(Ordering::Acquire);
     let applied = apply_batch(shared, start, batch);
@@ -557,6 +580,54 @@ mod tests {
         );
         let now = store.get(b"/k/0", 0).await.unwrap();
         assert!(now.kv.is_some());
+    }
+
+    /// Once the writer runs out of work after writing, it makes an empty commit (also without
+    /// an idle hook), at most one per interval, and none while nothing is written.
+    #[tokio::test]
+    async fn the_writer_settles_the_store_once_after_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RedbStorage::open(&dir.path().join("store.redb")).unwrap();
+        let settles = || {
+            store
+                .shared
+                .settles
+                .load(std::sync::atomic::Ordering::Relaxed)
+        };
+        let pause = || tokio::time::sleep(super::IDLE_HOOK_EVERY * 3);
+        pause().await;
+        assert_eq!(settles(), 0, "settled before any write");
+        for i in 0..3 {
+            store.txn(put(&format!("/k/{i}"), "v")).await.unwrap();
+        }
+        // The writer went idle after each write; the second and third came sooner than the
+        // interval, so it settled at most once more, after the last.
+        pause().await;
+        let after_writes = settles();
+        assert!(
+            (1..=2).contains(&after_writes),
+            "settled {after_writes} times after three writes"
+        );
+        pause().await;
+        assert_eq!(settles(), after_writes, "settled while nothing was written");
+        store.txn(put("/k/again", "v")).await.unwrap();
+        pause().await;
+        assert_eq!(
+            settles(),
+            after_writes + 1,
+            "not settled once after the next write"
+        );
+        assert_eq!(
+            store
+                .get(b"/k/again", 0)
+                .await
+                .unwrap()
+                .kv
+                .unwrap()
+                .value
+                .as_ref(),
+            b"v"
+        );
     }
 
     static IDLE_CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
