@@ -37,6 +37,7 @@ use http_body_util::{BodyExt, Full};
 use crate::api::bare_server::BareServer;
 use crate::api::client::{Protocol, Target};
 use crate::api::kcp_process::{self, KcpProcess, read_status_kib};
+use crate::api::paged::{PAGE_LIMIT, paged};
 use crate::api::verdict;
 use crate::table;
 
@@ -87,65 +88,6 @@ async fn list(target: &Target, authorization: &str, path: &str) -> anyhow::Resul
         took: began.elapsed(),
         body,
     })
-}
-
-/// Objects per page when a collection is paged (client-go's reflectors' page size).
-const PAGE_LIMIT: usize = 500;
-
-/// A collection read in pages.
-struct Paged {
-    took: Duration,
-    bytes: usize,
-    items: usize,
-}
-
-/// Reads the collection at `path` in pages of [`PAGE_LIMIT`] on one connection, each asking for
-/// the page after the continue token of the one before, as client-go's reflectors do.
-async fn paged(target: &Target, authorization: &str, path: &str) -> anyhow::Result<Paged> {
-    let mut connection = target.connect(Protocol::Http1).await?;
-    let mut pages = Vec::new();
-    let mut token: Option<String> = None;
-    let began = Instant::now();
-    loop {
-        let query = match &token {
-            Some(token) => format!("{path}?limit={PAGE_LIMIT}&continue={token}"),
-            None => format!("{path}?limit={PAGE_LIMIT}"),
-        };
-        let request = connection
-            .request(Method::GET, &query)
-            .header(http::header::AUTHORIZATION, authorization)
-            .header(http::header::ACCEPT, "application/json")
-            .body(Full::new(Bytes::new()))?;
-        let (status, body) = connection.stream(request).await?;
-        anyhow::ensure!(status == StatusCode::OK, "GET {query}: {status}");
-        let body = body.collect().await?.to_bytes();
-        // The ListMeta comes before the items: the token is found without decoding the page.
-        token = continue_token(&body[..body.len().min(2048)]);
-        pages.push(body);
-        if token.is_none() {
-            break;
-        }
-    }
-    let took = began.elapsed();
-    let mut items = 0;
-    for page in &pages {
-        let page: serde_json::Value = serde_json::from_slice(page).context("a page is JSON")?;
-        items += page["items"].as_array().map_or(0, Vec::len);
-    }
-    Ok(Paged {
-        took,
-        bytes: pages.iter().map(Bytes::len).sum(),
-        items,
-    })
-}
-
-/// The `continue` value in the start of a JSON list, if any.
-fn continue_token(head: &[u8]) -> Option<String> {
-    let marker = b"\"continue\":\"";
-    let at = head.windows(marker.len()).position(|w| w == marker)? + marker.len();
-    let length = head[at..].iter().position(|&b| b == b'"')?;
-    let token = std::str::from_utf8(&head[at..at + length]).ok()?;
-    (!token.is_empty()).then(|| token.to_string())
 }
 
 /// Reads `pid`'s RSS every few milliseconds until dropped; answers the peak seen.

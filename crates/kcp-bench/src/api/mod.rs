@@ -23,6 +23,7 @@ pub(crate) mod client;
 mod custom;
 pub(crate) mod kcp_process;
 pub(crate) mod load;
+pub(crate) mod paged;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
