@@ -199,19 +199,17 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     }
     // Besides those created here, the namespace holds what the server keeps in every one
     // (the ConfigMap kube-root-ca.crt).
-    let items =
-        serde_json::from_slice::<serde_json::Value>(&body).context("the list is JSON")?["items"]
-            .as_array()
-            .map_or(0, |items| {
-                items
-                    .iter()
-                    .filter(|item| {
-                        item["metadata"]["name"]
-                            .as_str()
-                            .is_some_and(|name| name.starts_with(NAME_PREFIX))
-                    })
-                    .count()
-            });
+    let whole: serde_json::Value = serde_json::from_slice(&body).context("the list is JSON")?;
+    let whole = whole["items"].as_array().map_or(&[][..], Vec::as_slice);
+    let listed = whole.len();
+    let items = whole
+        .iter()
+        .filter(|item| {
+            item["metadata"]["name"]
+                .as_str()
+                .is_some_and(|name| name.starts_with(NAME_PREFIX))
+        })
+        .count();
     anyhow::ensure!(
         items == options.objects,
         "the list has {items} of the configmaps created, not {}",
@@ -219,9 +217,6 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     );
     tokio::time::sleep(Duration::from_secs(6)).await;
     let rss_after_lists = kcp.rss_bytes()?;
-    let listed = serde_json::from_slice::<serde_json::Value>(&body)?["items"]
-        .as_array()
-        .map_or(0, Vec::len);
     let mut paged_reads = Vec::new();
     for _ in 0..options.rounds {
         let read = paged(&target, &authorization, LIST_PATH).await?;
