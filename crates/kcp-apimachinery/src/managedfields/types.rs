@@ -121,42 +121,42 @@ impl<'a> Schema<'a> {
         self.chain().last()
     }
 
-    /// Whether nothing is known here, so shapes come from the values.
-    fn is_deduced(&self) -> bool {
-        let Some(target) = self.target() else {
-            return true;
-        };
-        if self.extension("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
-            return false;
-        }
-        target.get("type").is_none()
-            && target.get("properties").is_none()
-            && target.get("items").is_none()
-            && target.get("additionalProperties").is_none()
-    }
-
-    /// The shape `value` has here.
+    /// The shape `value` has here. The reference chain is walked once: this runs for every
+    /// value of every object written (managed fields), and each step of a walk looks keys up in
+    /// the schema's maps.
     pub fn shape(&self, value: &Value) -> Shape {
-        if self.is_deduced() {
-            return match value {
-                Value::Object(_) => Shape::Map { atomic: false },
-                Value::Array(_) => Shape::List(ListType::Atomic),
-                _ => Shape::Scalar,
-            };
+        let mut target = None;
+        let mut int_or_string = None;
+        let mut map_type = None;
+        for node in self.chain() {
+            target = Some(node);
+            int_or_string = int_or_string.or_else(|| node.get("x-kubernetes-int-or-string"));
+            if value.is_object() {
+                map_type = map_type.or_else(|| node.get("x-kubernetes-map-type"));
+            }
         }
-        if self.extension("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
+        let deduced = || match value {
+            Value::Object(_) => Shape::Map { atomic: false },
+            Value::Array(_) => Shape::List(ListType::Atomic),
+            _ => Shape::Scalar,
+        };
+        let Some(target) = target else {
+            return deduced();
+        };
+        if int_or_string == Some(&Value::Bool(true)) {
             return Shape::Scalar;
         }
-        let declared = self
-            .target()
-            .and_then(|t| t.get("type"))
-            .and_then(Value::as_str);
+        // Nothing known here: shapes come from the values.
+        if ["type", "properties", "items", "additionalProperties"]
+            .iter()
+            .all(|key| target.get(*key).is_none())
+        {
+            return deduced();
+        }
+        let declared = target.get("type").and_then(Value::as_str);
         match value {
             Value::Object(_) if matches!(declared, None | Some("object")) => Shape::Map {
-                atomic: self
-                    .extension("x-kubernetes-map-type")
-                    .and_then(Value::as_str)
-                    == Some("atomic"),
+                atomic: map_type.and_then(Value::as_str) == Some("atomic"),
             },
             Value::Array(_) if matches!(declared, None | Some("array")) => {
                 Shape::List(self.list_type())
