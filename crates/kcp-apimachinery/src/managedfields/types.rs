@@ -229,3 +229,83 @@ impl<'a> Schema<'a> {
         field.extension("default")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Definitions by `$ref`, as an OpenAPI document's `components/schemas`.
+    struct Definitions(Value);
+
+    impl Resolve for Definitions {
+        fn resolve(&self, reference: &str) -> Option<&Value> {
+            self.0.get(reference.strip_prefix("#/d/")?)
+        }
+    }
+
+    #[test]
+    fn shapes_follow_references_and_the_first_extension_along_them() {
+        let refs = Definitions(json!({
+            "Plain": {"type": "object", "properties": {"a": {"type": "string"}}},
+            "Atomic": {"type": "object", "x-kubernetes-map-type": "atomic"},
+            "Keyed": {"type": "array", "x-kubernetes-list-type": "map",
+                      "x-kubernetes-list-map-keys": ["name"], "items": {"type": "object"}},
+            "ToAtomic": {"$ref": "#/d/Atomic"},
+        }));
+        let shape = |node: Value, value: Value| Schema::new(&node, &refs).shape(&value);
+        let object = json!({"a": "b"});
+
+        // Beside an `allOf` wrapper, the wrapper's own extension comes first.
+        let wrapped = json!({"allOf": [{"$ref": "#/d/Plain"}], "x-kubernetes-map-type": "atomic"});
+        assert_eq!(shape(wrapped, object.clone()), Shape::Map { atomic: true });
+        let overridden =
+            json!({"allOf": [{"$ref": "#/d/Atomic"}], "x-kubernetes-map-type": "granular"});
+        assert_eq!(
+            shape(overridden, object.clone()),
+            Shape::Map { atomic: false }
+        );
+        assert_eq!(
+            shape(json!({"$ref": "#/d/Plain"}), object.clone()),
+            Shape::Map { atomic: false }
+        );
+        // Two hops: the extension at the end of the chain.
+        assert_eq!(
+            shape(json!({"$ref": "#/d/ToAtomic"}), object.clone()),
+            Shape::Map { atomic: true }
+        );
+        assert_eq!(
+            shape(json!({"$ref": "#/d/Keyed"}), json!([{"name": "x"}])),
+            Shape::List(ListType::Map(vec!["name".into()]))
+        );
+        // A declared type the value does not have: a leaf.
+        assert_eq!(
+            shape(json!({"type": "string"}), object.clone()),
+            Shape::Scalar
+        );
+        // int-or-string is a leaf whatever the value, though it declares no type.
+        assert_eq!(
+            shape(json!({"x-kubernetes-int-or-string": true}), object.clone()),
+            Shape::Scalar
+        );
+    }
+
+    #[test]
+    fn without_a_schema_shapes_come_from_the_values() {
+        let refs = Definitions(json!({}));
+        for node in [
+            None,
+            Some(json!({"description": "nothing declared"})),
+            Some(json!({"$ref": "#/d/Missing"})),
+            Some(json!({"x-kubernetes-preserve-unknown-fields": true})),
+        ] {
+            let schema = match &node {
+                Some(node) => Schema::new(node, &refs),
+                None => Schema::deduced(),
+            };
+            assert_eq!(schema.shape(&json!({"a": 1})), Shape::Map { atomic: false });
+            assert_eq!(schema.shape(&json!([1, 2])), Shape::List(ListType::Atomic));
+            assert_eq!(schema.shape(&json!("s")), Shape::Scalar);
+        }
+    }
+}
