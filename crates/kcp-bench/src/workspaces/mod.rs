@@ -7,10 +7,9 @@
 //!   child needs its parent. The rate counts every workspace up to the moment the last one is
 //!   Ready, as one wildcard watch ([`follow`]) sees it, and the server's CPU time (user and
 //!   system) per workspace meanwhile, steadier than the rate on a noisy machine. Target ≥ 500/s
-//!   (kcp: 8/s). The baseline
-//!   in the same run: configmap creates by as many clients (one write each, where a workspace
-//!   takes several: the Workspace, its LogicalCluster, two namespaces, status updates), deleted
-//!   again right after.
+//!   (kcp: 8/s). The baseline in the same run: configmap creates by as many clients (one write
+//!   each, where a workspace takes several: the Workspace, its LogicalCluster, two namespaces,
+//!   status updates), deleted again right after.
 //! - Memory: growth of the server's RSS from before the first workspace to after the last is
 //!   Ready, per workspace. Target ≤ 64 KiB (kcp: 7.4 MiB).
 //! - One organization (the first): `kubectl get ws` in it, the whole command, against the same
