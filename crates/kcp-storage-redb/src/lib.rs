@@ -10,6 +10,7 @@
 
 mod codec;
 mod read;
+mod reopen;
 mod writer;
 
 use std::path::Path;
@@ -22,7 +23,7 @@ use kcp_storage::{
     Event, GetResponse, KeyRange, RangeRequest, RangeResponse, Result, Revision, Storage,
     StorageError, Txn, TxnResponse, WatchRequest, WatchStream, resolve_read_revision,
 };
-use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable};
+use redb::{ReadTransaction, ReadableDatabase, ReadableTable};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::codec::{
@@ -35,7 +36,8 @@ const QUEUE_DEPTH: usize = 8 * writer::MAX_BATCH;
 
 /// State shared by the storage handle, the writer thread and watch replays.
 pub(crate) struct Shared {
-    db: Database,
+    /// Every transaction holds a guard of it while it lives ([`reopen`]).
+    db: reopen::Database,
     /// The newest committed revision; set by the writer after each commit.
     current: AtomicU64,
     /// History below this revision is gone or going.
@@ -50,10 +52,6 @@ pub(crate) struct Shared {
 /// watcher has not yet taken stays in memory: with 1,024, watchers lagging behind the deletion
 /// of 100,000 workspaces held 1.4 GiB of batches.
 const HUB_BATCHES: usize = 32;
-
-/// redb's own page cache. Its default (1 GiB) lets a busy server's memory grow with the store;
-/// the kernel's page cache still holds hot file pages beyond this.
-const CACHE_BYTES: usize = 64 * 1024 * 1024;
 
 /// The embedded store. Cloning shares it.
 #[derive(Clone)]
@@ -85,10 +83,8 @@ impl RedbStorage {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(internal)?;
         }
-        let db = redb::Builder::new()
-            .set_cache_size(CACHE_BYTES)
-            .create(path)
-            .map_err(internal)?;
+        let database = reopen::Database::open(path)?;
+        let db = database.guard()?;
         let tx = db.begin_write().map_err(internal)?;
         let (current, compacted) = {
             let history = tx.open_table(HISTORY).map_err(internal)?;
@@ -105,9 +101,10 @@ impl RedbStorage {
             (read(&meta, META_CURRENT)?, read(&meta, META_COMPACTED)?)
         };
         tx.commit().map_err(internal)?;
+        drop(db);
 
         let shared = Arc::new(Shared {
-            db,
+            db: database,
             current: AtomicU64::new(current),
             compacted: AtomicU64::new(compacted),
             hub: WatchHub::new(HUB_BATCHES),
@@ -152,10 +149,15 @@ impl RedbStorage {
 }
 
 impl Shared {
-    /// A read transaction and the revision bounds it may serve; `revision` 0 means current.
-    fn read_at(&self, revision: Revision) -> Result<(ReadTransaction, Revision)> {
+    /// A read transaction of `db` and the revision bounds it may serve; `revision` 0 means
+    /// current.
+    fn read_at(
+        &self,
+        db: &reopen::Guard<'_>,
+        revision: Revision,
+    ) -> Result<(ReadTransaction, Revision)> {
         let current = self.current.load(Ordering::Acquire);
-        let tx = self.db.begin_read().map_err(internal)?;
+        let tx = db.begin_read().map_err(internal)?;
         // Loaded after the snapshot: a compaction that removed history this snapshot lacks had
         // already published its revision.
         let compacted = self.compacted.load(Ordering::Acquire);
@@ -172,7 +174,8 @@ impl EventSource for Shared {
         to: Revision,
         limit: usize,
     ) -> Result<Vec<Event>> {
-        let tx = self.db.begin_read().map_err(internal)?;
+        let db = self.db.guard()?;
+        let tx = db.begin_read().map_err(internal)?;
         let compacted = self.compacted.load(Ordering::Acquire);
         if from < compacted {
             return Err(StorageError::Compacted {
@@ -210,7 +213,8 @@ impl EventSource for Shared {
 #[async_trait]
 impl Storage for RedbStorage {
     async fn get(&self, key: &[u8], revision: Revision) -> Result<GetResponse> {
-        let (tx, revision) = self.shared.read_at(revision)?;
+        let db = self.shared.db.guard()?;
+        let (tx, revision) = self.shared.read_at(&db, revision)?;
         let history = tx.open_table(HISTORY).map_err(internal)?;
         Ok(GetResponse {
             kv: read::get_at(&history, key, revision)?,
@@ -219,7 +223,8 @@ impl Storage for RedbStorage {
     }
 
     async fn range(&self, request: RangeRequest) -> Result<RangeResponse> {
-        let (tx, revision) = self.shared.read_at(request.revision)?;
+        let db = self.shared.db.guard()?;
+        let (tx, revision) = self.shared.read_at(&db, request.revision)?;
         let history = tx.open_table(HISTORY).map_err(internal)?;
         // A page of a longer range at the snapshot's own revision: the keys it holds are
         // counted from `live`, without reading their versions.

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kcp_storage::{Event, Op, OpResult, Result, Revision, Txn, TxnResponse, check_compaction};
-use redb::{ReadableTable, Table, WriteTransaction};
+use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, Table, WriteTransaction};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::Shared;
@@ -20,6 +20,7 @@ use crate::codec::{
     HISTORY, LIVE_KEYS, LOG, META, META_COMPACTED, META_CURRENT, Record, encode_keys, internal,
 };
 use crate::read::{get_at, version_at};
+use crate::reopen::Peak;
 
 /// Most storage transactions committed together.
 pub(crate) const MAX_BATCH: usize = 1024;
@@ -59,6 +60,8 @@ pub(crate) fn run(
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut compactions = Compactions::default();
+    // A store opened large may shrink by compaction alone.
+    compactions.peak.saw(history_versions(&shared).unwrap_or(0));
     let mut next_chunk = Instant::now();
     let mut idle = IdleHook::new(on_idle);
     loop {
@@ -99,7 +102,7 @@ pub(crate) fn run(
                         Err(_) => break,
                     }
                 }
-                commit_batch(&shared, &mut batch);
+                commit_batch(&shared, &mut batch, &mut compactions.peak);
             }
             Request::Shutdown => stop = true,
         }
@@ -224,6 +227,9 @@ impl IdleHook {
 struct Compactions {
     queued: std::collections::VecDeque<(Revision, oneshot::Sender<Result<()>>)>,
     under_way: Option<UnderWay>,
+    /// The most versions the store held since it was opened: a compaction that leaves a
+    /// fraction of it reopens the database ([`crate::reopen`]).
+    peak: Peak,
 }
 
 /// A compaction whose revision is marked compacted and whose history is being removed.
@@ -267,7 +273,8 @@ impl Compactions {
             return;
         };
         if under_way.from < under_way.until {
-            let removed = shared.db.begin_write().map_err(internal).and_then(|tx| {
+            let removed = shared.db.guard().and_then(|db| {
+                let tx = db.begin_write().map_err(internal)?;
                 let next = compact_chunk(&tx, under_way.from, under_way.until)?;
                 tx.commit().map_err(internal)?;
                 Ok(next)
@@ -283,7 +290,35 @@ impl Compactions {
         if under_way.from < under_way.until {
             self.under_way = Some(under_way);
         } else {
+            self.reopen_if_shrunk(shared);
             let _ = under_way.reply.send(Ok(()));
+        }
+    }
+
+    /// Reopens the database if the compaction just finished left a fraction of the store's
+    /// peak ([`Peak::shrunk_to`]), so that redb's page cache gives back the room of its peak.
+    fn reopen_if_shrunk(&mut self, shared: &Shared) {
+        let versions = match history_versions(shared) {
+            Ok(versions) => versions,
+            Err(error) => {
+                tracing::warn!(%error, "embedded store: counting versions after a compaction");
+                return;
+            }
+        };
+        if !self.peak.shrunk_to(versions) {
+            return;
+        }
+        let began = Instant::now();
+        match shared.db.reopen() {
+            Ok(()) => {
+                tracing::info!(
+                    versions,
+                    took_ms = began.elapsed().as_millis() as u64,
+                    "embedded store reopened: a compaction left a fraction of its versions"
+                );
+                self.peak.reset(versions);
+            }
+            Err(error) => tracing::error!(%error, "embedded store: opening it again failed"),
         }
     }
 
@@ -312,11 +347,10 @@ impl Compactions {
 /// buffer. Listing 100,000 configmaps (more than the cache holds) after creating them took
 /// 0.93-1.15 s without it, 0.64-0.70 s with it (`kcp-bench lists`).
 fn settle(shared: &Shared) {
-    let committed = shared
-        .db
-        .begin_write()
-        .map_err(internal)
-        .and_then(|tx| tx.commit().map_err(internal));
+    let committed = shared.db.guard().and_then(|db| {
+        let tx = db.begin_write().map_err(internal)?;
+        tx.commit().map_err(internal)
+    });
     match committed {
         Ok(()) => {
             shared.settles.fetch_add(1, Ordering::Relaxed);
@@ -326,9 +360,13 @@ fn settle(shared: &Shared) {
 }
 
 /// Applies and commits one batch, then publishes and acknowledges.
-fn commit_batch(shared: &Shared, batch: &mut Vec<(Txn, oneshot::Sender<Result<TxnResponse>>)>) {
+fn commit_batch(
+    shared: &Shared,
+    batch: &mut Vec<(Txn, oneshot::Sender<Result<TxnResponse>>)>,
+    peak: &mut Peak,
+) {
     let start = shared.current.load(Ordering::Acquire);
-    let applied = apply_batch(shared, start, batch);
+    let applied = apply_batch(shared, start, batch, peak);
     match applied {
         Ok((responses, events, current)) => {
             shared.current.store(current, Ordering::Release);
@@ -352,8 +390,10 @@ fn apply_batch(
     shared: &Shared,
     start: Revision,
     batch: &[(Txn, oneshot::Sender<Result<TxnResponse>>)],
+    peak: &mut Peak,
 ) -> Result<Applied> {
-    let tx = shared.db.begin_write().map_err(internal)?;
+    let db = shared.db.guard()?;
+    let tx = db.begin_write().map_err(internal)?;
     let mut current = start;
     let mut responses = Vec::with_capacity(batch.len());
     let mut events = Vec::new();
@@ -375,6 +415,7 @@ fn apply_batch(
             let mut meta = tx.open_table(META).map_err(internal)?;
             meta.insert(META_CURRENT, current).map_err(internal)?;
         }
+        peak.saw(history.len().map_err(internal)?);
     }
     tx.commit().map_err(internal)?;
     Ok((responses, events, current))
@@ -491,7 +532,8 @@ fn mark_compacted(shared: &Shared, revision: Revision) -> Result<Revision> {
     let current = shared.current.load(Ordering::Acquire);
     let compacted = shared.compacted.load(Ordering::Acquire);
     check_compaction(revision, current, compacted)?;
-    let tx = shared.db.begin_write().map_err(internal)?;
+    let db = shared.db.guard()?;
+    let tx = db.begin_write().map_err(internal)?;
     {
         let mut meta = tx.open_table(META).map_err(internal)?;
         meta.insert(META_COMPACTED, revision).map_err(internal)?;
@@ -499,6 +541,14 @@ fn mark_compacted(shared: &Shared, revision: Revision) -> Result<Revision> {
     tx.commit().map_err(internal)?;
     shared.compacted.store(revision, Ordering::Release);
     Ok(compacted)
+}
+
+/// Versions the store holds now (every key's, live or compacted away soon).
+fn history_versions(shared: &Shared) -> Result<u64> {
+    let db = shared.db.guard()?;
+    let tx = db.begin_read().map_err(internal)?;
+    let history = tx.open_table(HISTORY).map_err(internal)?;
+    history.len().map_err(internal)
 }
 
 /// Removes the history that log revisions `[from, ..)` below `until` made obsolete, for at most
@@ -664,6 +714,60 @@ mod tests {
                 .as_ref(),
             b"v"
         );
+    }
+
+    /// A compaction that leaves a quarter of the most versions the store held reopens the
+    /// database (one that leaves more does not); reads running meanwhile all succeed, and what
+    /// was kept reads back and takes writes after.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_compaction_that_leaves_a_fraction_of_the_store_reopens_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RedbStorage::open(&dir.path().join("store.redb")).unwrap();
+        let reopens = || store.shared.db.reopens();
+        store.txn(put("/k/keep", "kept")).await.unwrap();
+        for i in 0..200 {
+            store.txn(put(&format!("/k/{i}"), "v")).await.unwrap();
+        }
+        let revision = store.current_revision().await.unwrap();
+        store.compact(revision).await.unwrap();
+        assert_eq!(reopens(), 0, "reopened with every key still live");
+
+        let reading = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let reader = tokio::spawn({
+            let (store, reading) = (store.clone(), reading.clone());
+            async move {
+                let mut reads = 0;
+                while reading.load(std::sync::atomic::Ordering::Relaxed) {
+                    let kv = store
+                        .get(b"/k/keep", 0)
+                        .await
+                        .expect("a read during the reopen");
+                    assert!(kv.kv.is_some());
+                    reads += 1;
+                    tokio::task::yield_now().await;
+                }
+                reads
+            }
+        });
+        for i in 0..200 {
+            let delete = Txn {
+                compares: vec![],
+                success: vec![Op::Delete(format!("/k/{i}").into_bytes())],
+                failure: vec![],
+            };
+            store.txn(delete).await.unwrap();
+        }
+        let revision = store.current_revision().await.unwrap();
+        store.compact(revision).await.unwrap();
+        reading.store(false, std::sync::atomic::Ordering::Relaxed);
+        assert!(reader.await.unwrap() > 0);
+        assert_eq!(reopens(), 1, "not reopened after the store shrank");
+
+        let kept = store.get(b"/k/keep", 0).await.unwrap().kv.unwrap();
+        assert_eq!(kept.value.as_ref(), b"kept");
+        assert!(store.get(b"/k/0", 0).await.unwrap().kv.is_none());
+        store.txn(put("/k/after", "w")).await.unwrap();
+        assert!(store.get(b"/k/after", 0).await.unwrap().kv.is_some());
     }
 
     static IDLE_CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
