@@ -601,6 +601,7 @@ fn compact_chunk(tx: &WriteTransaction, from: Revision, until: Revision) -> Resu
 #[cfg(test)]
 mod tests {
     use bytes::Bytes;
+    use futures::StreamExt;
     use kcp_storage::{Op, Storage, Txn};
     use tokio::sync::oneshot;
 
@@ -717,8 +718,8 @@ mod tests {
     }
 
     /// A compaction that leaves a quarter of the most versions the store held reopens the
-    /// database (one that leaves more does not); reads running meanwhile all succeed, and what
-    /// was kept reads back and takes writes after.
+    /// database (one that leaves more does not); reads running meanwhile all succeed, what was
+    /// kept reads back and takes writes after, and a watch open across the reopen goes on.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_compaction_that_leaves_a_fraction_of_the_store_reopens_it() {
         let dir = tempfile::tempdir().unwrap();
@@ -758,6 +759,10 @@ mod tests {
             store.txn(delete).await.unwrap();
         }
         let revision = store.current_revision().await.unwrap();
+        let mut watch = store
+            .watch(kcp_storage::WatchRequest::prefix("/k/", revision + 1))
+            .await
+            .unwrap();
         store.compact(revision).await.unwrap();
         reading.store(false, std::sync::atomic::Ordering::Relaxed);
         assert!(reader.await.unwrap() > 0);
@@ -768,6 +773,9 @@ mod tests {
         assert!(store.get(b"/k/0", 0).await.unwrap().kv.is_none());
         store.txn(put("/k/after", "w")).await.unwrap();
         assert!(store.get(b"/k/after", 0).await.unwrap().kv.is_some());
+        let next = tokio::time::timeout(std::time::Duration::from_secs(10), watch.next());
+        let event = next.await.expect("the watch stalled").unwrap().unwrap();
+        assert_eq!(event.kv.key.as_ref(), b"/k/after");
     }
 
     static IDLE_CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
