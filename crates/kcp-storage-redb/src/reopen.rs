@@ -136,7 +136,7 @@ mod tests {
         let mut peak = Peak::default();
         peak.saw(REOPEN_PEAK * 2);
         peak.saw(REOPEN_PEAK);
-        assert!(!peak.shrunk_to(REOPEN_PEAK), "a third of the peak left");
+        assert!(!peak.shrunk_to(REOPEN_PEAK), "half the peak left");
         assert!(peak.shrunk_to(REOPEN_PEAK / 2));
         peak.reset(REOPEN_PEAK / 2);
         assert!(!peak.shrunk_to(0), "the peak starts over after a reopen");

@@ -6,8 +6,33 @@
 
 use std::time::{Duration, Instant};
 
+use super::{PHASE_TIMEOUT, WATCH_CACHE_WINDOW};
 use crate::api::client::{Target, current_revision};
-use crate::api::kcp_process::KcpProcess;
+use crate::api::kcp_process::{KcpProcess, Resident};
+
+/// What is left once deletions made at `deleted_at` have settled: the time until their history
+/// was compacted (the server compacts every `compaction_interval`), and the RSS once that is
+/// done, the watch cache's window has passed since `deleted_at` (its trim runs every 5 s) and
+/// 6 s more have gone by (mimalloc's arenas are purged every 5 s).
+pub async fn settled(
+    kcp: &KcpProcess,
+    target: &Target,
+    authorization: &str,
+    deleted_at: Instant,
+    compaction_interval: Duration,
+) -> anyhow::Result<(Duration, Resident)> {
+    wait(
+        kcp,
+        target,
+        authorization,
+        2 * compaction_interval + PHASE_TIMEOUT,
+    )
+    .await?;
+    let compacted_in = deleted_at.elapsed();
+    tokio::time::sleep_until((deleted_at + WATCH_CACHE_WINDOW).into()).await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    Ok((compacted_in, kcp.resident()?))
+}
 
 /// Waits until `kcp` has compacted its history up to the revision of now, at most `timeout`.
 pub async fn wait(

@@ -268,18 +268,19 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_secs(6)).await;
         let rss_deleted = kcp.rss_bytes()?;
         eprintln!("waiting for the deletions' history to be compacted");
-        let interval = Duration::from_secs(options.compaction_interval);
-        compacted::wait(&kcp, &target, &authorization, 2 * interval + PHASE_TIMEOUT).await?;
-        let compacted_in = deleted_at.elapsed();
-        // The watch cache keeps events for 75 s (its trim runs every 5 s) and mimalloc's
-        // arenas are purged every 5 s: both are given their time.
-        tokio::time::sleep_until((deleted_at + WATCH_CACHE_WINDOW).into()).await;
-        tokio::time::sleep(Duration::from_secs(6)).await;
+        let (compacted_in, compacted) = compacted::settled(
+            &kcp,
+            &target,
+            &authorization,
+            deleted_at,
+            Duration::from_secs(options.compaction_interval),
+        )
+        .await?;
         Some(Deleted {
             deleted_in,
             rss_deleted,
             compacted_in,
-            compacted: kcp.resident()?,
+            compacted,
         })
     };
     follower.stop();

@@ -13,7 +13,7 @@ use anyhow::Context;
 
 use super::follow::Follower;
 use super::tree::Planned;
-use super::{PHASE_TIMEOUT, WATCH_CACHE_WINDOW, compacted, create_level, delete_orgs};
+use super::{PHASE_TIMEOUT, compacted, create_level, delete_orgs};
 use crate::api::client::Target;
 use crate::api::kcp_process::{KcpProcess, Resident};
 
@@ -48,16 +48,13 @@ pub async fn warm_up(
     tokio::time::timeout(PHASE_TIMEOUT, follower.wait(|seen| seen.existing == 0))
         .await
         .context("the warm-up's workspaces were not deleted")??;
-    let deleted_at = Instant::now();
-    compacted::wait(
+    let (_, settled) = compacted::settled(
         kcp,
         target,
         authorization,
-        2 * compaction_interval + PHASE_TIMEOUT,
+        Instant::now(),
+        compaction_interval,
     )
     .await?;
-    // As after the benchmark's own deletions: the watch cache's window and mimalloc's purges.
-    tokio::time::sleep_until((deleted_at + WATCH_CACHE_WINDOW).into()).await;
-    tokio::time::sleep(Duration::from_secs(6)).await;
-    kcp.resident()
+    Ok(settled)
 }
