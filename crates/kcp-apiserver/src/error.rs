@@ -86,7 +86,7 @@ pub fn registry_status(error: &RegistryError) -> (StatusCode, Value) {
         E::BadRequest(_) => (StatusCode::BAD_REQUEST, "BadRequest"),
         E::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed"),
         E::RequestEntityTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "RequestEntityTooLarge"),
-        E::Expired(_) => (StatusCode::GONE, "Expired"),
+        E::Expired(_) | E::ContinueExpired { .. } => (StatusCode::GONE, "Expired"),
         E::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable"),
         E::TooLargeResourceVersion { .. } => (StatusCode::GATEWAY_TIMEOUT, "Timeout"),
         E::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "InternalError"),
@@ -130,6 +130,9 @@ pub fn registry_status(error: &RegistryError) -> (StatusCode, Value) {
                 .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
                 .collect();
             status["details"] = json!({ "causes": causes });
+        }
+        E::ContinueExpired { continue_token } => {
+            status["metadata"] = json!({ "continue": continue_token });
         }
         E::TooLargeResourceVersion { .. } => {
             status["details"] = json!({
@@ -179,5 +182,18 @@ mod tests {
         let (code, status) = ApiError::UnsupportedMediaType("no".into()).status();
         assert_eq!(code, StatusCode::UNSUPPORTED_MEDIA_TYPE);
         assert_eq!(status["reason"], "UnsupportedMediaType");
+    }
+
+    #[test]
+    fn an_expired_continue_token_offers_the_rest_in_the_status_metadata() {
+        let error = ApiError::from(RegistryError::ContinueExpired {
+            continue_token: "rest".into(),
+        });
+        let (code, status) = error.status();
+        assert_eq!(code, StatusCode::GONE);
+        assert_eq!(status["reason"], "Expired");
+        assert_eq!(status["metadata"], json!({"continue": "rest"}));
+        let (_, plain) = ApiError::from(RegistryError::Expired("old".into())).status();
+        assert_eq!(plain["metadata"], json!({}));
     }
 }

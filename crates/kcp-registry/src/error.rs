@@ -65,6 +65,11 @@ pub enum RegistryError {
     /// 410: a continue token or resource version that storage has compacted away.
     #[error("{0}")]
     Expired(String),
+    /// 410: a continue token whose snapshot storage has compacted away. `continue_token`
+    /// resumes the list after the same key at the latest revision: the rest of an inconsistent
+    /// list, which kube-apiserver offers in the Status's `metadata.continue`.
+    #[error("{CONTINUE_EXPIRED}")]
+    ContinueExpired { continue_token: String },
     /// 504: a read asked for a resource version storage has not reached.
     #[error("Too large resource version: {requested}, current: {current}")]
     TooLargeResourceVersion { requested: u64, current: u64 },
@@ -74,6 +79,9 @@ pub enum RegistryError {
     #[error("{0}")]
     Internal(String),
 }
+
+/// kube-apiserver's message for a continue token past compaction, with a token for the rest.
+const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 
 /// kube-apiserver's `NewInvalid` message: `Kind.group "name" is invalid: <causes>`, the causes
 /// aggregated as Go aggregates errors (duplicates dropped; more than one in brackets).

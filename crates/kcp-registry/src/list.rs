@@ -2,14 +2,15 @@
 //!
 //! A continue token carries the snapshot revision and the key to resume after (relative to the
 //! collection prefix, so a token cannot reach outside its collection). A token whose revision was
-//! compacted away answers 410 Expired. The token of a page that reported `remainingItemCount`
+//! compacted away answers 410 Expired, and the Status offers a token for the rest of the list at
+//! the latest revision (`"rv": -1`), an inconsistent list, as kube-apiserver does. The token of a page that reported `remainingItemCount`
 //! also carries that count, so the next page of the same snapshot subtracts its own items
 //! instead of counting the rest of the collection again: reading a collection page by page
 //! (as client-go's reflectors do) counts it once, not once per page.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use kcp_storage::{KeyRange, RangeRequest, prefix_end};
+use kcp_storage::{KeyRange, RangeRequest, StorageError, prefix_end};
 use serde_json::{Value, json};
 
 use crate::error::RegistryError;
@@ -54,6 +55,7 @@ fn invalid_token() -> RegistryError {
 /// Where a continue token resumes.
 #[derive(Debug, PartialEq)]
 struct Resume {
+    /// The snapshot's revision; 0 for the latest (a token offered past compaction).
     revision: u64,
     /// The last key of the page before, relative to the collection prefix.
     after: Vec<u8>,
@@ -61,9 +63,15 @@ struct Resume {
     remaining: Option<u64>,
 }
 
+/// A token resuming after `after` in the snapshot at `revision`; revision 0 (the latest) is
+/// written `-1`, as kube-apiserver writes it.
 fn encode_token(revision: u64, after: &[u8], remaining: Option<u64>) -> String {
+    let rv = match revision {
+        0 => json!(-1),
+        revision => json!(revision),
+    };
     let mut token =
-        json!({"v": "meta.k8s.io/v1", "rv": revision, "start": String::from_utf8_lossy(after)});
+        json!({"v": "meta.k8s.io/v1", "rv": rv, "start": String::from_utf8_lossy(after)});
     if let Some(remaining) = remaining {
         token["remaining"] = json!(remaining);
     }
@@ -75,10 +83,11 @@ fn decode_token(token: &str) -> Result<Resume, RegistryError> {
         .decode(token.trim_end_matches('='))
         .map_err(|_| invalid_token())?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|_| invalid_token())?;
-    let revision = value["rv"]
-        .as_u64()
-        .filter(|rv| *rv > 0)
-        .ok_or_else(invalid_token)?;
+    let revision = match value["rv"].as_i64() {
+        Some(rv) if rv > 0 => rv.unsigned_abs(),
+        Some(rv) if rv < 0 => 0,
+        _ => return Err(invalid_token()),
+    };
     let start = value["start"].as_str().ok_or_else(invalid_token)?;
     Ok(Resume {
         revision,
@@ -170,15 +179,15 @@ impl Registry {
         mut take: impl FnMut(&kcp_storage::KeyValue) -> Result<Option<T>, RegistryError>,
     ) -> Result<ListResult<T>, RegistryError> {
         let prefix = target.collection_prefix();
-        let (mut revision, mut start, known) = match &options.continue_token {
+        let (mut revision, mut start, known, resumed_after) = match &options.continue_token {
             Some(token) => {
                 let resume = decode_token(token)?;
                 let mut start = prefix.clone();
                 start.extend_from_slice(&resume.after);
                 start.push(0);
-                (resume.revision, start, resume.remaining)
+                (resume.revision, start, resume.remaining, Some(resume.after))
             }
-            None => (options.revision, prefix.clone(), None),
+            None => (options.revision, prefix.clone(), None, None),
         };
         // The items after the page before, less those read since: no need to count them.
         let mut known = known.filter(|_| counted);
@@ -199,7 +208,11 @@ impl Registry {
                 revision,
                 skip_count: options.skip_count || known.is_some(),
             };
-            let page = self.storage().range(request).await?;
+            let page = self
+                .storage()
+                .range(request)
+                .await
+                .map_err(|error| read_error(error, resumed_after.as_deref()))?;
             revision = page.revision;
             if let Some(known) = known.as_mut() {
                 *known = known.saturating_sub(page.kvs.len() as u64);
@@ -242,6 +255,17 @@ impl Registry {
     }
 }
 
+/// A storage error as a list reports it: the snapshot of a continue token (resuming after
+/// `resumed_after`) compacted away offers the rest of the list at the latest revision.
+fn read_error(error: StorageError, resumed_after: Option<&[u8]>) -> RegistryError {
+    match (error, resumed_after) {
+        (StorageError::Compacted { .. }, Some(after)) => RegistryError::ContinueExpired {
+            continue_token: encode_token(0, after, None),
+        },
+        (error, _) => error.into(),
+    }
+}
+
 impl Registry {
     /// Listed objects as their version serves them (as stored for wildcard custom resources).
     async fn present_listed(
@@ -276,6 +300,41 @@ mod tests {
         };
         assert_eq!(decode_token(&counted).unwrap(), resume);
         assert!(decode_token("not base64!").is_err());
+        let zero = URL_SAFE_NO_PAD.encode(r#"{"v":"meta.k8s.io/v1","rv":0,"start":"a"}"#);
+        assert!(decode_token(&zero).is_err(), "revision 0 is no revision");
         assert!(decode_token(&URL_SAFE_NO_PAD.encode("{}")).is_err());
+    }
+
+    #[test]
+    fn a_token_for_the_latest_revision_is_written_as_kube_apiserver_writes_it() {
+        let token = encode_token(0, b"ns/name", Some(3));
+        let decoded: Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(&token).unwrap()).unwrap();
+        assert_eq!(decoded["rv"], -1);
+        assert_eq!(
+            decode_token(&token).unwrap().revision,
+            0,
+            "-1 reads the latest revision"
+        );
+    }
+
+    #[test]
+    fn a_compacted_snapshot_offers_the_rest_at_the_latest_revision_only_to_a_continued_list() {
+        let compacted = || StorageError::Compacted {
+            requested: 5,
+            compacted: 9,
+        };
+        match read_error(compacted(), Some(b"ns/b")) {
+            RegistryError::ContinueExpired { continue_token } => {
+                let resume = decode_token(&continue_token).unwrap();
+                assert_eq!((resume.revision, resume.after), (0, b"ns/b".to_vec()));
+                assert_eq!(resume.remaining, None, "the rest is counted again");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            read_error(compacted(), None),
+            RegistryError::Expired(_)
+        ));
     }
 }

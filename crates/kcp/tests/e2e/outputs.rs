@@ -228,6 +228,40 @@ fn a_continue_token_past_compaction_is_expired() {
         stderr.contains("Error from server (Expired): The provided continue parameter is too old to display a consistent list result."),
         "{stderr}"
     );
+    // The Status offers a token for the rest of the list at the latest revision, as
+    // kube-apiserver's does: everything after the first page, including what came later.
+    let admin = kcp_testing::kubeconfig::admin_token(&kcp.root, "kcp-admin");
+    let curl = |query: &str| {
+        let output = std::process::Command::new("curl")
+            .args(["-sS", "--cacert"])
+            .arg(kcp.root.join("ca.crt"))
+            .arg("-H")
+            .arg(format!("Authorization: Bearer {}", admin.trim()))
+            .arg(format!("{}{collection}?{query}", kcp.base_url()))
+            .output()
+            .expect("run curl");
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    let status = curl(&format!("limit=1&continue={token}"));
+    assert_eq!(status["code"], 410, "{status}");
+    assert_eq!(status["reason"], "Expired", "{status}");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .contains("or use the continue token in this response"),
+        "{status}"
+    );
+    let rest_token = status["metadata"]["continue"].as_str().unwrap();
+    let rest = curl(&format!("limit=100&continue={rest_token}"));
+    let rest_names: Vec<&str> = rest["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{rest}"))
+        .iter()
+        .map(|item| item["metadata"]["name"].as_str().unwrap())
+        .filter(|name| !is_namespace_default(name))
+        .collect();
+    assert_eq!(rest_names, ["b", "c", "later"], "{rest}");
     // A fresh list works and sees everything.
     let names = without_namespace_defaults(&kcp.kubectl_ok(&[
         "get",
