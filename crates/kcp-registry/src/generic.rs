@@ -31,6 +31,14 @@ impl GenericStore {
         }
     }
 
+    /// The same store with `cache` as its watch cache.
+    pub(crate) fn with_watch_cache(self, cache: WatchCache) -> GenericStore {
+        GenericStore {
+            watch_cache: Arc::new(cache),
+            ..self
+        }
+    }
+
     /// The same store in dry-run mode: writes are checked but never stored.
     pub(crate) fn dry_run(&self) -> GenericStore {
         GenericStore {

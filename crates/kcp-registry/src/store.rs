@@ -259,6 +259,16 @@ impl Registry {
         }
     }
 
+    /// The same registry with a watch cache of its own whose logs keep at most `events` events
+    /// each (the server keeps 102,400, as kube-apiserver at most): for tests that overflow the
+    /// window.
+    pub fn with_watch_window(mut self, events: usize) -> Self {
+        self.store = self
+            .store
+            .with_watch_cache(crate::watch_cache::WatchCache::keeping(events));
+        self
+    }
+
     /// Starts retiring the decoded objects nobody reads (see `decoded`): every
     /// `decoded::TURN_EVERY`, until the registry is dropped or the task aborted. Needs a tokio
     /// runtime.

@@ -4,9 +4,10 @@
 //!
 //! Each resource has a hub, started by its first watcher at that watcher's revision and stopped
 //! when its last watcher goes. The hub keeps its recent events in one log, bounded by count
-//! ([`BUFFER`]), by size ([`HUB_BYTES`] for each hub, [`CACHE_BYTES`] for all hubs of a
+//! ([`MAX_EVENTS`]), by size ([`HUB_BYTES`] for each hub, [`CACHE_BYTES`] for all hubs of a
 //! registry, counted from the events' encoded sizes) and by age ([`FRESH_FOR`], as
-//! kube-apiserver sizes its window by how fresh the events are), so neither many watchers nor
+//! kube-apiserver sizes its window by how fresh the events are, up to as many events as its
+//! own upper bound), so neither many watchers nor
 //! big objects can grow it, and a burst long past does not stay in memory: every watcher reads
 //! the same log at its own position (nothing is queued per watcher), waking when the hub
 //! publishes. A watcher starting at or after the log's window joins without a storage watch of
@@ -42,8 +43,12 @@ use crate::room::GiveBackRoom;
 use crate::store::{decode, json_answer};
 use crate::watch::WatchEvent;
 
-/// Events each hub keeps for late joiners and watchers that are behind.
-const BUFFER: usize = 1024;
+/// Events each hub keeps for late joiners and watchers that are behind, at most: kube-apiserver's
+/// upper bound for its watch cache. The sizes and the age bound it first for most resources;
+/// with a bound of 1,024 events, a watch of every workspace fell out of the window and listed
+/// everything again about every 20 s while 200,000 workspaces were being deleted (every 100 s at
+/// a million, each list taking 42 s), which slowed the deletion to about 25 removals a second.
+pub(crate) const MAX_EVENTS: usize = 100 * 1024;
 /// Approximate memory the events kept by one hub may take.
 const HUB_BYTES: usize = 32 * 1024 * 1024;
 /// Approximate memory the events kept by all hubs of a registry may take.
@@ -221,6 +226,8 @@ struct Hub {
     prefix_len: usize,
     /// What the logs of all hubs of the cache take.
     cache_bytes: Arc<AtomicUsize>,
+    /// Events the log keeps, at most.
+    max_events: usize,
     /// The task feeding the hub from storage.
     feeding: Mutex<Option<AbortHandle>>,
 }
@@ -304,7 +311,7 @@ impl Hub {
                 .front()
                 .zip(stale_before)
                 .is_some_and(|(oldest, before)| oldest.arrived < before);
-            let over = state.log.len() > BUFFER
+            let over = state.log.len() > self.max_events
                 || state.bytes > HUB_BYTES
                 || self.cache_bytes.load(Ordering::Relaxed) > CACHE_BYTES
                 || stale;
@@ -367,10 +374,17 @@ impl Hub {
 }
 
 /// The hubs of one store, one per resource prefix, shared by every clone of the registry.
-#[derive(Default)]
 pub(crate) struct WatchCache {
     hubs: Arc<Mutex<HashMap<Vec<u8>, Arc<Hub>>>>,
     bytes: Arc<AtomicUsize>,
+    /// Events each hub's log keeps, at most ([`MAX_EVENTS`]).
+    max_events: usize,
+}
+
+impl Default for WatchCache {
+    fn default() -> Self {
+        WatchCache::keeping(MAX_EVENTS)
+    }
 }
 
 /// A watcher's position in its hub's log, or in its cluster's.
@@ -388,6 +402,15 @@ struct Watcher {
 }
 
 impl WatchCache {
+    /// A cache whose hubs keep at most `max_events` events each (tests overflow a small one).
+    pub(crate) fn keeping(max_events: usize) -> WatchCache {
+        WatchCache {
+            hubs: Arc::default(),
+            bytes: Arc::default(),
+            max_events: max_events.max(1),
+        }
+    }
+
     fn hub(&self, resource_prefix: &[u8]) -> Option<Arc<Hub>> {
         let hubs = self.hubs.lock().unwrap_or_else(|e| e.into_inner());
         hubs.get(resource_prefix)
@@ -421,6 +444,7 @@ impl WatchCache {
             published: Arc::new(Notify::new()),
             prefix_len: resource_prefix.len(),
             cache_bytes: Arc::clone(&self.bytes),
+            max_events: self.max_events,
             feeding: Mutex::new(None),
         });
         {
@@ -759,6 +783,45 @@ mod tests {
         assert!(watch(start).await.unwrap().is_err());
     }
 
+    #[tokio::test]
+    async fn the_log_keeps_thousands_of_small_events_and_no_more_than_its_count() {
+        let storage = memory();
+        let cache = WatchCache::default();
+        let start = storage.current_revision().await.unwrap();
+        let watch = |revision| cache.watch_from(&storage, RESOURCE.to_vec(), revision);
+        let mut behind = Box::pin(watch(start).await.unwrap().ok().unwrap());
+        // A burst of small events, more than the 1,024 the log once kept: a watcher that has
+        // read none of them is still inside the window and gets them all.
+        for i in 0..3000 {
+            put(&storage, &format!("k{i}"), 10).await;
+        }
+        for i in 0..3000 {
+            let event = behind.next().await.unwrap().unwrap();
+            assert_eq!(event.object["metadata"]["name"], format!("k{i}"));
+        }
+        // A cache keeping fewer lets the oldest go.
+        let small = WatchCache::keeping(100);
+        let start = storage.current_revision().await.unwrap();
+        let mut watcher = Box::pin(
+            small
+                .watch_from(&storage, RESOURCE.to_vec(), start)
+                .await
+                .unwrap()
+                .ok()
+                .unwrap(),
+        );
+        for i in 0..300 {
+            put(&storage, &format!("s{i}"), 10).await;
+        }
+        while watcher
+            .next()
+            .await
+            .unwrap()
+            .is_ok_and(|e| e.object["metadata"]["name"] != "s299")
+        {}
+        assert!(small.hub(RESOURCE).unwrap().lock().log.len() <= 100);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn events_long_past_leave_the_log_and_older_starts_watch_storage() {
         let storage = memory();
@@ -803,8 +866,9 @@ mod tests {
 
     #[tokio::test]
     async fn other_clusters_events_do_not_push_a_watcher_out_of_the_window() {
+        const KEPT: usize = 1024;
         let storage = memory();
-        let cache = WatchCache::default();
+        let cache = WatchCache::keeping(KEPT);
         let start = storage.current_revision().await.unwrap();
         let mut quiet = Box::pin(
             cache
@@ -823,7 +887,7 @@ mod tests {
                 .unwrap(),
         );
         // Three times what the log keeps, all in another cluster.
-        for i in 0..3 * BUFFER {
+        for i in 0..3 * KEPT {
             put_in(&storage, "busy", &format!("b{i}")).await;
         }
         let created = put_in(&storage, "quiet", "q").await;

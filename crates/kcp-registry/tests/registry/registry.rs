@@ -550,7 +550,8 @@ async fn watchers_of_a_resource_share_each_encoded_event() {
 #[tokio::test]
 async fn a_watcher_that_falls_behind_catches_up_or_expires() {
     use futures::StreamExt;
-    let registry = registry().await;
+    // A window of 1,024 events, which the 1,700 below overflow (the server keeps more).
+    let registry = registry().await.with_watch_window(1024);
     let start = current(&registry).await;
     let mut slow = registry
         .watch(configmaps("root", "default"), start, None)
