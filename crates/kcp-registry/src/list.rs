@@ -3,10 +3,11 @@
 //! A continue token carries the snapshot revision and the key to resume after (relative to the
 //! collection prefix, so a token cannot reach outside its collection). A token whose revision was
 //! compacted away answers 410 Expired, and the Status offers a token for the rest of the list at
-//! the latest revision (`"rv": -1`), an inconsistent list, as kube-apiserver does. The token of a page that reported `remainingItemCount`
-//! also carries that count, so the next page of the same snapshot subtracts its own items
-//! instead of counting the rest of the collection again: reading a collection page by page
-//! (as client-go's reflectors do) counts it once, not once per page.
+//! the latest revision (`"rv": -1`), an inconsistent list, as kube-apiserver does. The token of
+//! a page that reported `remainingItemCount` also carries that count, so the next page of the
+//! same snapshot subtracts its own items instead of counting the rest of the collection again:
+//! reading a collection page by page (as client-go's reflectors do) counts it once, not once
+//! per page.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
