@@ -260,7 +260,14 @@ impl WatchStream {
             }
             Woke::Event(Some(Ok(event))) => {
                 self.last_revision = event.revision;
-                Some(self.frame(event))
+                match self.frame(event) {
+                    Ok(frame) => Some(frame),
+                    Err(error) => {
+                        tracing::warn!(%error, "watch ended by an event that does not decode");
+                        self.done = true;
+                        Some(self.encode("ERROR", registry_status(&error).1))
+                    }
+                }
             }
             Woke::Event(Some(Err(error))) => {
                 if !matches!(error, RegistryError::Expired(_)) {
@@ -297,10 +304,10 @@ impl WatchStream {
     }
 
     /// An event from the watch cache, encoded once for all watchers: only the envelope is
-    /// written per watcher.
-    fn frame(&self, event: WatchEvent) -> Bytes {
+    /// written per watcher. Only a conversion decodes the object.
+    fn frame(&self, event: WatchEvent) -> Result<Bytes, RegistryError> {
         if !matches!(self.conversion, Conversion::None) {
-            return self.encode(event.kind, Value::clone(&event.object));
+            return Ok(self.encode(event.kind, Value::clone(&*event.object()?)));
         }
         let mut line = Vec::with_capacity(event.encoded.len() + 32);
         line.extend_from_slice(b"{\"type\":\"");
@@ -308,7 +315,7 @@ impl WatchStream {
         line.extend_from_slice(b"\",\"object\":");
         line.extend_from_slice(&event.encoded);
         line.extend_from_slice(b"}\n");
-        Bytes::from(line)
+        Ok(Bytes::from(line))
     }
 }
 

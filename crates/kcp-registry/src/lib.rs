@@ -62,4 +62,4 @@ pub use store::{
 };
 pub use summary::Summary;
 pub use watch::WatchEvent;
-pub use wildcard::{ClusterEvent, ClusterObject, Watched};
+pub use wildcard::{ClusterEvent, ClusterObject, DecodedEvent, Watched};

@@ -21,15 +21,64 @@ use crate::store::{Registry, Target};
 use crate::watch_cache::SharedEvent;
 
 /// One watch event.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone)]
 pub struct WatchEvent {
     /// ADDED, MODIFIED or DELETED.
     pub kind: &'static str,
-    pub object: Arc<Value>,
-    /// `object` as JSON, encoded once for every watcher that receives it.
+    /// The object as JSON, encoded once for every watcher that receives it.
     pub encoded: Bytes,
     /// The revision of the change (the object's resourceVersion).
     pub revision: u64,
+    object: EventObject,
+}
+
+/// Where a watch event's object comes from.
+#[derive(Clone)]
+enum EventObject {
+    Decoded(Arc<Value>),
+    /// The watch cache's event: decoded only if a watcher asks ([`WatchEvent::object`]).
+    Shared(Arc<SharedEvent>),
+}
+
+impl std::fmt::Debug for WatchEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchEvent")
+            .field("kind", &self.kind)
+            .field("revision", &self.revision)
+            .field("encoded", &String::from_utf8_lossy(&self.encoded))
+            .finish()
+    }
+}
+
+impl WatchEvent {
+    /// An event whose object is decoded and encoded already.
+    pub fn new(kind: &'static str, object: Value, encoded: Bytes, revision: u64) -> WatchEvent {
+        WatchEvent {
+            kind,
+            encoded,
+            revision,
+            object: EventObject::Decoded(Arc::new(object)),
+        }
+    }
+
+    /// A watch cache event as a watcher sees it.
+    pub(crate) fn shared(kind: &'static str, event: Arc<SharedEvent>) -> WatchEvent {
+        WatchEvent {
+            kind,
+            encoded: event.encoded.clone(),
+            revision: event.revision,
+            object: EventObject::Shared(event),
+        }
+    }
+
+    /// The object, decoded. A watcher that sends JSON never needs it: decoding is left to
+    /// those that do (Tables, conversions), once for all of them while the event is recent.
+    pub fn object(&self) -> Result<Arc<Value>, RegistryError> {
+        match &self.object {
+            EventObject::Decoded(object) => Ok(Arc::clone(object)),
+            EventObject::Shared(event) => event.object(),
+        }
+    }
 }
 
 impl Registry {
@@ -69,15 +118,18 @@ impl Registry {
         let defaults = resource
             .custom()
             .is_some_and(|custom| custom.defaults.is_some());
-        if !defaults && event.object["apiVersion"] == resource.group_version().as_str() {
+        if !defaults && api_version(&event.encoded) == Some(resource.group_version().as_str()) {
             return Ok(event);
         }
-        let object = Value::clone(&event.object);
-        let presented = self.present_all(resource, vec![object]).await?.pop();
+        let object = event.object()?;
+        let presented = self
+            .present_all(resource, vec![Value::clone(&object)])
+            .await?
+            .pop();
         match presented {
-            Some(presented) if presented != *event.object => Ok(WatchEvent {
+            Some(presented) if presented != *object => Ok(WatchEvent {
                 encoded: Bytes::from(kcp_apis::messages::to_json(&presented)),
-                object: Arc::new(presented),
+                object: EventObject::Decoded(Arc::new(presented)),
                 ..event
             }),
             _ => Ok(event),
@@ -116,7 +168,7 @@ impl Registry {
             .filter_map(move |event| {
                 let translated = match event {
                     Ok(event) => match SharedEvent::from_storage(&event, order) {
-                        Ok(shared) => shared.translate(filter.as_ref()).map(Ok),
+                        Ok(shared) => SharedEvent::translate(&Arc::new(shared), filter.as_ref()),
                         Err(error) => Some(Err(error)),
                     },
                     Err(error) => Some(Err(error.into())),
@@ -124,5 +176,32 @@ impl Registry {
                 std::future::ready(translated)
             })
             .boxed())
+    }
+}
+
+/// The `apiVersion` of an object's JSON, read without decoding the rest into values.
+fn api_version(encoded: &[u8]) -> Option<&str> {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(rename = "apiVersion", borrow)]
+        api_version: Option<&'a str>,
+    }
+    serde_json::from_slice::<Head<'_>>(encoded)
+        .ok()?
+        .api_version
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_api_version_is_read_from_the_json() {
+        let encoded = br#"{"kind":"Widget","metadata":{"name":"w","labels":{"a":"b"}},"apiVersion":"example.com/v1","spec":[1,{"x":null}]}"#;
+        assert_eq!(api_version(encoded), Some("example.com/v1"));
+        assert_eq!(api_version(br#"{"kind":"Widget"}"#), None);
+        // Escaped text cannot be borrowed: such an object is decoded instead.
+        assert_eq!(api_version(br#"{"apiVersion":"example.com\/v1"}"#), None);
+        assert_eq!(api_version(b"not json"), None);
     }
 }

@@ -1,11 +1,13 @@
 //! The watch cache: one storage watch per resource for every logical cluster at once, whose
-//! events are decoded and JSON-encoded once and then fanned out to every watcher of that
-//! resource, whatever its cluster, namespace or selector.
+//! events are JSON-encoded once and then fanned out to every watcher of that resource,
+//! whatever its cluster, namespace or selector. An event is decoded only for watchers that
+//! need the object (selectors, Tables, conversions); the newest events keep what they decoded
+//! for the others ([`HOT_EVENTS`]).
 //!
 //! Each resource has a hub, started by its first watcher at that watcher's revision and stopped
 //! when its last watcher goes. The hub keeps its recent events in one log, bounded by count
 //! ([`MAX_EVENTS`]), by size ([`HUB_BYTES`] for each hub, [`CACHE_BYTES`] for all hubs of a
-//! registry, counted from the events' encoded sizes) and by age ([`FRESH_FOR`], as
+//! registry, counted from the events' JSON) and by age ([`FRESH_FOR`], as
 //! kube-apiserver sizes its window by how fresh the events are, up to its own upper bound of
 //! events), so neither many watchers nor big objects can grow it, and a burst long past does
 //! not stay in memory: every watcher reads
@@ -25,7 +27,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -42,6 +44,7 @@ use crate::list::Filter;
 use crate::room::GiveBackRoom;
 use crate::store::{decode, json_answer};
 use crate::watch::WatchEvent;
+use crate::wildcard::DecodedEvent;
 
 /// Events each hub keeps for late joiners and watchers that are behind, at most: kube-apiserver's
 /// upper bound for its watch cache. The sizes and the age bound it first for most resources;
@@ -60,27 +63,48 @@ const CACHE_BYTES: usize = 256 * 1024 * 1024;
 const FRESH_FOR: Duration = Duration::from_secs(75);
 /// How often a hub without new events lets its stale ones go.
 const TRIM_EVERY: Duration = Duration::from_secs(5);
+/// The newest events of a hub keep what watchers decoded of them (for selectors, Tables and
+/// conversions), so each is decoded once for all: at most this many of them,
+const HOT_EVENTS: usize = 1024;
+/// of at most this much JSON,
+const HOT_BYTES: usize = 8 * 1024 * 1024;
+/// and none older than this. Older events keep only their JSON, and a watcher that needs one
+/// decoded (one that fell behind) decodes it for itself. A decoded object takes several times
+/// its JSON, in many small allocations: kept for the whole window, they made the window of a
+/// burst of 10,000 workspace deletions the bulk of the server's peak, and of what the
+/// allocator kept afterwards.
+const HOT_FOR: Duration = Duration::from_secs(5);
+/// What an event takes besides its key and JSON (its parts and its places in the logs).
+const EVENT_OVERHEAD: usize = 256;
 
-/// One storage event, decoded and encoded once.
+/// One storage event, encoded once for all watchers, decoded only for those that need it.
 pub(crate) struct SharedEvent {
     pub key: Bytes,
     pub revision: u64,
     /// Whether it is a delete.
     pub deleted: bool,
-    /// What watchers receive: the new state of a put, the last state of a delete (carrying the
-    /// delete's revision).
-    pub object: Arc<Value>,
-    /// `object` as JSON, spliced from the stored bytes where they allow it.
+    /// What watchers receive, as JSON: the new state of a put, the last state of a delete
+    /// (carrying the delete's revision); spliced from the stored bytes where they allow it.
     pub encoded: Bytes,
-    /// The stored state before a put (`None` for a create), to tell selector transitions;
-    /// decoded only when a watcher with a selector asks ([`SharedEvent::prev`]).
+    /// The stored state before a put (`None` for a create), to tell selector transitions.
     prev_stored: Option<KeyValue>,
-    prev: OnceLock<Option<Value>>,
-    /// About what this event takes in memory: its key, the object decoded and encoded, and the
-    /// previous state stored and perhaps decoded (a decoded value takes about twice its JSON).
+    /// What watchers decoded of it, kept while the event is hot ([`HOT_EVENTS`]).
+    decoded: Mutex<Decoded>,
+    /// About what this event takes in memory while it is not hot: its key, its JSON, the
+    /// previous state stored and its parts.
     pub bytes: usize,
     /// When it came from storage.
     arrived: Instant,
+}
+
+/// What watchers decoded of an event.
+#[derive(Default)]
+struct Decoded {
+    /// Nothing decoded is kept any more: the event left the hot ones.
+    cooled: bool,
+    object: Option<Arc<Value>>,
+    /// The state before a put (`Some(None)`: a create, or one that does not decode).
+    prev: Option<Option<Arc<Value>>>,
 }
 
 /// The stored state a watcher receives for `event`: the new value of a put, the last value of a
@@ -108,23 +132,29 @@ impl SharedEvent {
         order: KeyOrder,
     ) -> Result<SharedEvent, RegistryError> {
         let delivered = delivered_state(event)?;
-        let object = decode(&delivered)?;
         let deleted = event.kind == EventKind::Delete;
         let prev_stored = if deleted { None } else { event.prev.clone() };
+        let mut decoded = Decoded::default();
         let encoded = match json_answer(&delivered, order) {
             Some(spliced) => Bytes::from(spliced),
-            None => Bytes::from(kcp_apis::messages::to_json(&object)),
+            None => {
+                let object = decode(&delivered)?;
+                let encoded = Bytes::from(kcp_apis::messages::to_json(&object));
+                decoded.object = Some(Arc::new(object));
+                encoded
+            }
         };
-        let prev_bytes = prev_stored.as_ref().map_or(0, |kv| kv.value.len());
+        let prev_bytes = prev_stored
+            .as_ref()
+            .map_or(0, |kv| kv.key.len() + kv.value.len());
         Ok(SharedEvent {
-            bytes: event.kv.key.len() + 3 * encoded.len() + 3 * prev_bytes,
+            bytes: event.kv.key.len() + encoded.len() + prev_bytes + EVENT_OVERHEAD,
             key: event.kv.key.clone(),
             revision: event.kv.mod_revision,
             deleted,
-            object: Arc::new(object),
             encoded,
             prev_stored,
-            prev: OnceLock::new(),
+            decoded: Mutex::new(decoded),
             arrived: Instant::now(),
         })
     }
@@ -132,53 +162,97 @@ impl SharedEvent {
     /// A storage event as a watcher without a selector that reads only the object sees it
     /// (ADDED, MODIFIED or DELETED with the last state), not encoded: the cross-cluster watches
     /// of controllers and caches ([`crate::wildcard`]) decode each event once and encode none.
-    pub(crate) fn decoded_only(event: &Event) -> Result<WatchEvent, RegistryError> {
+    pub(crate) fn decoded_only(event: &Event) -> Result<DecodedEvent, RegistryError> {
         let kind = match (event.kind, &event.prev) {
             (EventKind::Delete, _) => "DELETED",
             (EventKind::Put, Some(_)) => "MODIFIED",
             (EventKind::Put, None) => "ADDED",
         };
-        Ok(WatchEvent {
+        Ok(DecodedEvent {
             kind,
             object: Arc::new(decode(&delivered_state(event)?)?),
-            encoded: Bytes::new(),
             revision: event.kv.mod_revision,
         })
     }
 
-    /// The state before a put, decoded on first use (one that does not decode counts as none).
-    fn prev(&self) -> Option<&Value> {
-        self.prev
-            .get_or_init(|| self.prev_stored.as_ref().and_then(|kv| decode(kv).ok()))
-            .as_ref()
+    fn lock_decoded(&self) -> MutexGuard<'_, Decoded> {
+        self.decoded.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// What a watcher with `filter` sees of this event, as kube-apiserver's watch cache: an
-    /// object that stops matching is DELETED, one that starts matching ADDED.
-    pub(crate) fn translate(&self, filter: Option<&Filter>) -> Option<WatchEvent> {
-        let matches = |object: &Value| filter.is_none_or(|accept| accept(object));
-        let kind = if self.deleted {
-            if !matches(&self.object) {
-                return None;
-            }
-            "DELETED"
-        } else {
-            let was = match filter {
-                None => self.prev_stored.is_some(),
-                Some(_) => self.prev().is_some_and(matches),
-            };
-            match (was, matches(&self.object)) {
-                (false, true) => "ADDED",
-                (true, true) => "MODIFIED",
-                (true, false) => "DELETED",
-                (false, false) => return None,
-            }
+    /// The object watchers receive, decoded from its JSON unless a watcher did so while the
+    /// event was hot.
+    pub(crate) fn object(&self) -> Result<Arc<Value>, RegistryError> {
+        if let Some(object) = &self.lock_decoded().object {
+            return Ok(Arc::clone(object));
+        }
+        let object = kcp_apimachinery::json::decode_stored(&self.encoded)
+            .map_err(|e| RegistryError::Internal(format!("a watch event is not JSON: {e}")))?;
+        let object = Arc::new(object);
+        let mut decoded = self.lock_decoded();
+        if decoded.cooled {
+            return Ok(object);
+        }
+        Ok(Arc::clone(decoded.object.get_or_insert(object)))
+    }
+
+    /// The state before a put (one that does not decode counts as none), decoded as
+    /// [`SharedEvent::object`] is.
+    fn prev(&self) -> Option<Arc<Value>> {
+        if let Some(prev) = &self.lock_decoded().prev {
+            return prev.clone();
+        }
+        let prev = self
+            .prev_stored
+            .as_ref()
+            .and_then(|kv| decode(kv).ok())
+            .map(Arc::new);
+        let mut decoded = self.lock_decoded();
+        if decoded.cooled {
+            return prev;
+        }
+        decoded.prev.get_or_insert(prev).clone()
+    }
+
+    /// Lets what watchers decoded of it go: from now on each decodes for itself.
+    fn cool(&self) {
+        *self.lock_decoded() = Decoded {
+            cooled: true,
+            ..Decoded::default()
         };
-        Some(WatchEvent {
-            kind,
-            object: Arc::clone(&self.object),
-            encoded: self.encoded.clone(),
-            revision: self.revision,
+    }
+
+    /// What a watcher with `filter` sees of `event`, as kube-apiserver's watch cache: an
+    /// object that stops matching is DELETED, one that starts matching ADDED.
+    pub(crate) fn translate(
+        event: &Arc<SharedEvent>,
+        filter: Option<&Filter>,
+    ) -> Option<Result<WatchEvent, RegistryError>> {
+        match event.kind_for(filter) {
+            Ok(kind) => kind.map(|kind| Ok(WatchEvent::shared(kind, Arc::clone(event)))),
+            Err(error) => Some(Err(error)),
+        }
+    }
+
+    /// The kind of event a watcher with `filter` sees, if it sees one. Without a filter,
+    /// nothing is decoded.
+    fn kind_for(&self, filter: Option<&Filter>) -> Result<Option<&'static str>, RegistryError> {
+        let Some(accept) = filter else {
+            return Ok(Some(match (self.deleted, &self.prev_stored) {
+                (true, _) => "DELETED",
+                (false, Some(_)) => "MODIFIED",
+                (false, None) => "ADDED",
+            }));
+        };
+        let now = accept(&*self.object()?);
+        if self.deleted {
+            return Ok(now.then_some("DELETED"));
+        }
+        let was = self.prev().is_some_and(|prev| accept(&prev));
+        Ok(match (was, now) {
+            (false, true) => Some("ADDED"),
+            (true, true) => Some("MODIFIED"),
+            (true, false) => Some("DELETED"),
+            (false, false) => None,
         })
     }
 }
@@ -190,6 +264,10 @@ struct HubState {
     clusters: HashMap<Vec<u8>, ClusterLog>,
     /// What `log` takes, as [`SharedEvent::bytes`] counts it.
     bytes: usize,
+    /// How many of the newest events in `log` are hot (keep what watchers decoded of them).
+    hot: usize,
+    /// The JSON of the hot events.
+    hot_bytes: usize,
     /// Every event after this revision is in `log` (or still to come).
     complete_after: u64,
     alive: bool,
@@ -292,6 +370,8 @@ impl Hub {
             };
             log.events.push_back(Arc::clone(&event));
             let published = Arc::clone(&log.published);
+            state.hot += 1;
+            state.hot_bytes += event.encoded.len();
             state.log.push_back(event);
             self.trim(&mut state);
             published
@@ -321,6 +401,11 @@ impl Hub {
             let Some(oldest) = state.log.pop_front() else {
                 break;
             };
+            if state.hot > state.log.len() {
+                state.hot -= 1;
+                state.hot_bytes -= oldest.encoded.len();
+            }
+            oldest.cool();
             state.bytes -= oldest.bytes;
             self.cache_bytes.fetch_sub(oldest.bytes, Ordering::Relaxed);
             state.complete_after = oldest.revision;
@@ -334,6 +419,25 @@ impl Hub {
                     state.clusters.give_back_room();
                 }
             }
+        }
+        Self::cool(state);
+    }
+
+    /// Cools the oldest hot events while there are too many, too big or too old
+    /// ([`HOT_EVENTS`]).
+    fn cool(state: &mut HubState) {
+        let stale_before = Instant::now().checked_sub(HOT_FOR);
+        while state.hot > 0 {
+            let Some(oldest_hot) = state.log.get(state.log.len() - state.hot) else {
+                break;
+            };
+            let stale = stale_before.is_some_and(|before| oldest_hot.arrived < before);
+            if state.hot <= HOT_EVENTS && state.hot_bytes <= HOT_BYTES && !stale {
+                break;
+            }
+            oldest_hot.cool();
+            state.hot -= 1;
+            state.hot_bytes -= oldest_hot.encoded.len();
         }
     }
 
@@ -355,6 +459,8 @@ impl Hub {
             state.alive = false;
             self.cache_bytes.fetch_sub(state.bytes, Ordering::Relaxed);
             state.bytes = 0;
+            state.hot = 0;
+            state.hot_bytes = 0;
             state.log.clear();
             for log in state.clusters.values_mut() {
                 log.events.clear();
@@ -437,6 +543,8 @@ impl WatchCache {
                 log: VecDeque::new(),
                 clusters: HashMap::new(),
                 bytes: 0,
+                hot: 0,
+                hot_bytes: 0,
                 complete_after: revision,
                 alive: true,
                 watchers: 0,
@@ -592,8 +700,8 @@ impl Watcher {
             if !event.key.starts_with(&self.prefix) {
                 continue;
             }
-            if let Some(translated) = event.translate(self.filter.as_ref()) {
-                return Some(Ok(translated));
+            if let Some(translated) = SharedEvent::translate(&event, self.filter.as_ref()) {
+                return Some(translated);
             }
         }
     }
@@ -704,7 +812,10 @@ mod tests {
             kv: stored("x", "b", 7),
             prev: Some(stored("x", "a", 5)),
         };
-        let event = SharedEvent::from_storage(&update, KeyOrder::Kubernetes).unwrap();
+        let event = Arc::new(SharedEvent::from_storage(&update, KeyOrder::Kubernetes).unwrap());
+        let kind = |event: &Arc<SharedEvent>, filter: Option<&Filter>| {
+            SharedEvent::translate(event, filter).map(|e| e.unwrap().kind)
+        };
         let decoded = decode(&update.kv).unwrap();
         let unencoded = SharedEvent::decoded_only(&update).unwrap();
         assert_eq!(
@@ -712,11 +823,17 @@ mod tests {
             ("MODIFIED", &decoded),
             "what a cross-cluster watch sees"
         );
-        assert_eq!(*event.object, decoded);
+        assert_eq!(*event.object().unwrap(), decoded);
         assert_eq!(event.encoded, kcp_apis::messages::to_json(&decoded));
         // No selector: an update. With one: the object left it.
-        assert_eq!(event.translate(None).unwrap().kind, "MODIFIED");
-        assert_eq!(event.translate(Some(&selector)).unwrap().kind, "DELETED");
+        assert_eq!(kind(&event, None), Some("MODIFIED"));
+        assert_eq!(kind(&event, Some(&selector)), Some("DELETED"));
+        // Cooled, it decodes the same again, and tells the same transitions.
+        event.cool();
+        assert_eq!(*event.object().unwrap(), decoded);
+        assert_eq!(kind(&event, Some(&selector)), Some("DELETED"));
+        let other: Filter = Box::new(|object: &Value| object["metadata"]["labels"]["app"] == "c");
+        assert_eq!(kind(&event, Some(&other)), None, "neither before nor after");
 
         let delete = Event {
             kind: EventKind::Delete,
@@ -726,26 +843,28 @@ mod tests {
             },
             prev: Some(stored("x", "a", 7)),
         };
-        let event = SharedEvent::from_storage(&delete, KeyOrder::Kubernetes).unwrap();
+        let event = Arc::new(SharedEvent::from_storage(&delete, KeyOrder::Kubernetes).unwrap());
         let last = decode(&stored("x", "a", 9)).unwrap();
         let unencoded = SharedEvent::decoded_only(&delete).unwrap();
         assert_eq!((unencoded.kind, &*unencoded.object), ("DELETED", &last));
         assert_eq!(
-            *event.object, last,
+            *event.object().unwrap(),
+            last,
             "the last state at the delete's revision"
         );
         assert_eq!(event.encoded, kcp_apis::messages::to_json(&last));
-        assert_eq!(event.translate(Some(&selector)).unwrap().kind, "DELETED");
+        assert_eq!(kind(&event, Some(&selector)), Some("DELETED"));
+        assert_eq!(kind(&event, Some(&other)), None);
 
         let create = Event {
             kind: EventKind::Put,
             kv: stored("y", "a", 10),
             prev: None,
         };
-        let event = SharedEvent::from_storage(&create, KeyOrder::Kubernetes).unwrap();
+        let event = Arc::new(SharedEvent::from_storage(&create, KeyOrder::Kubernetes).unwrap());
         assert_eq!(SharedEvent::decoded_only(&create).unwrap().kind, "ADDED");
-        assert_eq!(event.translate(Some(&selector)).unwrap().kind, "ADDED");
-        assert_eq!(event.translate(None).unwrap().kind, "ADDED");
+        assert_eq!(kind(&event, Some(&selector)), Some("ADDED"));
+        assert_eq!(kind(&event, None), Some("ADDED"));
     }
 
     #[tokio::test]
@@ -803,8 +922,64 @@ mod tests {
         assert_eq!(caught_up.next().await.unwrap().unwrap().revision, marker);
         for i in 0..3000 {
             let event = behind.next().await.unwrap().unwrap();
-            assert_eq!(event.object["metadata"]["name"], format!("k{i}"));
+            assert_eq!(event.object().unwrap()["metadata"]["name"], format!("k{i}"));
         }
+    }
+
+    /// Which events of `hub`'s log keep a decoded object, oldest first.
+    fn keeping_decoded(hub: &Hub) -> Vec<bool> {
+        let state = hub.lock();
+        let kept = state.log.iter();
+        kept.map(|event| event.lock_decoded().object.is_some())
+            .collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_the_newest_events_keep_what_watchers_decoded() {
+        let storage = memory();
+        let cache = WatchCache::default();
+        let start = storage.current_revision().await.unwrap();
+        let tens: Filter = Box::new(|object: &Value| {
+            let name = object["metadata"]["name"].as_str().unwrap_or_default();
+            name.ends_with('0')
+        });
+        let filtered = cache
+            .watch(
+                &storage,
+                RESOURCE,
+                KeyOrder::Kubernetes,
+                RESOURCE.to_vec(),
+                start,
+                Some(tens),
+            )
+            .await
+            .unwrap();
+        let mut filtered = Box::pin(filtered.ok().unwrap());
+        // The last event is one the selector accepts (k1120), so the watcher reads them all.
+        let total = HOT_EVENTS + 97;
+        for i in 0..total {
+            put(&storage, &format!("k{i}"), 10).await;
+        }
+        let hub = cache.hub(RESOURCE).unwrap();
+        while hub.lock().log.len() < total {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // The selector decodes every event; what it sees is the same, cooled or not.
+        for i in (0..total).filter(|i| i % 10 == 0) {
+            let event = filtered.next().await.unwrap().unwrap();
+            assert_eq!(event.object().unwrap()["metadata"]["name"], format!("k{i}"));
+        }
+        let kept = keeping_decoded(&hub);
+        assert_eq!(kept.len(), total);
+        assert!(!kept[..97].iter().any(|kept| *kept), "the oldest let go");
+        assert!(kept[97..].iter().all(|kept| *kept), "the newest keep them");
+
+        // Within the window, but long enough past, none keeps them.
+        tokio::time::sleep(HOT_FOR + 2 * TRIM_EVERY).await;
+        assert_eq!(hub.lock().log.len(), total);
+        assert!(!keeping_decoded(&hub).iter().any(|kept| *kept));
+        let state = hub.lock();
+        assert_eq!((state.hot, state.hot_bytes), (0, 0));
     }
 
     #[tokio::test(start_paused = true)]
@@ -925,7 +1100,8 @@ mod tests {
                 let mut seen = Vec::new();
                 while seen.len() < expected {
                     let event = stream.next().await.unwrap().unwrap();
-                    seen.push((event.revision, event.object["metadata"]["name"].clone()));
+                    let object = event.object().unwrap();
+                    seen.push((event.revision, object["metadata"]["name"].clone()));
                 }
                 (cluster, seen)
             }));

@@ -2,6 +2,8 @@
 //! each object paired with the cluster its key names. This is what lets one controller task
 //! serve thousands of clusters instead of one task per cluster.
 
+use std::sync::Arc;
+
 use futures::{Stream, StreamExt};
 use kcp_apis::builtin::Resource;
 use kcp_storage::keys::ResourceKeys;
@@ -11,7 +13,6 @@ use serde_json::Value;
 use crate::error::RegistryError;
 use crate::list::Filter;
 use crate::store::{Registry, decode};
-use crate::watch::WatchEvent;
 use crate::watch_cache::SharedEvent;
 
 /// Keys read per storage page of a cross-cluster list.
@@ -33,13 +34,23 @@ pub enum Watched {
     Deletions,
 }
 
-/// A watch event of a cross-cluster watch, with the object's logical cluster. Its
-/// `event.encoded` is empty: these watches serve controllers and caches, which read the
-/// object, so their events are decoded once and never encoded.
+/// A watch event of a cross-cluster watch, with the object's logical cluster. These watches
+/// serve controllers and caches, which read the object, so their events are decoded once and
+/// never encoded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClusterEvent {
     pub cluster: String,
-    pub event: WatchEvent,
+    pub event: DecodedEvent,
+}
+
+/// A watch event decoded and not encoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecodedEvent {
+    /// ADDED, MODIFIED or DELETED.
+    pub kind: &'static str,
+    pub object: Arc<Value>,
+    /// The revision of the change (the object's resourceVersion).
+    pub revision: u64,
 }
 
 /// The logical cluster in a key under `prefix` (`<prefix><cluster>/...`).

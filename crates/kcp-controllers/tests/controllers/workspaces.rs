@@ -197,14 +197,9 @@ async fn a_universal_workspace_is_ready_in_one_pass() {
 
     let mut phases = Vec::new();
     while phases.last().map(String::as_str) != Some("Ready") {
-        let event = events.next().await.unwrap().unwrap();
-        if event.object["metadata"]["name"] == "solo" {
-            phases.push(
-                event.object["status"]["phase"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_string(),
-            );
+        let object = events.next().await.unwrap().unwrap().object().unwrap();
+        if object["metadata"]["name"] == "solo" {
+            phases.push(object["status"]["phase"].as_str().unwrap_or("").to_string());
         }
     }
     assert!(!phases.iter().any(|p| p == "Initializing"), "{phases:?}");

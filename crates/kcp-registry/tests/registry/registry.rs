@@ -422,7 +422,7 @@ async fn watches_translate_storage_events_and_follow_selectors() {
         "leaving the selector is a DELETED"
     );
     let everything: Vec<_> = all.take(3).map(Result::unwrap).collect().await;
-    let deleted = everything[2].object.clone();
+    let deleted = everything[2].object().unwrap();
     assert_eq!(kinds(everything), ["ADDED", "MODIFIED", "DELETED"]);
     assert_eq!(
         deleted["metadata"]["labels"]["app"], "db",
@@ -530,21 +530,21 @@ async fn watchers_of_a_resource_share_each_encoded_event() {
         a.next().await.unwrap().unwrap(),
         b.next().await.unwrap().unwrap(),
     );
-    assert_eq!(a.object["metadata"]["name"], "c0");
+    assert_eq!(a.object().unwrap()["metadata"]["name"], "c0");
     assert_eq!(
         a.encoded.as_ptr(),
         b.encoded.as_ptr(),
         "one encoding for both watchers"
     );
     let seen = other.next().await.unwrap().unwrap();
-    assert_eq!(seen.object["metadata"]["namespace"], "default");
+    assert_eq!(seen.object().unwrap()["metadata"]["namespace"], "default");
     assert_ne!(
         seen.encoded.as_ptr(),
         a.encoded.as_ptr(),
         "each cluster sees its own"
     );
     let parsed: serde_json::Value = serde_json::from_slice(&a.encoded).unwrap();
-    assert_eq!(parsed, *a.object);
+    assert_eq!(parsed, *a.object().unwrap());
 }
 
 #[tokio::test]
@@ -565,7 +565,7 @@ async fn a_watcher_that_falls_behind_catches_up_or_expires() {
     create_configmaps(&registry, "root", 0..400).await;
     for i in 0..400 {
         let event = slow.next().await.unwrap().unwrap();
-        assert_eq!(event.object["metadata"]["name"], format!("c{i}"));
+        assert_eq!(event.object().unwrap()["metadata"]["name"], format!("c{i}"));
     }
     // More than the buffer: the watcher ends with 410, as kube-apiserver ends slow watchers.
     // The other watcher keeps up, in steps well inside the buffer.
@@ -573,7 +573,7 @@ async fn a_watcher_that_falls_behind_catches_up_or_expires() {
         create_configmaps(&registry, "root", step..step + 100).await;
         for i in step..step + 100 {
             let event = slow.next().await.unwrap().unwrap();
-            assert_eq!(event.object["metadata"]["name"], format!("c{i}"));
+            assert_eq!(event.object().unwrap()["metadata"]["name"], format!("c{i}"));
         }
     }
     let mut outcome = None;
@@ -594,7 +594,7 @@ async fn a_watcher_that_falls_behind_catches_up_or_expires() {
         .unwrap();
     let names: Vec<_> = late
         .take(1700)
-        .map(|e| e.unwrap().object["metadata"]["name"].clone())
+        .map(|e| e.unwrap().object().unwrap()["metadata"]["name"].clone())
         .collect()
         .await;
     assert_eq!(names[1699], "c1699");
@@ -707,7 +707,7 @@ async fn updates_and_patches_that_change_nothing_write_nothing() {
         .unwrap();
     let event = events.next().await.unwrap().unwrap();
     assert_eq!(
-        (event.kind, event.object["data"]["k"].clone()),
+        (event.kind, event.object().unwrap()["data"]["k"].clone()),
         ("MODIFIED", json!("w"))
     );
     assert_eq!(
