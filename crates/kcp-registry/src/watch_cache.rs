@@ -52,8 +52,11 @@ use crate::wildcard::DecodedEvent;
 /// everything again about every 20 s while 200,000 workspaces were being deleted (every 100 s at
 /// a million, each list taking 42 s), which slowed the deletion to about 25 removals a second.
 pub(crate) const MAX_EVENTS: usize = 100 * 1024;
-/// Approximate memory the events kept by one hub may take.
-const HUB_BYTES: usize = 32 * 1024 * 1024;
+/// Approximate memory the events kept by one hub may take. While 200,000 workspaces were
+/// deleted (about 1,300 events a second of 3 KB each), 32 MiB kept 8 s of events: a watch of
+/// every workspace that relisted took longer than that, fell out of the window again at once,
+/// and relisted without end, a third of the server's work.
+const HUB_BYTES: usize = 128 * 1024 * 1024;
 /// Approximate memory the events kept by all hubs of a registry may take.
 const CACHE_BYTES: usize = 256 * 1024 * 1024;
 /// Events older than this leave the log even when it has room (kube-apiserver's watch cache
@@ -306,6 +309,8 @@ struct Hub {
     cache_bytes: Arc<AtomicUsize>,
     /// Events the log keeps, at most.
     max_events: usize,
+    /// What the log may take, at most ([`HUB_BYTES`]).
+    max_bytes: usize,
     /// The task feeding the hub from storage.
     feeding: Mutex<Option<AbortHandle>>,
 }
@@ -392,7 +397,7 @@ impl Hub {
                 .zip(stale_before)
                 .is_some_and(|(oldest, before)| oldest.arrived < before);
             let over = state.log.len() > self.max_events
-                || state.bytes > HUB_BYTES
+                || state.bytes > self.max_bytes
                 || self.cache_bytes.load(Ordering::Relaxed) > CACHE_BYTES
                 || stale;
             if !over {
@@ -485,6 +490,8 @@ pub(crate) struct WatchCache {
     bytes: Arc<AtomicUsize>,
     /// Events each hub's log keeps, at most ([`MAX_EVENTS`]).
     max_events: usize,
+    /// What each hub's log may take, at most ([`HUB_BYTES`]).
+    max_bytes: usize,
 }
 
 impl Default for WatchCache {
@@ -514,6 +521,7 @@ impl WatchCache {
             hubs: Arc::default(),
             bytes: Arc::default(),
             max_events: max_events.max(1),
+            max_bytes: HUB_BYTES,
         }
     }
 
@@ -553,6 +561,7 @@ impl WatchCache {
             prefix_len: resource_prefix.len(),
             cache_bytes: Arc::clone(&self.bytes),
             max_events: self.max_events,
+            max_bytes: self.max_bytes,
             feeding: Mutex::new(None),
         });
         {
@@ -870,14 +879,17 @@ mod tests {
     #[tokio::test]
     async fn the_log_is_bounded_by_size_and_a_watcher_behind_it_expires() {
         let storage = memory();
-        let cache = WatchCache::default();
+        let cache = WatchCache {
+            max_bytes: 32 * 1024 * 1024,
+            ..WatchCache::default()
+        };
         let start = storage.current_revision().await.unwrap();
         let watch = |revision| cache.watch_from(&storage, RESOURCE.to_vec(), revision);
         let Ok(behind) = watch(start).await.unwrap() else {
             panic!("the first watcher starts the hub")
         };
         let mut behind = Box::pin(behind);
-        // 64 events of 2 MiB: four times what one hub may keep.
+        // 64 events of 2 MiB: four times what one hub may keep here.
         let mut last = start;
         for i in 0..64 {
             last = put(&storage, &format!("b{i}"), 2 * 1024 * 1024).await;
@@ -892,8 +904,8 @@ mod tests {
         assert_eq!(event.revision, last_key);
         let hub = cache.hub(RESOURCE).unwrap();
         let kept = hub.lock().bytes;
-        assert!(kept <= HUB_BYTES, "the hub keeps {kept} bytes");
-        assert!(cache.bytes.load(Ordering::Relaxed) <= HUB_BYTES);
+        assert!(kept <= cache.max_bytes, "the hub keeps {kept} bytes");
+        assert!(cache.bytes.load(Ordering::Relaxed) <= cache.max_bytes);
         match behind.next().await {
             Some(Err(RegistryError::Expired(_))) => {}
             other => panic!("a watcher behind the log expires: {other:?}"),
