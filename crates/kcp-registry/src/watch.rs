@@ -51,16 +51,6 @@ impl std::fmt::Debug for WatchEvent {
 }
 
 impl WatchEvent {
-    /// An event whose object is decoded and encoded already.
-    pub fn new(kind: &'static str, object: Value, encoded: Bytes, revision: u64) -> WatchEvent {
-        WatchEvent {
-            kind,
-            encoded,
-            revision,
-            object: EventObject::Decoded(Arc::new(object)),
-        }
-    }
-
     /// A watch cache event as a watcher sees it.
     pub(crate) fn shared(kind: &'static str, event: Arc<SharedEvent>) -> WatchEvent {
         WatchEvent {

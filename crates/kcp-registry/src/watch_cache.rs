@@ -182,38 +182,46 @@ impl SharedEvent {
         self.decoded.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// What `slot` of [`Decoded`] holds, or else `decode`'s answer, kept there unless the event
+    /// has cooled. Decoding runs without the lock.
+    fn decoded<T: Clone, E>(
+        &self,
+        slot: fn(&mut Decoded) -> &mut Option<T>,
+        decode: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        if let Some(kept) = slot(&mut self.lock_decoded()) {
+            return Ok(kept.clone());
+        }
+        let value = decode()?;
+        let mut decoded = self.lock_decoded();
+        if decoded.cooled {
+            return Ok(value);
+        }
+        Ok(slot(&mut decoded).get_or_insert(value).clone())
+    }
+
     /// The object watchers receive, decoded from its JSON unless a watcher did so while the
     /// event was hot.
     pub(crate) fn object(&self) -> Result<Arc<Value>, RegistryError> {
-        if let Some(object) = &self.lock_decoded().object {
-            return Ok(Arc::clone(object));
-        }
-        let object = kcp_apimachinery::json::decode_stored(&self.encoded)
-            .map_err(|e| RegistryError::Internal(format!("a watch event is not JSON: {e}")))?;
-        let object = Arc::new(object);
-        let mut decoded = self.lock_decoded();
-        if decoded.cooled {
-            return Ok(object);
-        }
-        Ok(Arc::clone(decoded.object.get_or_insert(object)))
+        self.decoded(
+            |decoded| &mut decoded.object,
+            || {
+                kcp_apimachinery::json::decode_stored(&self.encoded)
+                    .map(Arc::new)
+                    .map_err(|e| RegistryError::Internal(format!("a watch event is not JSON: {e}")))
+            },
+        )
     }
 
     /// The state before a put (one that does not decode counts as none), decoded as
     /// [`SharedEvent::object`] is.
     fn prev(&self) -> Option<Arc<Value>> {
-        if let Some(prev) = &self.lock_decoded().prev {
-            return prev.clone();
-        }
-        let prev = self
-            .prev_stored
-            .as_ref()
-            .and_then(|kv| decode(kv).ok())
-            .map(Arc::new);
-        let mut decoded = self.lock_decoded();
-        if decoded.cooled {
-            return prev;
-        }
-        decoded.prev.get_or_insert(prev).clone()
+        let decode_prev = || {
+            let prev = self.prev_stored.as_ref().and_then(|kv| decode(kv).ok());
+            Ok::<_, std::convert::Infallible>(prev.map(Arc::new))
+        };
+        let Ok(prev) = self.decoded(|decoded| &mut decoded.prev, decode_prev);
+        prev
     }
 
     /// Lets what watchers decoded of it go: from now on each decodes for itself.
@@ -941,9 +949,8 @@ mod tests {
     /// Which events of `hub`'s log keep a decoded object, oldest first.
     fn keeping_decoded(hub: &Hub) -> Vec<bool> {
         let state = hub.lock();
-        let kept = state.log.iter();
-        kept.map(|event| event.lock_decoded().object.is_some())
-            .collect()
+        let events = state.log.iter();
+        events.map(|e| e.lock_decoded().object.is_some()).collect()
     }
 
     #[tokio::test(start_paused = true)]
