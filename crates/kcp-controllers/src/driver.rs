@@ -55,6 +55,10 @@ pub enum Outcome {
     Finished,
     /// Look again after this long (something it waits for is not done yet).
     Again(Duration),
+    /// Look again once this many events of the resources it also follows ([`Also`]) came for
+    /// the key, or after `at_most`, whichever is first: for a reconcile that waits for many
+    /// objects to go, each of which would otherwise bring it back.
+    AfterEvents { events: usize, at_most: Duration },
 }
 
 /// What woke the controller: an event of its own resource, or the key an event of the
@@ -193,7 +197,7 @@ impl Controller {
             tokio::select! {
                 _ = stop.wait_for(|stopped| *stopped) => return,
                 event = watch.next() => match event {
-                    Some(Trigger::Key(Some(key))) => queue.add(key),
+                    Some(Trigger::Key(Some(key))) => queue.nudge(key),
                     Some(Trigger::Own(ClusterEvent { cluster, event })) => {
                         let wanted = if event.kind == "DELETED" {
                             self.deletions
@@ -213,6 +217,10 @@ impl Controller {
                         Ok(Outcome::Again(delay)) => {
                             queue.forget(&key);
                             queue.add_after(key.clone(), delay);
+                        }
+                        Ok(Outcome::AfterEvents { events, at_most }) => {
+                            queue.forget(&key);
+                            queue.add_after_events(key.clone(), events, at_most);
                         }
                         Err(error) => {
                             tracing::warn!(controller = self.name, cluster = %key.cluster, name = %key.name, %error, "retrying");

@@ -5,6 +5,11 @@
 //! (its own failed reconcile's writes, other events, a fresh list): a reconcile that keeps
 //! failing runs at the backoff's pace, never at the pace of the events it causes. It is owned
 //! by one task, so it needs no locks.
+//!
+//! A key can also wait for events: [`WorkQueue::add_after_events`] queues it once that many
+//! [`WorkQueue::nudge`]s came for it, or after a delay, whichever is first (a logical cluster
+//! whose deletion waits for its 1,000 nested workspaces to go looks again when half of them
+//! went, not at every one).
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::Hash;
@@ -33,6 +38,8 @@ pub(crate) struct WorkQueue<K> {
     failures: HashMap<K, u32>,
     /// Keys waiting out a backoff, with the sequence number of their retry in `delayed`.
     backing_off: HashMap<K, u64>,
+    /// Keys waiting for this many more nudges (and for their entry in `delayed`).
+    awaiting: HashMap<K, usize>,
     metrics: Option<QueueMetrics>,
 }
 
@@ -48,6 +55,7 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
             sequence: 0,
             failures: HashMap::new(),
             backing_off: HashMap::new(),
+            awaiting: HashMap::new(),
             metrics: None,
         }
     }
@@ -101,6 +109,30 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
         self.sequence
     }
 
+    /// Queues `key` once `events` nudges came for it, or after `at_most`, whichever is first.
+    pub(crate) fn add_after_events(&mut self, key: K, events: usize, at_most: Duration) {
+        if events == 0 {
+            self.add(key);
+            return;
+        }
+        self.add_after(key.clone(), at_most);
+        self.awaiting.insert(key, events);
+    }
+
+    /// An event for `key`: it counts towards what the key awaits ([`Self::add_after_events`]);
+    /// a key that awaits nothing is queued now.
+    pub(crate) fn nudge(&mut self, key: K) {
+        if let Some(left) = self.awaiting.get_mut(&key) {
+            *left = left.saturating_sub(1);
+            if *left > 0 {
+                return;
+            }
+            self.awaiting.remove(&key);
+            self.awaiting.give_back_room();
+        }
+        self.add(key);
+    }
+
     /// Queues `key` after its backoff, which doubles with each call until [`Self::forget`];
     /// until then, adding the key does nothing. Call it before [`Self::done`], so that an add
     /// while the failed reconcile ran does not retry at once either.
@@ -147,6 +179,15 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
         self.report_depth();
         self.queued.remove(&key);
         self.queued.give_back_room();
+        // Processed now: what it waited for is looked at now, and the reconcile says what it
+        // waits for next.
+        if self.awaiting.remove(&key).is_some() {
+            self.awaiting.give_back_room();
+        }
+        if let Some(entry) = self.due.remove(&key) {
+            self.delayed.remove(&entry);
+            self.due.give_back_room();
+        }
         self.active.insert(key.clone());
         Some(key)
     }
@@ -190,6 +231,46 @@ mod tests {
         assert!(queue.next_deadline().is_some());
         tokio::time::advance(Duration::from_secs(1)).await;
         assert_eq!(queue.next(), Some("c"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_key_awaiting_events_comes_back_after_as_many_nudges_or_its_delay() {
+        let mut queue = WorkQueue::new();
+        queue.add_after_events("k", 3, Duration::from_secs(10));
+        queue.nudge("k");
+        queue.nudge("k");
+        assert_eq!(queue.next(), None);
+        queue.nudge("k");
+        assert_eq!(queue.next(), Some("k"));
+        // Taken: its timer is gone, and it awaits nothing more.
+        assert_eq!(queue.next_deadline(), None);
+        queue.done(&"k");
+        queue.nudge("k");
+        assert_eq!(queue.next(), Some("k"));
+        queue.done(&"k");
+
+        // Too few nudges: the delay brings it back, once.
+        queue.add_after_events("k", 3, Duration::from_secs(10));
+        queue.nudge("k");
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert_eq!(queue.next(), Some("k"));
+        queue.done(&"k");
+        assert_eq!(queue.next(), None);
+        assert_eq!(queue.next_deadline(), None);
+        // Nothing awaited any more: a nudge queues it at once.
+        queue.nudge("k");
+        assert_eq!(queue.next(), Some("k"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_key_taken_early_drops_its_timer() {
+        let mut queue = WorkQueue::new();
+        queue.add_after("k", Duration::from_secs(5));
+        queue.add("k");
+        assert_eq!(queue.next(), Some("k"));
+        queue.done(&"k");
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(queue.next(), None);
     }
 
     #[tokio::test(start_paused = true)]

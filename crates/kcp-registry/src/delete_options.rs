@@ -159,11 +159,23 @@ impl DeleteOptions {
     /// garbage collector's two are set or cleared as the policy says; without a policy, the
     /// object's own say. Other finalizers keep their order. `None` when nothing changes.
     pub(crate) fn finalizers_for(&self, object: &Value) -> Option<Vec<Value>> {
-        let current: Vec<Value> = object["metadata"]["finalizers"]
+        let current: Vec<&str> = object["metadata"]["finalizers"]
             .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let has = |name: &str| current.iter().any(|f| f == name);
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let next = self.finalizers_after(&current)?;
+        Some(
+            next.into_iter()
+                .map(|f| Value::from(f.to_string()))
+                .collect(),
+        )
+    }
+
+    /// [`DeleteOptions::finalizers_for`] an object carrying the finalizers `current`.
+    pub(crate) fn finalizers_after<'a>(&self, current: &[&'a str]) -> Option<Vec<&'a str>> {
+        let has = |name: &str| current.contains(&name);
         let (orphan, foreground) = match self.propagation {
             Some(Propagation::Orphan) => (true, false),
             Some(Propagation::Foreground) => (false, true),
@@ -172,19 +184,24 @@ impl DeleteOptions {
             None if has(FOREGROUND_FINALIZER) => (false, true),
             None => (false, false),
         };
-        let mut next: Vec<Value> = current
+        let mut next: Vec<&'a str> = current
             .iter()
+            .copied()
             .filter(|f| *f != ORPHAN_FINALIZER && *f != FOREGROUND_FINALIZER)
-            .cloned()
             .collect();
         if orphan {
-            next.push(ORPHAN_FINALIZER.into());
+            next.push(ORPHAN_FINALIZER);
         }
         if foreground {
-            next.push(FOREGROUND_FINALIZER.into());
+            next.push(FOREGROUND_FINALIZER);
         }
         let same = next.len() == current.len() && next.iter().all(|f| current.contains(f));
         (!same).then_some(next)
+    }
+
+    /// Whether the delete names preconditions the object must meet.
+    pub(crate) fn has_preconditions(&self) -> bool {
+        self.uid.is_some() || self.resource_version.is_some()
     }
 }
 

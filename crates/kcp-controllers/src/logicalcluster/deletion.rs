@@ -1,9 +1,10 @@
 //! Deletion of a logical cluster's content: every object of every resource the cluster serves
 //! is deleted (custom resources, as stored, then built-in and kcp kinds, CRDs, and namespaces
-//! last, which the namespace controller then finalizes). Finalizers are honoured: while anything is left the
-//! LogicalCluster shows phase Deleting and `WorkspaceContentDeleted=False` (how many objects wait)
-//! and the pass comes back shortly; once nothing is left
-//! its finalizer goes, which removes it (and lets its Workspace go).
+//! last, which the namespace controller then finalizes). Finalizers are honoured: while
+//! anything is left the LogicalCluster shows phase Deleting and `WorkspaceContentDeleted=False`
+//! (how many objects wait) and the pass comes back once half of it went, or after a while; once
+//! nothing is left its finalizer goes, which removes it (and lets its Workspace go). A pass reads
+//! whole only what it deletes ([`Registry::delete_content`]).
 
 use std::time::Duration;
 
@@ -17,15 +18,17 @@ use serde_json::{Value, json};
 use crate::conditions::{self, Condition};
 use crate::driver::Outcome;
 
-/// The wait before looking again at content that finalizers (or nested workspaces) still hold:
-/// at least this, longer the more objects wait ([`DELAY_PER_PENDING`] each), at most
-/// [`LONGEST_CONTENT_DELAY`]. Deleted namespaces and nested workspaces bring the pass back at
-/// once (see the controller's module). Each pass reads all that is left, so a fixed short timer
-/// made an organization of 1,000 deleting workspaces read them all twice a second, and a
-/// hundred such organizations starved the deletions they waited for.
+/// When to look again at content that finalizers (or nested workspaces) still hold: once half
+/// of it went, as the deletes of namespaces and nested workspaces tell (see the controller's
+/// module), or after a wait of at least [`CONTENT_REMAINING_DELAY`], longer the more objects
+/// wait ([`DELAY_PER_PENDING`] each), at most [`LONGEST_CONTENT_DELAY`], for what no such
+/// event announces (objects that other finalizers hold). Each pass reads all that is left:
+/// brought back by every nested workspace that went, or by a short timer, the passes of a
+/// thousand organizations of 1,000 deleting workspaces took most of the server, and their
+/// workspaces went only once all of them were marked deleted.
 const CONTENT_REMAINING_DELAY: Duration = Duration::from_millis(500);
-const DELAY_PER_PENDING: Duration = Duration::from_millis(2);
-const LONGEST_CONTENT_DELAY: Duration = Duration::from_secs(10);
+const DELAY_PER_PENDING: Duration = Duration::from_millis(30);
+const LONGEST_CONTENT_DELAY: Duration = Duration::from_secs(60);
 /// How long deletion runs before the LogicalCluster reports what is left.
 const REPORT_AFTER_SECONDS: i64 = 2;
 
@@ -94,14 +97,10 @@ pub(super) async fn reconcile(
             resource: &resource,
             namespace: None,
         };
-        let deleted = privileged
-            .delete_collection(
-                target,
-                None,
-                &DeleteOptions::propagating(Propagation::Background),
-            )
-            .await?;
-        remaining += deleted.held.objects;
+        remaining += privileged
+            .delete_content(target, &DeleteOptions::propagating(Propagation::Background))
+            .await?
+            .objects;
     }
     let target = Target {
         cluster,
@@ -137,7 +136,10 @@ pub(super) async fn reconcile(
                 })
                 .await?;
         }
-        return Ok(Outcome::Again(remaining_delay(remaining)));
+        return Ok(Outcome::AfterEvents {
+            events: remaining.div_ceil(2),
+            at_most: remaining_delay(remaining),
+        });
     }
     let result = privileged
         .patch(target, LOGICAL_CLUSTER, &|current: &Value| {
@@ -165,7 +167,7 @@ mod tests {
     fn content_is_looked_at_less_often_when_much_waits() {
         assert_eq!(remaining_delay(0), CONTENT_REMAINING_DELAY);
         assert_eq!(remaining_delay(2), CONTENT_REMAINING_DELAY);
-        assert_eq!(remaining_delay(1000), Duration::from_secs(2));
+        assert_eq!(remaining_delay(100), Duration::from_secs(3));
         assert_eq!(remaining_delay(usize::MAX), LONGEST_CONTENT_DELAY);
     }
 }

@@ -9,8 +9,9 @@
 //!
 //! One task for every logical cluster, keyed by the cluster (the object is always `cluster`).
 //! Besides LogicalClusters it follows the deletes of namespaces and workspaces (only those;
-//! their other events are not even decoded): each brings back the deletion of the logical
-//! cluster that held the object.
+//! their other events are not even decoded): each counts towards what the deletion of the
+//! logical cluster that held the object waits for (it looks again once half of what was left
+//! went, see [`deletion`]).
 
 mod deletion;
 mod initialization;
@@ -31,8 +32,7 @@ fn needs_work(logical_cluster: &Summary) -> bool {
 }
 
 /// The LogicalCluster whose content a deleted namespace or nested workspace was: its deletion
-/// may have been waiting for it, and looks again at once rather than on its timer (the
-/// work queue folds a burst of them into one pass).
+/// may have been waiting for it (the work queue counts these towards the events it awaits).
 fn content_gone(cluster: &str, _object: &Value) -> Option<Key> {
     Some(Key {
         cluster: cluster.to_string(),

@@ -84,14 +84,13 @@ pub async fn reconcile(
         };
         // In the background, as Kubernetes' namespace deleter: it clears `orphan` and
         // `foregroundDeletion`, so they never hold the namespace up.
-        let deleted = registry
-            .delete_collection(
+        let held = registry
+            .delete_content(
                 content,
-                None,
                 &DeleteOptions::propagating(Propagation::Background),
             )
             .await?;
-        remaining.add(&resource.name, &resource.group, deleted.held);
+        remaining.add(&resource.name, &resource.group, held);
     }
     for resource in namespaced_custom_resources(registry, cluster) {
         let held = registry

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use kcp_registry::{DeleteOutcome, Filter, Registry, RegistryError, Target, Watched};
+use kcp_registry::{
+    DeleteOptions, DeleteOutcome, Filter, Propagation, Registry, RegistryError, Target, Watched,
+};
 use kcp_storage::MemoryStorage;
 use serde_json::{Value, json};
 
@@ -313,6 +315,86 @@ async fn delete_collection_honours_selectors_finalizers_and_dry_run() {
         .unwrap();
     assert_eq!((everything.items.len(), everything.held.objects), (2, 1));
     assert_eq!(names(&registry, "c").await, ["b"]);
+}
+
+#[tokio::test]
+async fn emptying_a_collection_pass_after_pass_writes_only_what_a_delete_changes() {
+    let registry = registry();
+    create_namespace(&registry, "root", "e").await;
+    for (name, finalizers) in [
+        ("plain", json!([])),
+        ("held", json!(["example.com/hold"])),
+        ("orphaning", json!(["orphan", "example.com/hold"])),
+    ] {
+        create_configmap(
+            &registry,
+            "e",
+            json!({"metadata": {"name": name, "finalizers": finalizers}}),
+        )
+        .await;
+    }
+    // Already being deleted, its dependents to be orphaned first.
+    registry
+        .delete_with(
+            configmaps("root", "e"),
+            "orphaning",
+            &DeleteOptions::propagating(Propagation::Orphan),
+        )
+        .await
+        .unwrap();
+    let background = DeleteOptions::propagating(Propagation::Background);
+    let held = registry
+        .delete_content(configmaps("root", "e"), &background)
+        .await
+        .unwrap();
+    assert_eq!(held.objects, 2);
+    assert_eq!(
+        held.finalizers.into_iter().collect::<Vec<_>>(),
+        [("example.com/hold".to_string(), 2)]
+    );
+    let read = |name: &'static str| {
+        let registry = registry.clone();
+        async move { registry.get(configmaps("root", "e"), name).await }
+    };
+    assert!(matches!(
+        read("plain").await,
+        Err(RegistryError::NotFound { .. })
+    ));
+    let marked = read("held").await.unwrap();
+    assert!(marked["metadata"]["deletionTimestamp"].is_string());
+    // In the background: the delete cleared the orphan finalizer of the one already deleting.
+    let orphaning = read("orphaning").await.unwrap();
+    assert_eq!(
+        orphaning["metadata"]["finalizers"],
+        json!(["example.com/hold"])
+    );
+
+    // The next pass finds both held, as a collection delete does, and writes nothing.
+    let revision = registry.current_revision().await.unwrap();
+    let again = registry
+        .delete_content(configmaps("root", "e"), &background)
+        .await
+        .unwrap();
+    let collection = registry
+        .delete_collection(configmaps("root", "e"), None, &background)
+        .await
+        .unwrap();
+    assert_eq!(again, collection.held);
+    assert_eq!(again.objects, 2);
+    assert_eq!(registry.current_revision().await.unwrap(), revision);
+    assert_eq!(read("held").await.unwrap(), marked);
+
+    // Without a policy the object's own finalizers decide; with Orphan the delete adds one.
+    let orphan = DeleteOptions::propagating(Propagation::Orphan);
+    registry
+        .delete_content(configmaps("root", "e"), &orphan)
+        .await
+        .unwrap();
+    let finalizers = |object: Value| object["metadata"]["finalizers"].clone();
+    assert_eq!(
+        finalizers(read("held").await.unwrap()),
+        json!(["example.com/hold", "orphan"])
+    );
 }
 
 #[tokio::test]
