@@ -426,6 +426,7 @@ impl Hub {
             if let Some(log) = state.clusters.get_mut(cluster) {
                 // The oldest event of the log is the oldest of its cluster's.
                 log.events.pop_front();
+                log.events.give_back_room();
                 log.complete_after = oldest.revision;
                 if log.events.is_empty() && log.watchers == 0 {
                     state.clusters.remove(cluster);
@@ -433,6 +434,8 @@ impl Hub {
                 }
             }
         }
+        // A burst (a hundred thousand workspaces deleted) grew the log's room to hold it.
+        state.log.give_back_room();
         Self::cool(state);
     }
 
@@ -1030,6 +1033,38 @@ mod tests {
         // A watcher that had read everything goes on.
         let next = put(&storage, "after", 10).await;
         assert_eq!(watcher.next().await.unwrap().unwrap().revision, next);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_gives_its_room_back_once_it_left_the_log() {
+        let storage = memory();
+        let cache = WatchCache::default();
+        let start = storage.current_revision().await.unwrap();
+        let mut watcher = Box::pin(
+            cache
+                .watch_from(&storage, RESOURCE.to_vec(), start)
+                .await
+                .unwrap()
+                .ok()
+                .unwrap(),
+        );
+        const BURST: usize = 5000;
+        for i in 0..BURST {
+            put(&storage, &format!("b{i}"), 10).await;
+        }
+        for _ in 0..BURST {
+            watcher.next().await.unwrap().unwrap();
+        }
+        let hub = cache.hub(RESOURCE).unwrap();
+        assert!(hub.lock().log.capacity() >= BURST);
+        tokio::time::sleep(FRESH_FOR + 2 * TRIM_EVERY).await;
+        let state = hub.lock();
+        assert_eq!(state.log.len(), 1);
+        assert!(
+            state.log.capacity() < 64,
+            "the log kept room for {}",
+            state.log.capacity()
+        );
     }
 
     async fn put_in(storage: &Arc<dyn Storage>, cluster: &str, name: &str) -> u64 {
