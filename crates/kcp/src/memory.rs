@@ -16,6 +16,7 @@
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
