@@ -1035,19 +1035,22 @@ mod tests {
         assert_eq!(watcher.next().await.unwrap().unwrap().revision, next);
     }
 
+    /// A watcher of [`RESOURCE`] from `revision` that joined its hub.
+    async fn joined(cache: &WatchCache, storage: &Arc<dyn Storage>, revision: u64) -> Watched {
+        cache
+            .watch_from(storage, RESOURCE.to_vec(), revision)
+            .await
+            .unwrap()
+            .ok()
+            .unwrap()
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_burst_gives_its_room_back_once_it_left_the_log() {
         let storage = memory();
         let cache = WatchCache::default();
         let start = storage.current_revision().await.unwrap();
-        let mut watcher = Box::pin(
-            cache
-                .watch_from(&storage, RESOURCE.to_vec(), start)
-                .await
-                .unwrap()
-                .ok()
-                .unwrap(),
-        );
+        let mut watcher = joined(&cache, &storage, start).await;
         const BURST: usize = 5000;
         for i in 0..BURST {
             put(&storage, &format!("b{i}"), 10).await;
@@ -1204,14 +1207,7 @@ mod tests {
         assert_eq!(cache.bytes.load(Ordering::Relaxed), 0);
         // A new watcher starts a new hub and sees new events.
         let revision = storage.current_revision().await.unwrap();
-        let mut third = Box::pin(
-            cache
-                .watch_from(&storage, RESOURCE.to_vec(), revision)
-                .await
-                .unwrap()
-                .ok()
-                .unwrap(),
-        );
+        let mut third = joined(&cache, &storage, revision).await;
         let created = put(&storage, "b", 10).await;
         assert_eq!(third.next().await.unwrap().unwrap().revision, created);
     }
