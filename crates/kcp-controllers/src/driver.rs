@@ -65,7 +65,9 @@ pub enum Outcome {
 /// resource it also follows maps to.
 enum Trigger {
     Own(ClusterEvent),
-    Key(Option<Key>),
+    /// The key, and whether the event was a deletion (what the key waited for may be gone: it
+    /// goes ahead of the queue).
+    Key(Option<Key>, bool),
 }
 
 /// A watch across all logical clusters, as a controller follows it.
@@ -152,7 +154,10 @@ impl Controller {
                         .watch_all_clusters_of(resource, revision, also.watched)
                         .await?
                         .map(move |event| {
-                            event.map(|e| Trigger::Key(key(&e.cluster, &e.event.object)))
+                            event.map(|e| {
+                                let gone = e.event.kind == "DELETED";
+                                Trigger::Key(key(&e.cluster, &e.event.object), gone)
+                            })
                         });
                     streams.push(Box::pin(other));
                 }
@@ -162,7 +167,7 @@ impl Controller {
                             let object = serde_json::json!({"metadata": {
                                 "namespace": gone.namespace, "name": gone.name,
                             }});
-                            Trigger::Key(key(&gone.cluster, &object))
+                            Trigger::Key(key(&gone.cluster, &object), true)
                         })
                     });
                     streams.push(Box::pin(other));
@@ -197,7 +202,8 @@ impl Controller {
             tokio::select! {
                 _ = stop.wait_for(|stopped| *stopped) => return,
                 event = watch.next() => match event {
-                    Some(Trigger::Key(Some(key))) => queue.nudge(key),
+                    Some(Trigger::Key(Some(key), true)) => queue.nudge_first(key),
+                    Some(Trigger::Key(Some(key), false)) => queue.nudge(key),
                     Some(Trigger::Own(ClusterEvent { cluster, event })) => {
                         let wanted = if event.kind == "DELETED" {
                             self.deletions
@@ -209,7 +215,7 @@ impl Controller {
                         }
                     }
                     // A key nobody keeps, or the watch broke (listed again in time).
-                    Some(Trigger::Key(None)) | None => {}
+                    Some(Trigger::Key(None, _)) | None => {}
                 },
                 Some((key, outcome)) = in_flight.next(), if !in_flight.is_empty() => {
                     match outcome {

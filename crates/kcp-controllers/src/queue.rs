@@ -10,6 +10,10 @@
 //! [`WorkQueue::nudge`]s came for it, or after a delay, whichever is first (a logical cluster
 //! whose deletion waits for its 1,000 nested workspaces to go looks again when half of them
 //! went, not at every one).
+//!
+//! Keys whose objects can likely finish go first ([`WorkQueue::nudge_first`]: a Workspace whose
+//! LogicalCluster is gone): behind half a million keys queued by a mass deletion, a workspace
+//! that only had its finalizer left waited minutes, and removals came in waves.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::Hash;
@@ -26,6 +30,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 pub(crate) struct WorkQueue<K> {
     ready: VecDeque<K>,
+    /// Keys served before `ready`. A key may be in both (moved ahead after it was queued):
+    /// the first one taken is the key, the other is skipped (it is no longer in `queued`).
+    first: VecDeque<K>,
     queued: HashSet<K>,
     active: HashSet<K>,
     /// Added while active: queued again when done.
@@ -47,6 +54,7 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
     pub(crate) fn new() -> Self {
         WorkQueue {
             ready: VecDeque::new(),
+            first: VecDeque::new(),
             queued: HashSet::new(),
             active: HashSet::new(),
             dirty: HashSet::new(),
@@ -68,20 +76,36 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
 
     fn report_depth(&self) {
         if let Some(metrics) = &self.metrics {
-            metrics.depth.set(self.ready.len() as i64);
+            metrics.depth.set(self.queued.len() as i64);
         }
     }
 
     /// Queues `key` now unless it is already queued, or backing off (its retry comes when the
     /// backoff ends).
     pub(crate) fn add(&mut self, key: K) {
+        self.queue(key, false);
+    }
+
+    /// [`Self::add`], ahead of the keys queued by `add` (moved ahead if queued already).
+    fn add_first(&mut self, key: K) {
+        self.queue(key, true);
+    }
+
+    fn queue(&mut self, key: K, first: bool) {
         if self.backing_off.contains_key(&key) {
             return;
         }
         if self.active.contains(&key) {
             self.dirty.insert(key);
-        } else if self.queued.insert(key.clone()) {
+            return;
+        }
+        let new = self.queued.insert(key.clone());
+        if first {
+            self.first.push_back(key);
+        } else if new {
             self.ready.push_back(key);
+        }
+        if new {
             if let Some(metrics) = &self.metrics {
                 metrics.adds.inc();
             }
@@ -122,15 +146,30 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
     /// An event for `key`: it counts towards what the key awaits ([`Self::add_after_events`]);
     /// a key that awaits nothing is queued now.
     pub(crate) fn nudge(&mut self, key: K) {
-        if let Some(left) = self.awaiting.get_mut(&key) {
+        if self.counted(&key) {
+            self.add(key);
+        }
+    }
+
+    /// [`Self::nudge`] for an event after which the key can likely finish (what it waited
+    /// for is gone): queued ahead of the others.
+    pub(crate) fn nudge_first(&mut self, key: K) {
+        if self.counted(&key) {
+            self.add_first(key);
+        }
+    }
+
+    /// Counts an event for `key`: whether the key awaits no more.
+    fn counted(&mut self, key: &K) -> bool {
+        if let Some(left) = self.awaiting.get_mut(key) {
             *left = left.saturating_sub(1);
             if *left > 0 {
-                return;
+                return false;
             }
-            self.awaiting.remove(&key);
+            self.awaiting.remove(key);
             self.awaiting.give_back_room();
         }
-        self.add(key);
+        true
     }
 
     /// Queues `key` after its backoff, which doubles with each call until [`Self::forget`];
@@ -174,11 +213,24 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
             }
             self.add(key);
         }
-        let key = self.ready.pop_front()?;
-        self.ready.give_back_room();
-        self.report_depth();
-        self.queued.remove(&key);
+        let key = loop {
+            let key = match self.first.pop_front() {
+                Some(key) => {
+                    self.first.give_back_room();
+                    key
+                }
+                None => {
+                    let key = self.ready.pop_front()?;
+                    self.ready.give_back_room();
+                    key
+                }
+            };
+            if self.queued.remove(&key) {
+                break key;
+            }
+        };
         self.queued.give_back_room();
+        self.report_depth();
         // Processed now: what it waited for is looked at now, and the reconcile says what it
         // waits for next.
         if self.awaiting.remove(&key).is_some() {
@@ -260,6 +312,24 @@ mod tests {
         // Nothing awaited any more: a nudge queues it at once.
         queue.nudge("k");
         assert_eq!(queue.next(), Some("k"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn keys_nudged_first_go_ahead_once() {
+        let mut queue = WorkQueue::new();
+        queue.add("a");
+        queue.add("b");
+        queue.add("c");
+        queue.nudge_first("c");
+        queue.nudge_first("d");
+        let order: Vec<_> = std::iter::from_fn(|| queue.next()).collect();
+        assert_eq!(order, ["c", "d", "a", "b"]);
+        // Awaiting events, a first nudge counts like any other.
+        queue.add_after_events("e", 2, Duration::from_secs(10));
+        queue.nudge_first("e");
+        assert_eq!(queue.next(), None);
+        queue.nudge_first("e");
+        assert_eq!(queue.next(), Some("e"));
     }
 
     #[tokio::test(start_paused = true)]
