@@ -33,6 +33,9 @@ pub(crate) struct WorkQueue<K> {
     /// Keys served before `ready`. A key may be in both (moved ahead after it was queued):
     /// the first one taken is the key, the other is skipped (it is no longer in `queued`).
     first: VecDeque<K>,
+    /// The keys in `first`: each at most once, however many events move it ahead while it
+    /// waits (an organization's LogicalCluster, for each of its 1,000 workspaces that goes).
+    ahead: HashSet<K>,
     queued: HashSet<K>,
     active: HashSet<K>,
     /// Added while active: queued again when done.
@@ -55,6 +58,7 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
         WorkQueue {
             ready: VecDeque::new(),
             first: VecDeque::new(),
+            ahead: HashSet::new(),
             queued: HashSet::new(),
             active: HashSet::new(),
             dirty: HashSet::new(),
@@ -101,7 +105,9 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
         }
         let new = self.queued.insert(key.clone());
         if first {
-            self.first.push_back(key);
+            if self.ahead.insert(key.clone()) {
+                self.first.push_back(key);
+            }
         } else if new {
             self.ready.push_back(key);
         }
@@ -217,6 +223,8 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
             let key = match self.first.pop_front() {
                 Some(key) => {
                     self.first.give_back_room();
+                    self.ahead.remove(&key);
+                    self.ahead.give_back_room();
                     key
                 }
                 None => {
@@ -322,8 +330,13 @@ mod tests {
         queue.add("c");
         queue.nudge_first("c");
         queue.nudge_first("d");
+        // Moved ahead by many events while it waits, a key is ahead once.
+        queue.nudge_first("d");
+        queue.nudge_first("d");
+        assert_eq!(queue.first.len(), 2);
         let order: Vec<_> = std::iter::from_fn(|| queue.next()).collect();
         assert_eq!(order, ["c", "d", "a", "b"]);
+        assert!(queue.ahead.is_empty());
         // Awaiting events, a first nudge counts like any other.
         queue.add_after_events("e", 2, Duration::from_secs(10));
         queue.nudge_first("e");
