@@ -46,6 +46,8 @@ async fn run() -> anyhow::Result<()> {
             // cleanly instead of killing the process.
             let signals = ShutdownSignals::install()?;
             memory::purge_periodically();
+            #[cfg(feature = "allocator-census")]
+            memory::census::write_periodically();
             let options = Options {
                 on_thread_idle: Some(memory::collect_idle_thread),
                 ..options

@@ -12,13 +12,26 @@
 //! Without the writer's collection, deleting 2,000 workspaces left 114 MiB resident after the
 //! history was compacted; with it, 32 MiB (fresh: 20 MiB). `kcp-bench crds`, `kcp-bench lists`
 //! and `kcp-bench workspaces` measure what comes back.
+//!
+//! What stays after a large deletion is fragmentation, not memory in use: with the feature
+//! `allocator-census` ([`census`]), after 10,000 workspaces were created and deleted and their
+//! history compacted, 2.5 MiB were in use in 178 pages of mimalloc spanning 8.7 MiB (of small
+//! blocks, up to 256 bytes: 0.5 MiB in use in 73 pages spanning 3.4 MiB); 8 pages were abandoned.
+//! A few long-lived blocks allocated among the load's short-lived ones keep each of those pages.
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-#[cfg(not(feature = "system-allocator"))]
+#[cfg(feature = "allocator-census")]
+pub mod census;
+
+#[cfg(not(any(feature = "system-allocator", feature = "allocator-census")))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[cfg(all(feature = "allocator-census", not(feature = "system-allocator")))]
+#[global_allocator]
+static ALLOCATOR: census::Counting = census::Counting;
 
 /// The least time between two collections by one worker thread.
 const PARK_COLLECT_EVERY: Duration = Duration::from_millis(100);

@@ -1,0 +1,176 @@
+//! A census of the heap, for finding where resident memory goes (feature `allocator-census`,
+//! never for serving).
+//!
+//! Every [`CENSUS_EVERY`] the server writes to stderr the bytes its code holds allocated (counted
+//! by a wrapper around mimalloc: one atomic add per allocation and free) and, by size class, the
+//! pages mimalloc holds for them: how many, the bytes they span, the bytes in use, and which of
+//! them belong to no thread any more (abandoned by a thread that exited). Resident memory well
+//! above what is in use, spread over pages of small blocks, is fragmentation: pages that a few
+//! long-lived blocks keep.
+//!
+//! mimalloc visits its pages assuming no other thread changes them meanwhile; the server keeps
+//! running, so a census taken under load may count a page twice or miss one. Taken when the
+//! server is idle (what it is for: after a benchmark's load), it is exact.
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use libmimalloc_sys::{mi_block_visit_fun, mi_heap_area_t, mi_heap_t};
+
+/// How often the census is written.
+const CENSUS_EVERY: Duration = Duration::from_secs(5);
+
+/// Bytes allocated and not yet freed, as the code asked for them.
+static IN_USE: AtomicIsize = AtomicIsize::new(0);
+
+/// mimalloc, counting what passes through it into [`IN_USE`].
+pub struct Counting;
+
+fn count(bytes: isize) {
+    IN_USE.fetch_add(bytes, Ordering::Relaxed);
+}
+
+fn signed(bytes: usize) -> isize {
+    isize::try_from(bytes).unwrap_or(isize::MAX)
+}
+
+// SAFETY: every call is passed on to mimalloc unchanged; only a counter is kept beside it.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count(signed(layout.size()));
+        // SAFETY: the caller's contract is mimalloc's.
+        unsafe { mimalloc::MiMalloc.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count(signed(layout.size()));
+        // SAFETY: as above.
+        unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        count(-signed(layout.size()));
+        // SAFETY: as above.
+        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count(signed(new_size) - signed(layout.size()));
+        // SAFETY: as above.
+        unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
+    }
+}
+
+/// Size classes of blocks, by their upper bound in bytes (the last one takes the rest).
+const CLASSES: [(usize, &str); 5] = [
+    (256, "<=256 B"),
+    (2048, "<=2 KiB"),
+    (10 * 1024, "<=10 KiB"),
+    (96 * 1024, "<=96 KiB"),
+    (usize::MAX, "larger"),
+];
+
+/// Pages of one size class.
+#[derive(Default)]
+struct Tally {
+    pages: AtomicUsize,
+    spanned: AtomicUsize,
+    in_use: AtomicUsize,
+}
+
+struct Tallies([Tally; CLASSES.len()]);
+
+impl Tallies {
+    fn new() -> Self {
+        Tallies(Default::default())
+    }
+
+    fn line(&self, what: &str) -> String {
+        let mut line = format!("heap census: {what}:");
+        for (tally, (_, name)) in self.0.iter().zip(CLASSES) {
+            let kib = |bytes: &AtomicUsize| bytes.load(Ordering::Relaxed) / 1024;
+            line += &format!(
+                " {name} {} pages, {} KiB spanned, {} KiB in use;",
+                tally.pages.load(Ordering::Relaxed),
+                kib(&tally.spanned),
+                kib(&tally.in_use)
+            );
+        }
+        line
+    }
+}
+
+/// Called by mimalloc once for each page (`block` null: pages only, not their blocks).
+#[allow(unsafe_code)]
+unsafe extern "C" fn tally_page(
+    _heap: *const mi_heap_t,
+    area: *const mi_heap_area_t,
+    _block: *mut c_void,
+    _block_size: usize,
+    tallies: *mut c_void,
+) -> bool {
+    // SAFETY: mimalloc passes a valid area, and `tallies` is the `Tallies` that `visit` lent.
+    let (area, tallies) = unsafe { (&*area, &*(tallies as *const Tallies)) };
+    let class = CLASSES
+        .iter()
+        .position(|(most, _)| area.full_block_size <= *most)
+        .unwrap_or(CLASSES.len() - 1);
+    let tally = &tallies.0[class];
+    tally.pages.fetch_add(1, Ordering::Relaxed);
+    tally.spanned.fetch_add(area.committed, Ordering::Relaxed);
+    tally
+        .in_use
+        .fetch_add(area.used * area.full_block_size, Ordering::Relaxed);
+    true
+}
+
+#[allow(unsafe_code)]
+unsafe extern "C" {
+    // Exported by mimalloc v3, not declared by libmimalloc-sys.
+    fn mi_heap_visit_abandoned_blocks(
+        heap: *mut mi_heap_t,
+        visit_blocks: bool,
+        visitor: mi_block_visit_fun,
+        arg: *mut c_void,
+    ) -> bool;
+}
+
+/// Tallies the pages of the whole process's heap, or only the abandoned ones.
+#[allow(unsafe_code)]
+fn visit(abandoned_only: bool) -> Tallies {
+    let tallies = Tallies::new();
+    let arg = &tallies as *const Tallies as *mut c_void;
+    // SAFETY: a null heap is the process's main heap; `tally_page` only reads the areas it is
+    // given and adds to `tallies`, which outlives the call.
+    unsafe {
+        if abandoned_only {
+            mi_heap_visit_abandoned_blocks(std::ptr::null_mut(), false, Some(tally_page), arg);
+        } else {
+            libmimalloc_sys::mi_heap_visit_blocks(
+                std::ptr::null_mut(),
+                false,
+                Some(tally_page),
+                arg,
+            );
+        }
+    }
+    tallies
+}
+
+/// Starts the thread that writes the census every [`CENSUS_EVERY`].
+pub fn write_periodically() {
+    std::thread::spawn(|| {
+        loop {
+            std::thread::sleep(CENSUS_EVERY);
+            eprintln!(
+                "heap census: {} KiB in use",
+                IN_USE.load(Ordering::Relaxed) / 1024
+            );
+            eprintln!("{}", visit(false).line("all pages"));
+            eprintln!("{}", visit(true).line("abandoned pages"));
+        }
+    });
+}
