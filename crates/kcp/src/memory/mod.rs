@@ -25,11 +25,16 @@ use std::time::{Duration, Instant};
 #[cfg(feature = "allocator-census")]
 pub mod census;
 
+// The census counts what passes through mimalloc; with the system's malloc there is nothing
+// for it to count or visit.
+#[cfg(all(feature = "allocator-census", feature = "system-allocator"))]
+compile_error!("the features `allocator-census` and `system-allocator` exclude each other");
+
 #[cfg(not(any(feature = "system-allocator", feature = "allocator-census")))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[cfg(all(feature = "allocator-census", not(feature = "system-allocator")))]
+#[cfg(feature = "allocator-census")]
 #[global_allocator]
 static ALLOCATOR: census::Counting = census::Counting;
 
