@@ -36,31 +36,79 @@ fn signed(bytes: usize) -> isize {
     isize::try_from(bytes).unwrap_or(isize::MAX)
 }
 
-// SAFETY: every call is passed on to mimalloc unchanged; only a counter is kept beside it.
+// SAFETY: every call is passed on to mimalloc unchanged (with `allocator-provenance`, for a
+// block with a header in front); only a counter is kept beside it.
 #[allow(unsafe_code)]
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         count(signed(layout.size()));
+        #[cfg(feature = "allocator-provenance")]
+        {
+            use super::provenance;
+            // SAFETY: the padded layout is a valid layout for mimalloc; the header fits in front.
+            unsafe {
+                let base = mimalloc::MiMalloc.alloc(provenance::padded(layout));
+                if base.is_null() {
+                    return base;
+                }
+                provenance::stamp(base);
+                base.add(provenance::prefix(provenance::align(layout)))
+            }
+        }
+        #[cfg(not(feature = "allocator-provenance"))]
         // SAFETY: the caller's contract is mimalloc's.
-        unsafe { mimalloc::MiMalloc.alloc(layout) }
+        unsafe {
+            mimalloc::MiMalloc.alloc(layout)
+        }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count(signed(layout.size()));
         // SAFETY: as above.
-        unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
+        unsafe {
+            let block = self.alloc(layout);
+            if !block.is_null() {
+                block.write_bytes(0, layout.size());
+            }
+            block
+        }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         count(-signed(layout.size()));
+        #[cfg(feature = "allocator-provenance")]
+        {
+            use super::provenance;
+            // SAFETY: `ptr` came from `alloc` with this layout, so its header is in front.
+            unsafe {
+                let base = ptr.sub(provenance::prefix(provenance::align(layout)));
+                mimalloc::MiMalloc.dealloc(base, provenance::padded(layout))
+            }
+        }
+        #[cfg(not(feature = "allocator-provenance"))]
         // SAFETY: as above.
-        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
+        unsafe {
+            mimalloc::MiMalloc.dealloc(ptr, layout)
+        }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count(signed(new_size) - signed(layout.size()));
-        // SAFETY: as above.
-        unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
+        #[cfg(feature = "allocator-provenance")]
+        // SAFETY: a new block, the old one's bytes copied, the old one freed.
+        unsafe {
+            let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
+            let new = self.alloc(new_layout);
+            if !new.is_null() {
+                std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                self.dealloc(ptr, layout);
+            }
+            new
+        }
+        #[cfg(not(feature = "allocator-provenance"))]
+        {
+            count(signed(new_size) - signed(layout.size()));
+            // SAFETY: as above.
+            unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
+        }
     }
 }
 
@@ -163,7 +211,15 @@ fn visit(abandoned_only: bool) -> Tallies {
 /// Starts the thread that writes the census every [`CENSUS_EVERY`].
 pub fn write_periodically() {
     std::thread::spawn(|| {
+        #[cfg(feature = "allocator-provenance")]
+        let started = std::time::Instant::now();
         loop {
+            #[cfg(feature = "allocator-provenance")]
+            for _ in 0..CENSUS_EVERY.as_secs() {
+                std::thread::sleep(Duration::from_secs(1));
+                super::provenance::tick(started);
+            }
+            #[cfg(not(feature = "allocator-provenance"))]
             std::thread::sleep(CENSUS_EVERY);
             eprintln!(
                 "heap census: {} KiB in use",

@@ -17,13 +17,16 @@
 //! `allocator-census` ([`census`]), after 10,000 workspaces were created and deleted and their
 //! history compacted, 2.5 MiB were in use in 178 pages of mimalloc spanning 8.7 MiB (of small
 //! blocks, up to 256 bytes: 0.5 MiB in use in 73 pages spanning 3.4 MiB); 8 pages were abandoned.
-//! A few long-lived blocks allocated among the load's short-lived ones keep each of those pages.
+//! A few long-lived blocks allocated among the load's short-lived ones keep each of those pages;
+//! with `allocator-provenance` ([`provenance`]) the census says where those blocks were made.
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 #[cfg(feature = "allocator-census")]
 pub mod census;
+#[cfg(feature = "allocator-provenance")]
+pub mod provenance;
 
 // The census counts what passes through mimalloc; with the system's malloc there is nothing
 // for it to count or visit.
