@@ -45,9 +45,12 @@ unsafe impl GlobalAlloc for Counting {
         #[cfg(feature = "allocator-provenance")]
         {
             use super::provenance;
+            let Some(padded) = provenance::padded(layout) else {
+                return std::ptr::null_mut();
+            };
             // SAFETY: the padded layout is a valid layout for mimalloc; the header fits in front.
             unsafe {
-                let base = mimalloc::MiMalloc.alloc(provenance::padded(layout));
+                let base = mimalloc::MiMalloc.alloc(padded);
                 if base.is_null() {
                     return base;
                 }
@@ -78,10 +81,12 @@ unsafe impl GlobalAlloc for Counting {
         #[cfg(feature = "allocator-provenance")]
         {
             use super::provenance;
-            // SAFETY: `ptr` came from `alloc` with this layout, so its header is in front.
+            // SAFETY: `ptr` came from `alloc` with this layout, so its header is in front and
+            // the padded layout exists (else `alloc` had answered null).
             unsafe {
                 let base = ptr.sub(provenance::prefix(provenance::align(layout)));
-                mimalloc::MiMalloc.dealloc(base, provenance::padded(layout))
+                let padded = provenance::padded(layout).unwrap_unchecked();
+                mimalloc::MiMalloc.dealloc(base, padded)
             }
         }
         #[cfg(not(feature = "allocator-provenance"))]

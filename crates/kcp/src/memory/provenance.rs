@@ -58,11 +58,11 @@ pub fn prefix(align: usize) -> usize {
     HEADER.div_ceil(align) * align
 }
 
-/// The layout mimalloc is asked for.
-pub fn padded(layout: Layout) -> Layout {
-    let align = layout.align().max(16);
-    // A layout that fits in memory plus a small header always fits.
-    Layout::from_size_align(layout.size() + prefix(align), align).unwrap_or(layout)
+/// The layout mimalloc is asked for; `None` if the header does not fit in a layout.
+pub fn padded(layout: Layout) -> Option<Layout> {
+    let align = align(layout);
+    let size = layout.size().checked_add(prefix(align))?;
+    Layout::from_size_align(size, align).ok()
 }
 
 /// The alignment mimalloc is asked for (the header needs 16).
@@ -203,9 +203,13 @@ fn age_table(found: &[Found]) {
         cell.2 += blocks * size;
     }
     for (band, row) in table.iter().enumerate() {
+        let from = band.checked_sub(1).map_or(0, |before| bands[before]);
+        let to = match bands[band] {
+            u32::MAX => "on".to_string(),
+            to => format!("to {to}"),
+        };
         eprintln!(
-            "provenance: pages whose oldest block is from before second {}: <25% full {} pages {} KiB ({} KiB used); 25-50% {} pages {} KiB ({}); >50% {} pages {} KiB ({})",
-            bands[band],
+            "provenance: pages whose oldest block is from second {from} {to}: <25% full {} pages {} KiB ({} KiB used); 25-50% {} pages {} KiB ({}); >50% {} pages {} KiB ({})",
             row[0].0,
             row[0].1 / 1024,
             row[0].2 / 1024,
