@@ -4,9 +4,12 @@
 //! Every [`CENSUS_EVERY`] the server writes to stderr the bytes its code holds allocated (counted
 //! by a wrapper around mimalloc: one atomic add per allocation and free) and, by size class, the
 //! pages mimalloc holds for them: how many, the bytes they span, the bytes in use, and which of
-//! them belong to no thread any more (abandoned by a thread that exited). Resident memory well
-//! above what is in use, spread over pages of small blocks, is fragmentation: pages that a few
-//! long-lived blocks keep.
+//! them belong to no thread any more (abandoned by a thread that exited). A page's "in use"
+//! is mimalloc's count, which still includes blocks other threads freed into it until its owner
+//! takes them back: when the file named by `KCP_CENSUS_LIVE` appears, the census visits every
+//! block (which takes them back) and writes the live blocks and the pages again. What stays
+//! above the live blocks then, spread over pages of small blocks, is fragmentation: pages that a
+//! few long-lived blocks keep.
 //!
 //! mimalloc visits its pages assuming no other thread changes them meanwhile; the server keeps
 //! running, so a census taken under load may count a page twice or miss one. Taken when the
@@ -232,9 +235,7 @@ pub fn write_periodically() {
             );
             eprintln!("{}", visit(false).line("all pages"));
             eprintln!("{}", visit(true).line("abandoned pages"));
-            if let Some(path) = std::env::var_os("KCP_CENSUS_LIVE")
-                && std::fs::remove_file(&path).is_ok()
-            {
+            if asked("KCP_CENSUS_LIVE") {
                 let (blocks, bytes) = live_blocks();
                 eprintln!(
                     "heap census: visiting found {blocks} live blocks of {} KiB",
@@ -244,6 +245,13 @@ pub fn write_periodically() {
             }
         }
     });
+}
+
+/// Whether the file named by the environment variable `var` appeared (it is removed: one
+/// answer per appearance). How a census that visits blocks, safe only on an idle server, is
+/// asked for.
+pub(super) fn asked(var: &str) -> bool {
+    std::env::var_os(var).is_some_and(|path| std::fs::remove_file(path).is_ok())
 }
 
 /// Counts the blocks mimalloc holds as live by visiting each one. Visiting a page first takes

@@ -122,7 +122,7 @@ pub unsafe fn stamp(base: *mut u8) {
     unsafe { (base as *mut Header).write(header) };
 }
 
-/// One block found in a sparse page.
+/// One live block, and the page it is in.
 #[derive(Clone, Copy)]
 struct Found {
     page: usize,
@@ -130,6 +130,24 @@ struct Found {
     page_blocks: usize,
     size: usize,
     header: Header,
+}
+
+impl Found {
+    /// How many quarters of its page are in use (0: a sparse page).
+    fn page_quarters_used(&self) -> usize {
+        self.page_blocks * self.size * 4 / self.page_span.max(1)
+    }
+}
+
+/// The upper bounds of the age bands, in seconds since start.
+const BANDS: [u32; 6] = [10, 60, 120, 180, 240, u32::MAX];
+
+/// The age band of a block made at `second`.
+fn band_of(second: u32) -> usize {
+    BANDS
+        .iter()
+        .position(|bound| second < *bound)
+        .unwrap_or(BANDS.len() - 1)
 }
 
 struct Visit {
@@ -172,39 +190,26 @@ unsafe extern "C" fn visit_block(
 
 /// Pages by the age of their oldest live block and by how full they are.
 fn age_table(found: &[Found]) {
-    // page -> (oldest second, newest second, span, blocks, size)
-    let mut pages: HashMap<usize, (u32, u32, usize, usize, usize)> = HashMap::new();
+    // Each page's oldest block.
+    let mut pages: HashMap<usize, &Found> = HashMap::new();
     for block in found {
-        let page = pages.entry(block.page).or_insert((
-            u32::MAX,
-            0,
-            block.page_span,
-            block.page_blocks,
-            block.size,
-        ));
-        page.0 = page.0.min(block.header.second);
-        page.1 = page.1.max(block.header.second);
+        let oldest = pages.entry(block.page).or_insert(block);
+        if block.header.second < oldest.header.second {
+            *oldest = block;
+        }
     }
-    let bands = [10u32, 60, 120, 180, 240, u32::MAX];
-    let mut table = [[(0usize, 0usize, 0usize); 3]; 6];
-    for (oldest, _, span, blocks, size) in pages.values() {
-        let band = bands.iter().position(|b| oldest < b).unwrap_or(5);
-        let full = blocks * size * 4 / span.max(&1);
-        let density = if full < 1 {
-            0
-        } else if full < 2 {
-            1
-        } else {
-            2
-        };
-        let cell = &mut table[band][density];
+    // By band, then by fullness (<25%, 25-50%, more): pages, bytes spanned, bytes used.
+    let mut table = [[(0usize, 0usize, 0usize); 3]; BANDS.len()];
+    for oldest in pages.values() {
+        let density = oldest.page_quarters_used().min(2);
+        let cell = &mut table[band_of(oldest.header.second)][density];
         cell.0 += 1;
-        cell.1 += span;
-        cell.2 += blocks * size;
+        cell.1 += oldest.page_span;
+        cell.2 += oldest.page_blocks * oldest.size;
     }
     for (band, row) in table.iter().enumerate() {
-        let from = band.checked_sub(1).map_or(0, |before| bands[before]);
-        let to = match bands[band] {
+        let from = band.checked_sub(1).map_or(0, |before| BANDS[before]);
+        let to = match BANDS[band] {
             u32::MAX => "on".to_string(),
             to => format!("to {to}"),
         };
@@ -221,13 +226,9 @@ fn age_table(found: &[Found]) {
             row[2].2 / 1024,
         );
     }
-    let mut seconds = [0usize; 6];
+    let mut seconds = [0usize; BANDS.len()];
     for block in found {
-        let band = bands
-            .iter()
-            .position(|b| block.header.second < *b)
-            .unwrap_or(5);
-        seconds[band] += 1;
+        seconds[band_of(block.header.second)] += 1;
     }
     eprintln!("provenance: live blocks by second band {seconds:?}");
 }
@@ -262,9 +263,7 @@ fn dump() {
     }
     let base = load_address();
     age_table(&visit.found);
-    visit
-        .found
-        .retain(|found| found.page_blocks * found.size * 4 < found.page_span.max(1));
+    visit.found.retain(|found| found.page_quarters_used() == 0);
     struct Site {
         blocks: usize,
         bytes: usize,
@@ -272,10 +271,12 @@ fn dump() {
         seconds: (u32, u32),
     }
     let mut sites: HashMap<[usize; FRAMES], Site> = HashMap::new();
-    let mut pages: HashMap<usize, usize> = HashMap::new();
-    for found in &visit.found {
-        *pages.entry(found.page).or_default() += 1;
-    }
+    // The sparse pages and what each spans.
+    let pages: HashMap<usize, usize> = visit
+        .found
+        .iter()
+        .map(|found| (found.page, found.page_span))
+        .collect();
     for found in &visit.found {
         let site = sites.entry(found.header.frames).or_insert(Site {
             blocks: 0,
@@ -296,14 +297,7 @@ fn dump() {
         visit.blocks,
         visit.found.len(),
         pages.len(),
-        visit
-            .found
-            .iter()
-            .map(|found| (found.page, found.page_span))
-            .collect::<HashMap<_, _>>()
-            .values()
-            .sum::<usize>()
-            / 1024
+        pages.values().sum::<usize>() / 1024
     );
     for (frames, site) in sites.iter().take(80) {
         let frames: Vec<String> = frames
@@ -325,9 +319,7 @@ fn dump() {
 /// Called by the census thread every second: keeps the clock, and dumps when asked.
 pub fn tick(started: Instant) {
     SECOND.store(started.elapsed().as_secs() as u32, Ordering::Relaxed);
-    if let Some(path) = std::env::var_os("KCP_PROVENANCE_DUMP")
-        && std::fs::remove_file(&path).is_ok()
-    {
+    if super::census::asked("KCP_PROVENANCE_DUMP") {
         dump();
     }
 }
