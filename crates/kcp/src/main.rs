@@ -29,7 +29,7 @@ enum Command {
 fn main() -> anyhow::Result<()> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .on_thread_park(memory::collect_on_park)
+        .on_thread_park(memory::release_on_park)
         .build()?
         .block_on(run())
 }
@@ -49,7 +49,7 @@ async fn run() -> anyhow::Result<()> {
             #[cfg(feature = "allocator-census")]
             memory::census::write_periodically();
             let options = Options {
-                on_thread_idle: Some(memory::collect_idle_thread),
+                on_thread_idle: Some(memory::release_idle_thread),
                 ..options
             };
             let server = Server::start(options).await?;
