@@ -230,9 +230,8 @@ pub fn write_periodically() {
             #[cfg(not(feature = "allocator-provenance"))]
             std::thread::sleep(CENSUS_EVERY);
             eprintln!(
-                "heap census: {} KiB in use, {} KiB committed by mimalloc",
-                IN_USE.load(Ordering::Relaxed) / 1024,
-                committed() / 1024
+                "heap census: {} KiB in use",
+                IN_USE.load(Ordering::Relaxed) / 1024
             );
             eprintln!("{}", visit(false).line("all pages"));
             eprintln!("{}", visit(true).line("abandoned pages"));
@@ -246,28 +245,6 @@ pub fn write_periodically() {
             }
         }
     });
-}
-
-/// The memory mimalloc has committed (its arenas' pages and its own data), in bytes.
-#[allow(unsafe_code)]
-fn committed() -> usize {
-    let mut committed = 0;
-    let mut ignored = [0usize; 7];
-    let [elapsed, user, system, rss, peak_rss, peak_commit, faults] = &mut ignored;
-    // SAFETY: every pointer is to a live `usize` of ours that mimalloc writes once.
-    unsafe {
-        libmimalloc_sys::mi_process_info(
-            elapsed,
-            user,
-            system,
-            rss,
-            peak_rss,
-            &mut committed,
-            peak_commit,
-            faults,
-        )
-    };
-    committed
 }
 
 /// Whether the file named by the environment variable `var` appeared (it is removed: one
