@@ -102,7 +102,8 @@ pub struct Options {
     #[arg(long, hide = true, default_value_t = 0)]
     pub max_connections: usize,
     /// Not a flag: what the server's own threads (the embedded store's writer) call when they
-    /// run out of work, for the binary's allocator to collect their freed memory there.
+    /// run out of work, for the binary's allocator to collect their freed memory there (or
+    /// give up the thread's pages: mimalloc's `mi_thread_done`).
     #[arg(skip)]
     pub on_thread_idle: Option<fn()>,
 }
