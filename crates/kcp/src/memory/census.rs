@@ -2,9 +2,13 @@
 //! never for serving).
 //!
 //! Every [`CENSUS_EVERY`] the server writes to stderr the bytes its code holds allocated (counted
-//! by a wrapper around mimalloc: one atomic add per allocation and free) and, by size class, the
-//! pages mimalloc holds for them: how many, the bytes they span, the bytes in use, and which of
-//! them belong to no thread any more (abandoned by a thread that exited). A page's "in use"
+//! by a wrapper around mimalloc: one atomic add per allocation and free), the process's resident
+//! anonymous memory, and, by size class, the pages mimalloc holds for them: how many, the bytes
+//! they span, of those the bytes the system holds in memory (`mincore`), the bytes in use, and
+//! which of them belong to no thread (abandoned by a thread that exited or gave its pages up:
+//! `super::release_thread_pages`). Resident anonymous memory above the pages' resident bytes is
+//! mimalloc's free memory not yet purged, its own data, and the rest of the process (stacks,
+//! statics, C code's malloc). A page's "in use"
 //! is mimalloc's count, which still includes blocks other threads freed into it until its owner
 //! takes them back: when the file named by `KCP_CENSUS_LIVE` appears, the census visits every
 //! block (which takes them back) and writes the live blocks and the pages again. What stays
@@ -134,6 +138,8 @@ const CLASSES: [(usize, &str); 5] = [
 struct Tally {
     pages: AtomicUsize,
     spanned: AtomicUsize,
+    /// Of `spanned`, the bytes the system holds in memory (`mincore`): what the page costs.
+    resident: AtomicUsize,
     in_use: AtomicUsize,
 }
 
@@ -149,9 +155,10 @@ impl Tallies {
         for (tally, (_, name)) in self.0.iter().zip(CLASSES) {
             let kib = |bytes: &AtomicUsize| bytes.load(Ordering::Relaxed) / 1024;
             line += &format!(
-                " {name} {} pages, {} KiB spanned, {} KiB in use;",
+                " {name} {} pages, {} KiB spanned, {} KiB resident, {} KiB in use;",
                 tally.pages.load(Ordering::Relaxed),
                 kib(&tally.spanned),
+                kib(&tally.resident),
                 kib(&tally.in_use)
             );
         }
@@ -177,10 +184,37 @@ unsafe extern "C" fn tally_page(
     let tally = &tallies.0[class];
     tally.pages.fetch_add(1, Ordering::Relaxed);
     tally.spanned.fetch_add(area.committed, Ordering::Relaxed);
+    tally.resident.fetch_add(
+        resident(area.blocks as usize, area.committed),
+        Ordering::Relaxed,
+    );
     tally
         .in_use
         .fetch_add(area.used * area.full_block_size, Ordering::Relaxed);
     true
+}
+
+/// The bytes of `[start, start + len)` the system holds in memory, by 4 KiB page. Allocates
+/// nothing: it runs while mimalloc visits its pages.
+#[allow(unsafe_code)]
+fn resident(start: usize, len: usize) -> usize {
+    const PAGE: usize = 4096;
+    let mut page = start & !(PAGE - 1);
+    let end = start.saturating_add(len);
+    let mut resident = 0;
+    let mut flags = [0u8; 256];
+    while page < end {
+        let count = (end - page).div_ceil(PAGE).min(flags.len());
+        // SAFETY: `page` is page-aligned and mapped (mimalloc's own page), and `flags` holds
+        // one byte for each of the `count` pages asked about.
+        let asked = unsafe { libc::mincore(page as *mut c_void, count * PAGE, flags.as_mut_ptr()) };
+        if asked != 0 {
+            return resident;
+        }
+        resident += flags[..count].iter().filter(|flag| **flag & 1 == 1).count() * PAGE;
+        page += count * PAGE;
+    }
+    resident
 }
 
 #[allow(unsafe_code)]
@@ -229,8 +263,15 @@ pub fn write_periodically() {
             }
             #[cfg(not(feature = "allocator-provenance"))]
             std::thread::sleep(CENSUS_EVERY);
+            let anonymous = std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|status| {
+                    let line = status.lines().find(|line| line.starts_with("RssAnon:"))?;
+                    Some(line.trim_start_matches("RssAnon:").trim().to_owned())
+                })
+                .unwrap_or_default();
             eprintln!(
-                "heap census: {} KiB in use",
+                "heap census: {} KiB in use; resident anonymous memory {anonymous}",
                 IN_USE.load(Ordering::Relaxed) / 1024
             );
             eprintln!("{}", visit(false).line("all pages"));
