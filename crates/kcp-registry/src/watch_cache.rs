@@ -410,8 +410,7 @@ impl Hub {
                 && (state.log.len() > self.max_events
                     || state.bytes > self.max_bytes
                     || self.cache_bytes.load(Ordering::Relaxed) > CACHE_BYTES);
-            let over = over || stale;
-            if !over {
+            if !(over || stale) {
                 break;
             }
             let Some(oldest) = state.log.pop_front() else {

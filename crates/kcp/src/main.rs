@@ -49,7 +49,7 @@ async fn run() -> anyhow::Result<()> {
             #[cfg(feature = "allocator-census")]
             memory::census::write_periodically();
             let options = Options {
-                on_thread_idle: Some(memory::release_idle_thread),
+                on_thread_idle: Some(memory::release_thread_pages),
                 ..options
             };
             let server = Server::start(options).await?;

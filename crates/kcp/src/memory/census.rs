@@ -263,15 +263,9 @@ pub fn write_periodically() {
             }
             #[cfg(not(feature = "allocator-provenance"))]
             std::thread::sleep(CENSUS_EVERY);
-            let anonymous = std::fs::read_to_string("/proc/self/status")
-                .ok()
-                .and_then(|status| {
-                    let line = status.lines().find(|line| line.starts_with("RssAnon:"))?;
-                    Some(line.trim_start_matches("RssAnon:").trim().to_owned())
-                })
-                .unwrap_or_default();
+            let anonymous = super::resident_anonymous_kib().unwrap_or_default();
             eprintln!(
-                "heap census: {} KiB in use; resident anonymous memory {anonymous}",
+                "heap census: {} KiB in use; resident anonymous memory {anonymous} KiB",
                 IN_USE.load(Ordering::Relaxed) / 1024
             );
             eprintln!("{}", visit(false).line("all pages"));

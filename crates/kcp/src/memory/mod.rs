@@ -8,7 +8,7 @@
 //! the embedded store's writer after a burst) never does. So these threads give up their pages
 //! ([`release_thread_pages`]: mimalloc abandons them, as when a thread exits) when they run out
 //! of work: each worker when it parks (at most every [`PARK_RELEASE_EVERY`]), the store's writer
-//! once it has nothing left to write ([`release_idle_thread`]). In an abandoned page, whoever
+//! once it has nothing left to write. In an abandoned page, whoever
 //! frees a block takes it in, and frees the page with its last block. A thread of ours purges
 //! mimalloc's arenas every [`PURGE_EVERY`] (what `malloc_trim` did for glibc): mimalloc gives a
 //! free page back to the system only when a thread collects at least a second after it was
@@ -71,22 +71,15 @@ pub fn release_on_park() {
     }
 }
 
-/// For the server's own threads when they run out of work (the embedded store's writer calls
-/// it at most every second, and always before it waits for work with nothing left to do).
-pub fn release_idle_thread() {
-    release_thread_pages();
-}
-
-/// Gives up the calling thread's pages: mimalloc frees the empty ones and abandons the others,
-/// as when a thread exits; the thread's next allocation starts afresh (taking abandoned pages
-/// back where they fit). A page a thread owns takes in the blocks other threads free into it
-/// only when that thread collects, and a thread that sleeps for good never does: after
-/// 200,000 workspaces were deleted, the blocks waiting so kept pages spanning 7.7 MiB. In an
-/// abandoned page, the thread that frees a block takes it in, and frees the page with its last
-/// block. The main thread only collects: mimalloc's data for it is static, never given up.
-fn release_thread_pages() {
+/// Gives up the calling thread's pages (see the module doc): mimalloc frees the empty ones and
+/// abandons the others, as when a thread exits; the thread's next allocation starts afresh,
+/// taking abandoned pages back where they fit. Also what the server's own threads call when
+/// they run out of work (the embedded store's writer: at most every second, and always before
+/// it waits with nothing left to do). The main thread only collects: mimalloc's data for it is
+/// static, never given up.
+pub fn release_thread_pages() {
     if std::thread::current().name() == Some("main") {
-        collect(true);
+        collect();
         return;
     }
     // SAFETY: mi_thread_done takes no argument and touches only the calling thread's heap data
@@ -108,11 +101,9 @@ pub fn purge_periodically() {
     });
 }
 
-/// Gives every free page of mimalloc's arenas back to the system, whoever freed it. mimalloc
-/// purges a freed page only once it has been free for a while (a second), and only when some
-/// thread collects after that; once the server is idle, that is this call. A thread mimalloc
-/// has not set up (one that never allocated, as the purging thread need not) collects
-/// nothing, so it is set up first.
+/// Gives every free page of mimalloc's arenas back to the system, whoever freed it (see the
+/// module doc for when that happens). A thread mimalloc has not set up (one that never
+/// allocated, as the purging thread need not) collects nothing, so it is set up first.
 fn purge() {
     #[allow(unsafe_code)]
     // SAFETY: mi_thread_init takes no argument and only sets up the calling thread's heap data
@@ -120,17 +111,29 @@ fn purge() {
     unsafe {
         libmimalloc_sys::mi_thread_init()
     };
-    collect(true);
+    collect();
 }
 
-/// A collection of the calling thread's pages (`force`: pages last seen full too, and a purge
-/// of every free page in the arenas). mimalloc's calls have no safe wrapper; this module and its
+/// A forced collection of the calling thread's pages (pages last seen full too) and a purge of
+/// every free page in the arenas. mimalloc's calls have no safe wrapper; this module and its
 /// diagnostics are the crate's only `unsafe` code.
 #[allow(unsafe_code)]
-fn collect(force: bool) {
+fn collect() {
     // SAFETY: mi_collect takes a plain bool and works on the calling thread's own heap and on
     // mimalloc's arenas under mimalloc's own synchronisation; it frees no live allocation.
-    unsafe { libmimalloc_sys::mi_collect(force) };
+    unsafe { libmimalloc_sys::mi_collect(true) };
+}
+
+/// The process's resident anonymous memory (`RssAnon` of `/proc/self/status`), in KiB; `None`
+/// where the system does not say.
+#[cfg(any(
+    feature = "allocator-census",
+    all(test, not(feature = "system-allocator"))
+))]
+fn resident_anonymous_kib() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("RssAnon:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 #[cfg(all(
@@ -197,14 +200,8 @@ mod tests {
     /// another's figures.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-    /// Resident anonymous memory of this process, in KiB.
     fn resident_anonymous_kib() -> usize {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap();
-        let line = status
-            .lines()
-            .find(|line| line.starts_with("RssAnon:"))
-            .unwrap();
-        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+        super::resident_anonymous_kib().expect("the system tells resident anonymous memory")
     }
 
     /// A thread frees 64 MiB and exits before mimalloc would purge them; the purge, from a
