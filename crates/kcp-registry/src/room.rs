@@ -6,6 +6,10 @@
 //! that shrinks and grows again does not shrink on every removal). Room is counted in bytes: a
 //! controller's queue keyed by (logical cluster, namespace, name) holds about 80 bytes a key,
 //! so a room of a thousand keys is worth giving back where one of a thousand numbers is not.
+//! An emptied collection keeps no more than [`KEPT_WHEN_EMPTY_BYTES`]: a controller's queue is
+//! empty between bursts, and the table it kept from the last one (5-20 KiB) held the allocator's
+//! page it sat in (64 KiB, or 512 KiB for blocks over 10 KiB) long after the burst's other
+//! blocks there were freed.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasher, Hash};
@@ -14,7 +18,11 @@ use std::mem::size_of;
 /// Collections whose room takes at most this many bytes keep it: not worth the reallocation.
 const KEPT_BYTES: usize = 16 * 1024;
 
-/// Shrinks a collection holding less than a quarter of its room.
+/// An empty collection keeps its room up to this many bytes (a few keys' worth), so that one
+/// taking a key now and then does not allocate its table again every time.
+const KEPT_WHEN_EMPTY_BYTES: usize = 1024;
+
+/// Shrinks a collection holding less than a quarter of its room, and frees an empty one's.
 pub trait GiveBackRoom {
     fn give_back_room(&mut self);
 }
@@ -22,7 +30,11 @@ pub trait GiveBackRoom {
 /// Whether a collection of `len` entries in room for `capacity`, each taking `entry_bytes`,
 /// should shrink.
 fn sparse(len: usize, capacity: usize, entry_bytes: usize) -> bool {
-    capacity.saturating_mul(entry_bytes) > KEPT_BYTES && len < capacity / 4
+    let room = capacity.saturating_mul(entry_bytes);
+    match len {
+        0 => room > KEPT_WHEN_EMPTY_BYTES,
+        _ => room > KEPT_BYTES && len < capacity / 4,
+    }
 }
 
 /// The bytes of room one entry of a hash table takes: the entry and its control byte.
@@ -92,6 +104,42 @@ mod tests {
         small.retain(|k, _| *k < 5);
         small.give_back_room();
         assert!(small.capacity() >= 500, "a small map shrank");
+    }
+
+    #[test]
+    fn an_emptied_collection_frees_its_room_unless_it_is_a_few_keys_worth() {
+        // A controller queue's set after a burst of a hundred keys: about 10 KiB of table.
+        type Key = [u8; 80];
+        let key = |i: u32| {
+            let mut key = [0; 80];
+            key[..4].copy_from_slice(&i.to_le_bytes());
+            key
+        };
+        let mut set: HashSet<Key> = (0..100).map(key).collect();
+        let mut map: HashMap<u32, Key> = (0..100).map(|i| (i, key(i))).collect();
+        let mut queue: VecDeque<Key> = (0..100).map(key).collect();
+        for i in 0..100 {
+            set.remove(&key(i));
+            set.give_back_room();
+            map.remove(&i);
+            map.give_back_room();
+            queue.pop_front();
+            queue.give_back_room();
+        }
+        assert_eq!(
+            (set.capacity(), map.capacity(), queue.capacity()),
+            (0, 0, 0)
+        );
+
+        let mut few: HashSet<u32> = (0..3).collect();
+        let room = few.capacity();
+        few.clear();
+        few.give_back_room();
+        assert_eq!(
+            few.capacity(),
+            room,
+            "an empty set of a few numbers gave its room back"
+        );
     }
 
     #[test]

@@ -13,7 +13,9 @@
 //! takes them back: when the file named by `KCP_CENSUS_LIVE` appears, the census visits every
 //! block (which takes them back) and writes the live blocks and the pages again. What stays
 //! above the live blocks then, spread over pages of small blocks, is fragmentation: pages that a
-//! few long-lived blocks keep.
+//! few long-lived blocks keep. When the file named by `KCP_CENSUS_ARENAS` appears, it writes
+//! mimalloc's map of its arena (what each 64 KiB slice holds) and the resident bytes outside
+//! every page: mimalloc's own data, and free memory not yet given back.
 //!
 //! mimalloc visits its pages assuming no other thread changes them meanwhile; the server keeps
 //! running, so a census taken under load may count a page twice or miss one. Taken when the
@@ -270,6 +272,9 @@ pub fn write_periodically() {
             );
             eprintln!("{}", visit(false).line("all pages"));
             eprintln!("{}", visit(true).line("abandoned pages"));
+            if asked("KCP_CENSUS_ARENAS") {
+                show_arenas();
+            }
             if asked("KCP_CENSUS_LIVE") {
                 let (blocks, bytes) = live_blocks();
                 eprintln!(
@@ -280,6 +285,90 @@ pub fn write_periodically() {
             }
         }
     });
+}
+
+/// Writes mimalloc's map of its arenas to stderr: for every slice, whether it holds a page
+/// (and whose), mimalloc's own data, or is free (and then whether still committed, waiting
+/// for a purge, or given back). When the file named by `KCP_CENSUS_ARENAS` appears.
+#[allow(unsafe_code)]
+fn show_arenas() {
+    unsafe extern "C" {
+        fn mi_debug_show_arenas();
+    }
+    // SAFETY: mimalloc's own diagnostic; it only reads the arenas' bitmaps.
+    unsafe { mi_debug_show_arenas() };
+    resident_outside_pages();
+}
+
+/// Finds the mapping holding mimalloc's arena (the one a fresh block lies in) and writes, by
+/// 64 KiB slice, the resident bytes that no page covers: mimalloc's own data, and free memory
+/// not given back.
+#[allow(unsafe_code)]
+fn resident_outside_pages() {
+    const SLICE: usize = 64 * 1024;
+    let probe = Box::new(0u64);
+    let at = &*probe as *const u64 as usize;
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let Some((start, end)) = maps.lines().find_map(|line| {
+        let (range, _) = line.split_once(' ')?;
+        let (a, b) = range.split_once('-')?;
+        let (a, b) = (
+            usize::from_str_radix(a, 16).ok()?,
+            usize::from_str_radix(b, 16).ok()?,
+        );
+        (a <= at && at < b).then_some((a, b))
+    }) else {
+        return;
+    };
+    let mut covered = vec![false; (end - start) / SLICE + 1];
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(1 << 20);
+    unsafe extern "C" fn collect(
+        _heap: *const mi_heap_t,
+        area: *const mi_heap_area_t,
+        _block: *mut c_void,
+        _block_size: usize,
+        spans: *mut c_void,
+    ) -> bool {
+        // SAFETY: as in `tally_page`; `spans` has room for far more pages than exist.
+        let (area, spans) = unsafe { (&*area, &mut *(spans as *mut Vec<(usize, usize)>)) };
+        if spans.len() < spans.capacity() {
+            spans.push((area.blocks as usize, area.reserved));
+        }
+        true
+    }
+    let arg = &mut spans as *mut Vec<(usize, usize)> as *mut c_void;
+    // SAFETY: as in `visit`.
+    unsafe {
+        libmimalloc_sys::mi_heap_visit_blocks(std::ptr::null_mut(), false, Some(collect), arg);
+        mi_heap_visit_abandoned_blocks(std::ptr::null_mut(), false, Some(collect), arg);
+    }
+    for (blocks, reserved) in &spans {
+        if *blocks < start || *blocks >= end {
+            continue;
+        }
+        let first = (blocks - start) / SLICE;
+        let last = (blocks + (*reserved).max(1) - 1 - start) / SLICE;
+        for slice in first..=last.min(covered.len() - 1) {
+            covered[slice] = true;
+        }
+    }
+    let mut total = 0;
+    let mut listed = String::new();
+    for (slice, covered) in covered.iter().enumerate() {
+        let at = start + slice * SLICE;
+        if *covered || at + SLICE > end {
+            continue;
+        }
+        let kib = resident(at, SLICE) / 1024;
+        if kib > 0 {
+            total += kib;
+            listed += &format!(" {slice}:{kib}");
+        }
+    }
+    eprintln!(
+        "heap census: arena {start:#x}-{end:#x}: {} pages; resident outside pages {total} KiB in slices (index:KiB){listed}",
+        spans.len()
+    );
 }
 
 /// Whether the file named by the environment variable `var` appeared (it is removed: one
