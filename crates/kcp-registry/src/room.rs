@@ -106,15 +106,18 @@ mod tests {
         assert!(small.capacity() >= 500, "a small map shrank");
     }
 
+    /// A key as large as a controller's (logical cluster, namespace, name).
+    type Key = [u8; 80];
+
+    fn key(i: u32) -> Key {
+        let mut key = [0; 80];
+        key[..4].copy_from_slice(&i.to_le_bytes());
+        key
+    }
+
     #[test]
     fn an_emptied_collection_frees_its_room_unless_it_is_a_few_keys_worth() {
         // A controller queue's set after a burst of a hundred keys: about 10 KiB of table.
-        type Key = [u8; 80];
-        let key = |i: u32| {
-            let mut key = [0; 80];
-            key[..4].copy_from_slice(&i.to_le_bytes());
-            key
-        };
         let mut set: HashSet<Key> = (0..100).map(key).collect();
         let mut map: HashMap<u32, Key> = (0..100).map(|i| (i, key(i))).collect();
         let mut queue: VecDeque<Key> = (0..100).map(key).collect();
@@ -144,14 +147,7 @@ mod tests {
 
     #[test]
     fn a_thousand_large_keys_are_worth_giving_back() {
-        // A key as large as a controller's (logical cluster, namespace, name): a room of a
-        // thousand of them is about 80 KiB.
-        type Key = [u8; 80];
-        let key = |i: u32| {
-            let mut key = [0; 80];
-            key[..4].copy_from_slice(&i.to_le_bytes());
-            key
-        };
+        // A room of a thousand controller keys is about 80 KiB.
         let mut set: HashSet<Key> = (0..1_000).map(key).collect();
         for i in 0..1_000 {
             set.remove(&key(i));

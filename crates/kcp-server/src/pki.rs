@@ -151,6 +151,19 @@ mod tests {
         assert_eq!(first.serving_cert_pem, again.serving_cert_pem);
     }
 
+    /// Passes what `from` has to send to `to`.
+    fn transfer(from: &mut rustls::Connection, to: &mut rustls::Connection) {
+        let mut bytes = Vec::new();
+        while from.wants_write() {
+            from.write_tls(&mut bytes).unwrap();
+        }
+        let mut read = &bytes[..];
+        while !read.is_empty() {
+            to.read_tls(&mut read).unwrap();
+            to.process_new_packets().unwrap();
+        }
+    }
+
     /// Handshakes `client` with `server` in memory, through the tickets the server sends after
     /// the handshake, and says how the handshake went.
     fn handshake(
@@ -158,27 +171,14 @@ mod tests {
         server: &Arc<rustls::ServerConfig>,
     ) -> rustls::HandshakeKind {
         let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
-        let mut client = rustls::ClientConnection::new(Arc::clone(client), name).unwrap();
-        let mut server = rustls::ServerConnection::new(Arc::clone(server)).unwrap();
+        let mut client = rustls::Connection::Client(
+            rustls::ClientConnection::new(Arc::clone(client), name).unwrap(),
+        );
+        let mut server =
+            rustls::Connection::Server(rustls::ServerConnection::new(Arc::clone(server)).unwrap());
         for _ in 0..20 {
-            let mut bytes = Vec::new();
-            while client.wants_write() {
-                client.write_tls(&mut bytes).unwrap();
-            }
-            let mut read = &bytes[..];
-            while !read.is_empty() {
-                server.read_tls(&mut read).unwrap();
-                server.process_new_packets().unwrap();
-            }
-            let mut bytes = Vec::new();
-            while server.wants_write() {
-                server.write_tls(&mut bytes).unwrap();
-            }
-            let mut read = &bytes[..];
-            while !read.is_empty() {
-                client.read_tls(&mut read).unwrap();
-                client.process_new_packets().unwrap();
-            }
+            transfer(&mut client, &mut server);
+            transfer(&mut server, &mut client);
             if !client.is_handshaking() && !server.is_handshaking() && !server.wants_write() {
                 break;
             }
