@@ -2,6 +2,8 @@
 //!
 //! mimalloc (v3, transparent huge pages off) rather than glibc's malloc: under many concurrent
 //! writes glibc spent about a quarter of the server's CPU in its arenas' locks and consolidation.
+//! Its C build gets two layout settings from `.cargo/config.toml`: page headers inside their
+//! pages, and 16 KiB pages of small blocks (see there and the tests below).
 //!
 //! mimalloc's pages belong to the thread that took them. A block another thread frees waits in
 //! its page until the owner collects, and a thread that sleeps for good (an idle tokio worker,
@@ -228,33 +230,65 @@ mod tests {
         );
     }
 
-    /// A burst of 8,192 pages (512 MiB of 4 KiB blocks), freed and purged, leaves nothing
-    /// resident behind. mimalloc keeps each page's header in the page itself
-    /// (`MI_PAGE_META_IS_SEPARATED=0`, set for the C build in `.cargo/config.toml`); in its
-    /// default layout the headers sit in a table at the start of the arena, and the burst's
-    /// entries (about 1 MiB of it) would stay resident for good.
+    /// Resident anonymous memory once what was freed has been purged: after longer than
+    /// mimalloc waits before a freed page may be purged.
+    fn settled_resident_kib() -> usize {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        std::thread::spawn(super::purge).join().unwrap();
+        resident_anonymous_kib()
+    }
+
+    /// A burst of 512 MiB of 4 KiB blocks, freed and purged, leaves nothing resident behind.
+    /// mimalloc keeps each page's header in the page itself (`MI_PAGE_META_IS_SEPARATED=0`, set
+    /// for the C build in `.cargo/config.toml`); in its default layout the headers sit in a
+    /// table at the start of the arena, and the burst's entries (about 1 MiB of it with 64 KiB
+    /// pages, 4 MiB with 16 KiB ones) would stay resident for good.
     #[test]
     fn a_purged_burst_leaves_no_page_headers_behind() {
         let _alone = ONE_AT_A_TIME
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let settle = || {
-            // Longer than mimalloc waits before a freed page may be purged.
-            std::thread::sleep(std::time::Duration::from_millis(1500));
-            std::thread::spawn(super::purge).join().unwrap();
-            resident_anonymous_kib()
-        };
-        let before = settle();
+        let before = settled_resident_kib();
         std::thread::spawn(|| {
             let made: Vec<Box<[u8; 4096]>> = (0..131_072).map(|_| Box::new([1; 4096])).collect();
             drop(made);
         })
         .join()
         .unwrap();
-        let after = settle();
+        let after = settled_resident_kib();
         assert!(
             after < before + 512,
             "resident anonymous memory went from {before} KiB to {after} KiB"
+        );
+    }
+
+    /// A block that outlives a burst keeps its page resident, and mimalloc's pages of small
+    /// blocks are 16 KiB (`MI_ARENA_SLICE_SHIFT=14`, `.cargo/config.toml`), not 64 KiB as by
+    /// default. A thread allocates 64 MiB of 64-byte blocks and keeps one in 1,024 (one per
+    /// 64 KiB); once the rest is freed and purged, about 16 MiB stays resident, not 64.
+    #[test]
+    fn a_block_kept_from_a_burst_keeps_only_a_small_page_resident() {
+        let _alone = ONE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let before = settled_resident_kib();
+        let kept = std::thread::spawn(|| {
+            let mut made: Vec<Option<Box<[u8; 64]>>> =
+                (0..1 << 20).map(|_| Some(Box::new([1; 64]))).collect();
+            made.iter_mut()
+                .step_by(1024)
+                .filter_map(Option::take)
+                .collect::<Vec<_>>()
+        })
+        .join()
+        .unwrap();
+        let after = settled_resident_kib();
+        assert_eq!(kept.len(), 1024);
+        drop(kept);
+        assert!(
+            after < before + 24 * 1024,
+            "resident anonymous memory went from {before} KiB to {after} KiB with one block \
+             in 1,024 kept"
         );
     }
 
