@@ -14,7 +14,7 @@
 //! block (which takes them back) and writes the live blocks and the pages again. What stays
 //! above the live blocks then, spread over pages of small blocks, is fragmentation: pages that a
 //! few long-lived blocks keep. When the file named by `KCP_CENSUS_ARENAS` appears, it writes
-//! mimalloc's map of its arena (what each 64 KiB slice holds) and the resident bytes outside
+//! mimalloc's map of its arena (what each 16 KiB slice holds) and the resident bytes outside
 //! every page: mimalloc's own data, and free memory not yet given back.
 //!
 //! mimalloc visits its pages assuming no other thread changes them meanwhile; the server keeps
@@ -301,11 +301,11 @@ fn show_arenas() {
 }
 
 /// Finds the mapping holding mimalloc's arena (the one a fresh block lies in) and writes, by
-/// 64 KiB slice, the resident bytes that no page covers: mimalloc's own data, and free memory
-/// not given back.
+/// 16 KiB slice (mimalloc's, as `.cargo/config.toml` builds it), the resident bytes that no
+/// page covers: mimalloc's own data, and free memory not given back.
 #[allow(unsafe_code)]
 fn resident_outside_pages() {
-    const SLICE: usize = 64 * 1024;
+    const SLICE: usize = 16 * 1024;
     let probe = Box::new(0u64);
     let at = &*probe as *const u64 as usize;
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();

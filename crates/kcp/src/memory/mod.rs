@@ -210,6 +210,22 @@ mod tests {
     /// another's figures.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+    fn alone() -> std::sync::MutexGuard<'static, ()> {
+        ONE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A thread allocates `blocks` blocks of 4 KiB, frees them and exits.
+    fn burst_of_4_kib_blocks(blocks: usize) {
+        std::thread::spawn(move || {
+            let made: Vec<Box<[u8; 4096]>> = (0..blocks).map(|_| Box::new([1; 4096])).collect();
+            drop(made);
+        })
+        .join()
+        .unwrap();
+    }
+
     fn resident_anonymous_kib() -> usize {
         super::resident_anonymous_kib().expect("the system tells resident anonymous memory")
     }
@@ -218,15 +234,8 @@ mod tests {
     /// thread that never allocated (the purging thread allocates nothing), gives them back.
     #[test]
     fn a_purge_gives_back_what_an_exited_thread_freed() {
-        let _alone = ONE_AT_A_TIME
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        std::thread::spawn(|| {
-            let made: Vec<Box<[u8; 4096]>> = (0..16_384).map(|_| Box::new([1; 4096])).collect();
-            drop(made);
-        })
-        .join()
-        .unwrap();
+        let _alone = alone();
+        burst_of_4_kib_blocks(16_384);
         let freed = resident_anonymous_kib();
         // Longer than mimalloc waits before a freed page may be purged.
         std::thread::sleep(std::time::Duration::from_millis(1500));
@@ -253,16 +262,9 @@ mod tests {
     /// pages, 4 MiB with 16 KiB ones) would stay resident for good.
     #[test]
     fn a_purged_burst_leaves_no_page_headers_behind() {
-        let _alone = ONE_AT_A_TIME
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let _alone = alone();
         let before = settled_resident_kib();
-        std::thread::spawn(|| {
-            let made: Vec<Box<[u8; 4096]>> = (0..131_072).map(|_| Box::new([1; 4096])).collect();
-            drop(made);
-        })
-        .join()
-        .unwrap();
+        burst_of_4_kib_blocks(131_072);
         let after = settled_resident_kib();
         assert!(
             after < before + 512,
@@ -276,9 +278,7 @@ mod tests {
     /// 64 KiB); once the rest is freed and purged, about 16 MiB stays resident, not 64.
     #[test]
     fn a_block_kept_from_a_burst_keeps_only_a_small_page_resident() {
-        let _alone = ONE_AT_A_TIME
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let _alone = alone();
         let before = settled_resident_kib();
         let kept = std::thread::spawn(|| {
             let mut made: Vec<Option<Box<[u8; 64]>>> =
@@ -307,9 +307,7 @@ mod tests {
     #[test]
     fn threads_that_gave_up_their_pages_exit_cleanly() {
         use std::sync::{Arc, Barrier};
-        let _alone = ONE_AT_A_TIME
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let _alone = alone();
         const EACH: usize = 16;
         for _ in 0..20 {
             let released = Arc::new(Barrier::new(EACH + 1));
@@ -340,9 +338,7 @@ mod tests {
     /// nothing waits for the sleeping owner to collect.
     #[test]
     fn a_thread_that_gave_up_its_pages_leaves_nothing_waiting_in_them() {
-        let _alone = ONE_AT_A_TIME
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let _alone = alone();
         let (send_blocks, blocks) = mpsc::channel();
         let (wake, sleep) = mpsc::channel::<()>();
         let owner = std::thread::spawn(move || {
