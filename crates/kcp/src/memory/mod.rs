@@ -210,6 +210,7 @@ mod tests {
     /// another's figures.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+    /// Held by each test for its whole run ([`ONE_AT_A_TIME`]).
     fn alone() -> std::sync::MutexGuard<'static, ()> {
         ONE_AT_A_TIME
             .lock()
@@ -230,6 +231,14 @@ mod tests {
         super::resident_anonymous_kib().expect("the system tells resident anonymous memory")
     }
 
+    /// Resident anonymous memory once what was freed has been purged: after longer than
+    /// mimalloc waits before a freed page may be purged.
+    fn settled_resident_kib() -> usize {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        std::thread::spawn(super::purge).join().unwrap();
+        resident_anonymous_kib()
+    }
+
     /// A thread frees 64 MiB and exits before mimalloc would purge them; the purge, from a
     /// thread that never allocated (the purging thread allocates nothing), gives them back.
     #[test]
@@ -237,22 +246,11 @@ mod tests {
         let _alone = alone();
         burst_of_4_kib_blocks(16_384);
         let freed = resident_anonymous_kib();
-        // Longer than mimalloc waits before a freed page may be purged.
-        std::thread::sleep(std::time::Duration::from_millis(1500));
-        std::thread::spawn(super::purge).join().unwrap();
-        let purged = resident_anonymous_kib();
+        let purged = settled_resident_kib();
         assert!(
             purged + 32 * 1024 < freed,
             "resident anonymous memory went from {freed} KiB to {purged} KiB"
         );
-    }
-
-    /// Resident anonymous memory once what was freed has been purged: after longer than
-    /// mimalloc waits before a freed page may be purged.
-    fn settled_resident_kib() -> usize {
-        std::thread::sleep(std::time::Duration::from_millis(1500));
-        std::thread::spawn(super::purge).join().unwrap();
-        resident_anonymous_kib()
     }
 
     /// A burst of 512 MiB of 4 KiB blocks, freed and purged, leaves nothing resident behind.
