@@ -39,6 +39,7 @@ use crate::api::client::{Protocol, Target};
 use crate::api::kcp_process::{self, KcpProcess, read_status_kib};
 use crate::api::paged::{PAGE_LIMIT, paged};
 use crate::api::verdict;
+use crate::measure::median;
 use crate::table;
 
 /// kcp's list throughput as a share of the baseline's, at least.
@@ -118,11 +119,6 @@ impl RssSampler {
         let _ = self.task.await;
         self.peak.load(Ordering::Relaxed)
     }
-}
-
-fn median(mut values: Vec<Duration>) -> Duration {
-    values.sort();
-    values[values.len() / 2]
 }
 
 pub async fn run(options: Options) -> anyhow::Result<()> {

@@ -52,3 +52,9 @@ pub async fn collect(tasks: Vec<Worker>, start: Instant) -> anyhow::Result<Measu
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds")
 }
+
+/// The middle of `times` (the upper one of an even count).
+pub fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}

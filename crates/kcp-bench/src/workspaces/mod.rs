@@ -14,6 +14,10 @@
 //!   Ready, per workspace. Target ≤ 64 KiB (kcp: 7.4 MiB). "Before" is a server that has served
 //!   ([`warm`]: a hundred workspaces created, deleted and compacted first); the fresh server's
 //!   RSS is reported beside it.
+//! - Resolution of a path ([`resolve`]): a GET through the first workspace's path (`root:org-0`)
+//!   when the first level of the tree is Ready and again when all are, beside the same GET
+//!   through its logical cluster's name. Target: at most 1.5x slower with the whole tree (the
+//!   clock of the creation stops while the first is taken).
 //! - One organization (the first): `kubectl get ws` in it, the whole command, against the same
 //!   kubectl command answered by a bare server replaying kcp's answers, with the server's own
 //!   answer times (and to kubectl's own pages), `kubectl get ns` there and `kubectl version
@@ -40,6 +44,7 @@ mod compacted;
 pub(crate) mod follow;
 mod org;
 mod progress;
+mod resolve;
 pub(crate) mod tree;
 mod warm;
 
@@ -72,6 +77,9 @@ const MEMORY_TARGET_KIB: f64 = 64.0;
 const DELETE_TARGET: Duration = Duration::from_secs(30);
 /// `kubectl get ws` in one organization, the whole command, at most.
 const GET_WS_TARGET: Duration = Duration::from_millis(100);
+/// A GET through a workspace's path once every workspace exists, against the same GET when
+/// only the first level did, at most (the path's resolution must not slow as the tree grows).
+const RESOLUTION_GROWTH: f64 = 1.5;
 /// From the restart until a workspace answers, at most.
 const RESTART_TARGET: Duration = Duration::from_secs(30);
 /// Deleting one organization, at most.
@@ -161,6 +169,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let started = Instant::now();
     let cpu_before = kcp.cpu_seconds()?;
     let mut planned = 0;
+    let mut resolving_first = None;
     for level in &levels {
         create_level(&target, &authorization, options.clients, level).await?;
         planned += level.len();
@@ -171,17 +180,29 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             "{planned} workspaces Ready after {:.2} s",
             started.elapsed().as_secs_f64()
         );
+        if resolving_first.is_none() {
+            // Outside the creation's clock: the tree's first level alone, resolved.
+            let (paused, cpu_paused) = (Instant::now(), kcp.cpu_seconds()?);
+            let probe = resolve::Probe::of(&target, &authorization, &levels[0][0]).await?;
+            let first = probe.measure(&target, &authorization).await?;
+            let probing = (paused.elapsed(), kcp.cpu_seconds()? - cpu_paused);
+            resolving_first = Some((probe, planned, first, probing));
+        }
     }
     drop(progress);
-    let created_in = started.elapsed();
+    let (probe, first_level, resolved_first, (probing, probing_cpu)) =
+        resolving_first.context("a tree without levels")?;
+    let created_in = started.elapsed() - probing;
     let rate = options.workspaces as f64 / created_in.as_secs_f64();
-    let cpu_per_workspace_us = (kcp.cpu_seconds()? - cpu_before) * 1e6 / options.workspaces as f64;
+    let cpu_per_workspace_us =
+        (kcp.cpu_seconds()? - cpu_before - probing_cpu) * 1e6 / options.workspaces as f64;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let rss_after = kcp.rss_bytes()?;
     let peak_creating = kcp.peak_rss_bytes()?;
     let per_workspace_kib =
         rss_after.saturating_sub(rss_before) as f64 / 1024.0 / options.workspaces as f64;
     let store_after = std::fs::metadata(&store).map_or(0, |m| m.len());
+    let resolved_all = probe.measure(&target, &authorization).await?;
 
     eprintln!("configmap creates for the baseline");
     let configmaps = configmap_baseline(&target, &authorization, &options).await?;
@@ -370,6 +391,29 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             String::new(),
         ],
         vec![
+            format!("GET through the path {}", probe.path),
+            format!(
+                "{} with {first_level} workspaces, {} with {}",
+                micros(resolved_first.by_path),
+                micros(resolved_all.by_path),
+                options.workspaces
+            ),
+            format!(
+                "the same GET through its cluster's name (no path to resolve): {}, {}",
+                micros(resolved_first.by_name),
+                micros(resolved_all.by_name)
+            ),
+            {
+                let ratio =
+                    resolved_all.by_path.as_secs_f64() / resolved_first.by_path.as_secs_f64();
+                verdict(
+                    ratio <= RESOLUTION_GROWTH,
+                    format!("{ratio:.2}x <= {RESOLUTION_GROWTH:.1}x"),
+                )
+            },
+            String::new(),
+        ],
+        vec![
             "restart: ready to serve / first answer".into(),
             format!("{} / {}", seconds(restarted_in), seconds(first_answer)),
             format!(
@@ -545,6 +589,10 @@ async fn answer_ok(
 
 fn seconds(duration: Duration) -> String {
     format!("{:.2} s", duration.as_secs_f64())
+}
+
+fn micros(duration: Duration) -> String {
+    format!("{:.0} µs", duration.as_secs_f64() * 1e6)
 }
 
 fn millis(duration: Duration) -> String {

@@ -20,6 +20,7 @@ use http_body_util::Full;
 
 use crate::api::bare_server::{BareServer, Recorded, request_key};
 use crate::api::client::{Answer, Connection, Protocol, Target};
+use crate::measure::median;
 
 /// Timed runs of each command; the median is reported.
 const RUNS: usize = 7;
@@ -260,9 +261,4 @@ fn recorded(answer: Answer) -> Recorded {
         content_encoding: answer.content_encoding,
         body: answer.body,
     }
-}
-
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
 }
