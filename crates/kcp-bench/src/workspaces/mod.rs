@@ -16,7 +16,8 @@
 //!   RSS is reported beside it.
 //! - Resolution of a path ([`resolve`]): a GET through the first workspace's path (`root:org-0`)
 //!   when the first level of the tree is Ready and again when all are, beside the same GET
-//!   through its logical cluster's name. Target: at most 1.5x slower with the whole tree (the
+//!   through its logical cluster's name, each after the server has settled for 3 s. Target:
+//!   the path's GET over the name's at most 1.5 times what it was with the first level (the
 //!   clock of the creation stops while the first is taken).
 //! - One organization (the first): `kubectl get ws` in it, the whole command, against the same
 //!   kubectl command answered by a bare server replaying kcp's answers, with the server's own
@@ -77,9 +78,12 @@ const MEMORY_TARGET_KIB: f64 = 64.0;
 const DELETE_TARGET: Duration = Duration::from_secs(30);
 /// `kubectl get ws` in one organization, the whole command, at most.
 const GET_WS_TARGET: Duration = Duration::from_millis(100);
-/// A GET through a workspace's path once every workspace exists, against the same GET when
-/// only the first level did, at most (the path's resolution must not slow as the tree grows).
+/// A GET through a workspace's path over the same GET through its cluster's name, once every
+/// workspace exists, against that ratio when only the first level did, at most: resolving the
+/// path must not slow as the tree grows (the name's GET takes out what else slows the server).
 const RESOLUTION_GROWTH: f64 = 1.5;
+/// The pause before a path's resolution is timed (each time).
+const SETTLE_BEFORE_PROBING: Duration = Duration::from_secs(3);
 /// From the restart until a workspace answers, at most.
 const RESTART_TARGET: Duration = Duration::from_secs(30);
 /// Deleting one organization, at most.
@@ -183,6 +187,8 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         if resolving_first.is_none() {
             // Outside the creation's clock: the tree's first level alone, resolved.
             let (paused, cpu_paused) = (Instant::now(), kcp.cpu_seconds()?);
+            // The controllers still finishing the level's last workspaces would slow it.
+            tokio::time::sleep(SETTLE_BEFORE_PROBING).await;
             let probe = resolve::Probe::of(&target, &authorization, &levels[0][0]).await?;
             let first = probe.measure(&target, &authorization).await?;
             let probing = (paused.elapsed(), kcp.cpu_seconds()? - cpu_paused);
@@ -202,6 +208,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let per_workspace_kib =
         rss_after.saturating_sub(rss_before) as f64 / 1024.0 / options.workspaces as f64;
     let store_after = std::fs::metadata(&store).map_or(0, |m| m.len());
+    tokio::time::sleep(SETTLE_BEFORE_PROBING).await;
     let resolved_all = probe.measure(&target, &authorization).await?;
 
     eprintln!("configmap creates for the baseline");
@@ -404,11 +411,15 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
                 micros(resolved_all.by_name)
             ),
             {
-                let ratio =
-                    resolved_all.by_path.as_secs_f64() / resolved_first.by_path.as_secs_f64();
+                let (first, all) = (
+                    resolved_first.path_over_name(),
+                    resolved_all.path_over_name(),
+                );
                 verdict(
-                    ratio <= RESOLUTION_GROWTH,
-                    format!("{ratio:.2}x <= {RESOLUTION_GROWTH:.1}x"),
+                    all <= first * RESOLUTION_GROWTH,
+                    format!(
+                        "path / name {first:.2}x, then {all:.2}x: at most {RESOLUTION_GROWTH:.1} times the first"
+                    ),
                 )
             },
             String::new(),

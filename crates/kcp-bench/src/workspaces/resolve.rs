@@ -40,6 +40,13 @@ pub struct Resolution {
     pub by_name: Duration,
 }
 
+impl Resolution {
+    /// How much longer the GET took through the path than through the name.
+    pub fn path_over_name(&self) -> f64 {
+        self.by_path.as_secs_f64() / self.by_name.as_secs_f64()
+    }
+}
+
 impl Probe {
     /// The workspace `planned`, once its logical cluster is known.
     pub async fn of(
