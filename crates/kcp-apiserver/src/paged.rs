@@ -26,7 +26,17 @@ pub(crate) struct Pages {
     continue_token: Option<String>,
     /// Objects of the current page not yet taken by [`Pages::next`].
     page: VecDeque<Value>,
+    /// JSON answers of the current page not yet taken by [`Pages::next_item`], once
+    /// [`Pages::with_first_json`] made these pages of JSON answers.
+    answers: Option<VecDeque<Vec<u8>>>,
     revision: u64,
+}
+
+/// An object of a collection as [`Pages::next_item`] gives it.
+pub(crate) enum Item {
+    Object(Value),
+    /// Its JSON answer ([`Registry::list_json`]).
+    Json(Vec<u8>),
 }
 
 impl Pages {
@@ -40,6 +50,7 @@ impl Pages {
             params: params.clone(),
             continue_token: None,
             page: VecDeque::new(),
+            answers: None,
             revision,
         }
     }
@@ -157,5 +168,29 @@ impl Pages {
     pub(crate) fn with_first(mut self, first: Vec<Value>) -> Pages {
         self.page = first.into();
         self
+    }
+
+    /// Hands the first page of JSON answers ([`Pages::first_json`]) back to be taken answer by
+    /// answer with [`Pages::next_item`].
+    pub(crate) fn with_first_json(mut self, first: Vec<Vec<u8>>) -> Pages {
+        self.answers = Some(first.into());
+        self
+    }
+
+    /// The next object, as a JSON answer for pages of them ([`Pages::with_first_json`]), else
+    /// decoded ([`Pages::next`]); `None` after the last.
+    pub(crate) async fn next_item(&mut self) -> Option<Result<Item, RegistryError>> {
+        if self.answers.is_none() {
+            return Some(self.next().await?.map(Item::Object));
+        }
+        loop {
+            if let Some(answer) = self.answers.as_mut()?.pop_front() {
+                return Some(Ok(Item::Json(answer)));
+            }
+            match self.next_json_page().await? {
+                Ok(page) => self.answers = Some(page.into()),
+                Err(error) => return Some(Err(error)),
+            }
+        }
     }
 }

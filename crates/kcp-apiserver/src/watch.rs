@@ -33,7 +33,7 @@ use tokio::time::Instant;
 use crate::error::registry_status;
 use crate::handlers::selector_filter;
 use crate::negotiation::{Conversion, IncludeObject, partial_object_metadata};
-use crate::paged::Pages;
+use crate::paged::{Item, Pages};
 use crate::scope::Params;
 use crate::status::Body;
 
@@ -100,9 +100,21 @@ pub async fn serve(
     let mut start = from;
     if failure.is_none() {
         if send_initial {
-            let (pages, first) = Pages::first(registry, target, params, 0).await?;
+            // Plain JSON events carry each object's JSON answer, made from its stored bytes
+            // where the collection allows (the live events' bytes are made the same way).
+            let answers = match conversion {
+                Conversion::None => Pages::first_json(registry, target, params, 0).await?,
+                _ => None,
+            };
+            let pages = match answers {
+                Some((pages, first)) => pages.with_first_json(first),
+                None => {
+                    let (pages, first) = Pages::first(registry, target, params, 0).await?;
+                    pages.with_first(first)
+                }
+            };
             start = pages.revision();
-            initial = Some(pages.with_first(first));
+            initial = Some(pages);
         } else if from == 0 {
             start = registry.current_revision().await?;
         }
@@ -202,8 +214,9 @@ impl WatchStream {
             return None;
         }
         if let Some(initial) = &mut self.initial {
-            match initial.next().await {
-                Some(Ok(object)) => return Some(self.encode("ADDED", object)),
+            match initial.next_item().await {
+                Some(Ok(Item::Object(object))) => return Some(self.encode("ADDED", object)),
+                Some(Ok(Item::Json(answer))) => return Some(frame("ADDED", &answer)),
                 Some(Err(error)) => {
                     self.done = true;
                     return Some(self.encode("ERROR", registry_status(&error).1));
@@ -309,14 +322,19 @@ impl WatchStream {
         if !matches!(self.conversion, Conversion::None) {
             return Ok(self.encode(event.kind, Value::clone(&*event.object()?)));
         }
-        let mut line = Vec::with_capacity(event.encoded.len() + 32);
-        line.extend_from_slice(b"{\"type\":\"");
-        line.extend_from_slice(event.kind.as_bytes());
-        line.extend_from_slice(b"\",\"object\":");
-        line.extend_from_slice(&event.encoded);
-        line.extend_from_slice(b"}\n");
-        Ok(Bytes::from(line))
+        Ok(frame(event.kind, &event.encoded))
     }
+}
+
+/// One event line of plain JSON around `object`, the object's JSON.
+fn frame(kind: &str, object: &[u8]) -> Bytes {
+    let mut line = Vec::with_capacity(object.len() + 32);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    line.extend_from_slice(object);
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
 }
 
 /// The Status of an ERROR event for a start revision storage no longer has.
@@ -557,6 +575,15 @@ mod tests {
             .collect();
         let expected: Vec<String> = (0..total).map(|i| format!("n{i:04}")).collect();
         assert_eq!(names, expected);
+        // Each event carries, byte for byte, what a GET of its object answers.
+        for at in [0, total - 1] {
+            let (_, got) = call(&router, "GET", &format!("{namespaces}/n{at:04}"), "").await;
+            let line = lines.lines().nth(at).unwrap();
+            assert_eq!(
+                line,
+                format!(r#"{{"type":"ADDED","object":{}}}"#, got.trim_end())
+            );
+        }
         // With a selector, pages are filtered and still complete.
         let (_, lines) = call(
             &router,

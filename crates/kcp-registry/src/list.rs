@@ -14,6 +14,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use kcp_storage::{KeyRange, RangeRequest, StorageError, prefix_end};
 use serde_json::{Value, json};
 
+use crate::custom::convert::{Presentation, default_as_read};
 use crate::error::RegistryError;
 use crate::store::{Registry, Target, decode, json_answer};
 
@@ -142,14 +143,16 @@ impl Registry {
 
     /// [`Registry::list`] with each object as its JSON answer, the bytes a GET of it answers
     /// ([`Registry::get_json`]), made from the stored bytes without decoding them where they
-    /// allow. `None` for collections whose objects are decoded to be listed: custom resources
-    /// (converted as they are read), and lists with a filter (or a namespace of every cluster).
+    /// allow ([`Presentation`]: kcp's system kinds where defaults fill nothing in). `None` for
+    /// collections whose objects are decoded to be listed: custom resources (converted as they
+    /// are read), and lists with a filter (or a namespace of every cluster).
     pub async fn list_json(
         &self,
         target: Target<'_>,
         options: ListOptions,
     ) -> Result<Option<ListResult<Vec<u8>>>, RegistryError> {
-        if target.resource.custom().is_some()
+        let presentation = Presentation::of(target.resource);
+        if matches!(presentation, Presentation::Decoded)
             || target.as_stored()
             || options.filter.is_some()
             || target.narrow(None).is_some()
@@ -160,9 +163,17 @@ impl Registry {
         let order = target.key_order();
         let page = self
             .read_pages(&target, &options, counted, |kv| {
-                Ok(Some(match json_answer(kv, order) {
+                let spliced = presentation
+                    .as_stored(&kv.value)
+                    .then(|| json_answer(kv, order))
+                    .flatten();
+                Ok(Some(match spliced {
                     Some(bytes) => bytes,
-                    None => kcp_apis::messages::to_json(&decode(kv)?),
+                    None => {
+                        let mut object = decode(kv)?;
+                        default_as_read(target.resource, &mut object);
+                        kcp_apis::messages::to_json(&object)
+                    }
                 }))
             })
             .await?;

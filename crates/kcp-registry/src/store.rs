@@ -11,6 +11,7 @@ use kcp_storage::{KeyValue, Storage, StorageError};
 use serde_json::{Value, json};
 
 use crate::custom::WebhookConverter;
+use crate::custom::convert::Presentation;
 use crate::custom::index::CustomResourceIndex;
 use crate::delete_options::DeleteOptions;
 use crate::error::{Cause, RegistryError};
@@ -572,7 +573,7 @@ impl Registry {
         name: &str,
     ) -> Result<Result<Vec<u8>, Value>, RegistryError> {
         let kv = self.read(&target, name).await?;
-        if target.resource.custom().is_none()
+        if Presentation::of(target.resource).as_stored(&kv.value)
             && let Some(bytes) = json_answer(&kv, target.key_order())
         {
             return Ok(Ok(bytes));
@@ -746,6 +747,10 @@ impl Registry {
     ) -> Result<Value, RegistryError> {
         let key = target.key(name);
         meta::remove_cluster_annotation(&mut object);
+        // Whatever the write started from (a status write starts from the stored object as
+        // read), the revision is the store's to give, never stored: stored bytes without it
+        // are served as they are (`json_answer`).
+        meta::take_resource_version(&mut object);
         let finished = kinds::rules(target.resource).deletion_finished(&object);
         let result = if finished {
             self.store.delete(&key, expected).await

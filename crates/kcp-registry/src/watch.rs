@@ -99,7 +99,8 @@ impl Registry {
     }
 
     /// A watch event of a custom resource as `resource`'s version serves it (converted and
-    /// defaulted, encoded again only if that changed it).
+    /// defaulted, encoded again only if that changed it). Not decoded at all when it is stored
+    /// at that version and its defaults would fill nothing in.
     async fn present_event(
         &self,
         resource: &kcp_apis::builtin::Resource,
@@ -107,8 +108,10 @@ impl Registry {
     ) -> Result<WatchEvent, RegistryError> {
         let defaults = resource
             .custom()
-            .is_some_and(|custom| custom.defaults.is_some());
-        if !defaults && api_version(&event.encoded) == Some(resource.group_version().as_str()) {
+            .and_then(|custom| custom.defaults.as_ref());
+        if api_version(&event.encoded) == Some(resource.group_version().as_str())
+            && defaults.is_none_or(|defaults| defaults.fill_nothing_in(&event.encoded))
+        {
             return Ok(event);
         }
         let object = event.object()?;

@@ -8,6 +8,7 @@
 //! step yet). Paths are written as Kubernetes writes them: `spec.ports[1].name`.
 
 pub mod cel;
+mod defaults;
 mod formats;
 mod patterns;
 mod prune;
@@ -15,7 +16,8 @@ mod structural;
 mod validate;
 
 pub use cel::CelValidator;
-pub use prune::{Defaults, prune};
+pub use defaults::Defaults;
+pub use prune::prune;
 pub use structural::structural_errors;
 pub use validate::validate;
 

@@ -7,6 +7,7 @@
 
 use futures::future::BoxFuture;
 use kcp_apimachinery::object;
+use kcp_apimachinery::schema::Defaults;
 use kcp_apis::builtin::Resource;
 use kcp_apis::custom::{Conversion, Webhook};
 use serde_json::{Value, json};
@@ -179,6 +180,43 @@ impl Registry {
             .await?
             .pop()
             .unwrap_or_default())
+    }
+}
+
+/// How reads present a resource's stored objects: as stored, with only what [`json_answer`]
+/// splices in (no decoding), or decoded and presented ([`Registry::present_all`]).
+///
+/// [`json_answer`]: crate::store::json_answer
+#[derive(Clone, Copy)]
+pub(crate) enum Presentation<'a> {
+    /// Built-in kinds: as stored.
+    AsStored,
+    /// kcp's system kinds: as stored where their schema's defaults fill nothing in (objects are
+    /// defaulted as they are written, so nearly always), else decoded and defaulted.
+    AsStoredUnlessDefaulted(&'a Defaults),
+    /// Other custom resources: decoded, converted, pruned and defaulted.
+    Decoded,
+}
+
+impl<'a> Presentation<'a> {
+    pub(crate) fn of(resource: &'a Resource) -> Presentation<'a> {
+        match resource.custom() {
+            None => Presentation::AsStored,
+            Some(custom) if kcp_apis::system::is_system(resource) => match &custom.defaults {
+                Some(defaults) => Presentation::AsStoredUnlessDefaulted(defaults),
+                None => Presentation::AsStored,
+            },
+            Some(_) => Presentation::Decoded,
+        }
+    }
+
+    /// Whether the object stored as `stored` reads as it is stored.
+    pub(crate) fn as_stored(self, stored: &[u8]) -> bool {
+        match self {
+            Presentation::AsStored => true,
+            Presentation::AsStoredUnlessDefaulted(defaults) => defaults.fill_nothing_in(stored),
+            Presentation::Decoded => false,
+        }
     }
 }
 
