@@ -14,7 +14,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use kcp_storage::{KeyRange, RangeRequest, StorageError, prefix_end};
 use serde_json::{Value, json};
 
-use crate::custom::convert::{Presentation, default_as_read};
+use crate::custom::convert::Presentation;
 use crate::error::RegistryError;
 use crate::store::{Registry, Target, decode, json_answer};
 
@@ -143,22 +143,19 @@ impl Registry {
 
     /// [`Registry::list`] with each object as its JSON answer, the bytes a GET of it answers
     /// ([`Registry::get_json`]), made from the stored bytes without decoding them where they
-    /// allow ([`Presentation`]: kcp's system kinds where defaults fill nothing in). `None` for
-    /// collections whose objects are decoded to be listed: custom resources (converted as they
-    /// are read), and lists with a filter (or a namespace of every cluster).
+    /// allow ([`Presentation`]: custom resources, kcp's system kinds among them, where
+    /// presenting them would change nothing); the others are decoded and presented together.
+    /// `None` for collections whose objects are decoded to be listed: lists with a filter (or
+    /// a namespace of every cluster) and wildcard lists of custom resources.
     pub async fn list_json(
         &self,
         target: Target<'_>,
         options: ListOptions,
     ) -> Result<Option<ListResult<Vec<u8>>>, RegistryError> {
-        let presentation = Presentation::of(target.resource);
-        if matches!(presentation, Presentation::Decoded)
-            || target.as_stored()
-            || options.filter.is_some()
-            || target.narrow(None).is_some()
-        {
+        if target.as_stored() || options.filter.is_some() || target.narrow(None).is_some() {
             return Ok(None);
         }
+        let presentation = Presentation::of(target.resource);
         let counted = !options.skip_count;
         let order = target.key_order();
         let page = self
@@ -168,16 +165,36 @@ impl Registry {
                     .then(|| json_answer(kv, order))
                     .flatten();
                 Ok(Some(match spliced {
-                    Some(bytes) => bytes,
-                    None => {
-                        let mut object = decode(kv)?;
-                        default_as_read(target.resource, &mut object);
-                        kcp_apis::messages::to_json(&object)
-                    }
+                    Some(bytes) => Ok(bytes),
+                    None => Err(decode(kv)?),
                 }))
             })
             .await?;
-        Ok(Some(page))
+        let mut items = page.items;
+        let pending: Vec<usize> = (0..items.len()).filter(|at| items[*at].is_err()).collect();
+        if !pending.is_empty() {
+            let decoded = pending
+                .iter()
+                .map(|at| match &mut items[*at] {
+                    Err(object) => std::mem::take(object),
+                    Ok(_) => Value::Null,
+                })
+                .collect();
+            let presented = self.present_all(target.resource, decoded).await?;
+            for (at, object) in pending.into_iter().zip(presented) {
+                items[at] = Err(object);
+            }
+        }
+        let items = items
+            .into_iter()
+            .map(|item| item.unwrap_or_else(|object| kcp_apis::messages::to_json(&object)))
+            .collect();
+        Ok(Some(ListResult {
+            items,
+            resource_version: page.resource_version,
+            continue_token: page.continue_token,
+            remaining_item_count: page.remaining_item_count,
+        }))
     }
 
     /// Reads the collection from its start or continue token until `options.limit` key-values

@@ -563,10 +563,11 @@ impl Registry {
         Ok(object)
     }
 
-    /// One object as a GET answers it in JSON. Built-in kinds' objects come straight from
-    /// the stored bytes (`served_from_stored`: the same bytes as decoding and encoding again,
-    /// without a `Value`); custom resources, converted and defaulted as they are read, and
-    /// bytes only decoding reads come back as the object.
+    /// One object as a GET answers it in JSON, straight from the stored bytes
+    /// (`served_from_stored`: the same bytes as decoding and encoding again, without a
+    /// `Value`). Custom resources that presenting would change ([`Presentation`]: converted,
+    /// pruned or defaulted as they are read), and bytes only decoding reads, come back as the
+    /// object.
     pub async fn get_json(
         &self,
         target: Target<'_>,

@@ -15,6 +15,7 @@ use futures::stream::BoxStream;
 use kcp_storage::WatchRequest;
 use serde_json::Value;
 
+use crate::custom::convert::Presentation;
 use crate::error::RegistryError;
 use crate::list::Filter;
 use crate::store::{Registry, Target};
@@ -99,19 +100,14 @@ impl Registry {
     }
 
     /// A watch event of a custom resource as `resource`'s version serves it (converted and
-    /// defaulted, encoded again only if that changed it). Not decoded at all when it is stored
-    /// at that version and its defaults would fill nothing in.
+    /// defaulted, encoded again only if that changed it). Not decoded at all when presenting
+    /// it would change nothing ([`Presentation`]).
     async fn present_event(
         &self,
         resource: &kcp_apis::builtin::Resource,
         event: WatchEvent,
     ) -> Result<WatchEvent, RegistryError> {
-        let defaults = resource
-            .custom()
-            .and_then(|custom| custom.defaults.as_ref());
-        if api_version(&event.encoded) == Some(resource.group_version().as_str())
-            && defaults.is_none_or(|defaults| defaults.fill_nothing_in(&event.encoded))
-        {
+        if Presentation::of(resource).as_stored(&event.encoded) {
             return Ok(event);
         }
         let object = event.object()?;
@@ -169,32 +165,5 @@ impl Registry {
                 std::future::ready(translated)
             })
             .boxed())
-    }
-}
-
-/// The `apiVersion` of an object's JSON, read without decoding the rest into values.
-fn api_version(encoded: &[u8]) -> Option<&str> {
-    #[derive(serde::Deserialize)]
-    struct Head<'a> {
-        #[serde(rename = "apiVersion", borrow)]
-        api_version: Option<&'a str>,
-    }
-    serde_json::from_slice::<Head<'_>>(encoded)
-        .ok()?
-        .api_version
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_api_version_is_read_from_the_json() {
-        let encoded = br#"{"kind":"Widget","metadata":{"name":"w","labels":{"a":"b"}},"apiVersion":"example.com/v1","spec":[1,{"x":null}]}"#;
-        assert_eq!(api_version(encoded), Some("example.com/v1"));
-        assert_eq!(api_version(br#"{"kind":"Widget"}"#), None);
-        // Escaped text cannot be borrowed: such an object is decoded instead.
-        assert_eq!(api_version(br#"{"apiVersion":"example.com\/v1"}"#), None);
-        assert_eq!(api_version(b"not json"), None);
     }
 }

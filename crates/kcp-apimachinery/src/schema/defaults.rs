@@ -209,7 +209,7 @@ static NONE: Defaults = Defaults {
 };
 
 /// An object's key, borrowed from the input unless it holds an escape.
-struct Key<'de>(Cow<'de, str>);
+pub(super) struct Key<'de>(pub(super) Cow<'de, str>);
 
 impl<'de> Deserialize<'de> for Key<'de> {
     fn deserialize<D: Deserializer<'de>>(reader: D) -> Result<Self, D::Error> {

@@ -17,7 +17,7 @@ mod validate;
 
 pub use cel::CelValidator;
 pub use defaults::Defaults;
-pub use prune::prune;
+pub use prune::{prune, prune_nothing_in};
 pub use structural::structural_errors;
 pub use validate::validate;
 

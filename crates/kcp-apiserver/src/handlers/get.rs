@@ -1,5 +1,6 @@
-//! `get`: one object, at the resourceVersion the request asks for. Plain JSON answers of
-//! built-in kinds are made from the stored bytes without decoding them.
+//! `get`: one object, at the resourceVersion the request asks for. Plain JSON answers are
+//! made from the stored bytes without decoding them, unless a custom resource reads
+//! differently from how it is stored.
 
 use http::StatusCode;
 
@@ -21,7 +22,7 @@ pub(super) async fn serve(
         let object = scope.registry.get(scope.target(), name).await?;
         return scope.object(StatusCode::OK, object);
     }
-    // The object as JSON: for built-in kinds, the stored bytes with the served fields added.
+    // The object as JSON: the stored bytes with the served fields added where they allow.
     match scope.registry.get_json(scope.target(), name).await? {
         Ok(mut bytes) => {
             bytes.push(b'\n');

@@ -1,8 +1,8 @@
 //! `list`: one page of a resource (in a namespace, a logical cluster or all of them) from one
 //! storage snapshot, filtered by label and field selectors, as the client asked for it. Without
-//! a `limit`, the whole collection, streamed ([`super::list_stream`]). A page in plain JSON of
-//! a built-in kind without selectors is made of its objects' stored bytes, as the streamed list
-//! and a GET are, without decoding them (what client-go's informers ask for, 500 at a time).
+//! a `limit`, the whole collection, streamed ([`super::list_stream`]). A page in plain JSON
+//! without selectors is made of its objects' stored bytes, as the streamed list and a GET are,
+//! without decoding them where they allow (what client-go's informers ask for, 500 at a time).
 
 use http::StatusCode;
 use kcp_apimachinery::{fields, labels};

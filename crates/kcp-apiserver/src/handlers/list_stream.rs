@@ -46,7 +46,7 @@ pub(super) async fn serve(
         params: scope.params.clone(),
         list_meta: Value::Null,
     };
-    // Plain JSON of a built-in kind without selectors: each object's answer straight from its
+    // Plain JSON without selectors: each object's answer straight from its
     // stored bytes, as a GET of it answers (no decoding).
     let plain = matches!(render.conversion, Conversion::None) && encoding == Encoding::Json;
     let json_pages = match plain {

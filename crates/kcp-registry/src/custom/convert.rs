@@ -7,7 +7,7 @@
 
 use futures::future::BoxFuture;
 use kcp_apimachinery::object;
-use kcp_apimachinery::schema::Defaults;
+use kcp_apimachinery::schema::{self, Defaults};
 use kcp_apis::builtin::Resource;
 use kcp_apis::custom::{Conversion, Webhook};
 use serde_json::{Value, json};
@@ -187,37 +187,78 @@ impl Registry {
 /// splices in (no decoding), or decoded and presented ([`Registry::present_all`]).
 ///
 /// [`json_answer`]: crate::store::json_answer
-#[derive(Clone, Copy)]
 pub(crate) enum Presentation<'a> {
     /// Built-in kinds: as stored.
     AsStored,
-    /// kcp's system kinds: as stored where their schema's defaults fill nothing in (objects are
-    /// defaulted as they are written, so nearly always), else decoded and defaulted.
-    AsStoredUnlessDefaulted(&'a Defaults),
-    /// Other custom resources: decoded, converted, pruned and defaulted.
-    Decoded,
+    /// Custom resources: as stored where presenting would change nothing, else decoded and
+    /// presented. Objects are pruned and defaulted as they are written, so they need it only
+    /// when stored at another version or before their schema changed.
+    Checked {
+        /// The served `apiVersion` a stored object must have (none for kcp's system kinds,
+        /// which have one version and are not converted).
+        version: Option<String>,
+        /// The schema that must prune nothing (none where reads do not prune: system kinds,
+        /// schemas that preserve unknown fields at their root).
+        schema: Option<&'a Value>,
+        /// The defaults that must fill nothing in.
+        defaults: Option<&'a Defaults>,
+    },
 }
 
 impl<'a> Presentation<'a> {
     pub(crate) fn of(resource: &'a Resource) -> Presentation<'a> {
-        match resource.custom() {
-            None => Presentation::AsStored,
-            Some(custom) if kcp_apis::system::is_system(resource) => match &custom.defaults {
-                Some(defaults) => Presentation::AsStoredUnlessDefaulted(defaults),
-                None => Presentation::AsStored,
-            },
-            Some(_) => Presentation::Decoded,
+        let Some(custom) = resource.custom() else {
+            return Presentation::AsStored;
+        };
+        let defaults = custom.defaults.as_ref();
+        if kcp_apis::system::is_system(resource) {
+            return Presentation::Checked {
+                version: None,
+                schema: None,
+                defaults,
+            };
+        }
+        Presentation::Checked {
+            version: Some(resource.group_version()),
+            schema: custom.schema.as_ref().filter(|schema| prunes(schema)),
+            defaults,
         }
     }
 
     /// Whether the object stored as `stored` reads as it is stored.
-    pub(crate) fn as_stored(self, stored: &[u8]) -> bool {
+    pub(crate) fn as_stored(&self, stored: &[u8]) -> bool {
         match self {
             Presentation::AsStored => true,
-            Presentation::AsStoredUnlessDefaulted(defaults) => defaults.fill_nothing_in(stored),
-            Presentation::Decoded => false,
+            Presentation::Checked {
+                version,
+                schema,
+                defaults,
+            } => {
+                version
+                    .as_deref()
+                    .is_none_or(|version| stored_api_version(stored) == Some(version))
+                    && schema.is_none_or(|schema| schema::prune_nothing_in(schema, stored))
+                    && defaults.is_none_or(|defaults| defaults.fill_nothing_in(stored))
+            }
         }
     }
+}
+
+/// A JSON object's `apiVersion`, read without decoding the rest into values.
+fn stored_api_version(json: &[u8]) -> Option<&str> {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(rename = "apiVersion", borrow)]
+        api_version: Option<&'a str>,
+    }
+    serde_json::from_slice::<Head<'_>>(json).ok()?.api_version
+}
+
+/// Whether reads prune by `schema` (not when its root preserves unknown fields).
+fn prunes(schema: &Value) -> bool {
+    !schema["x-kubernetes-preserve-unknown-fields"]
+        .as_bool()
+        .unwrap_or(false)
 }
 
 /// Prunes what the served version's schema does not declare, as kube-apiserver decodes objects
@@ -226,11 +267,9 @@ impl<'a> Presentation<'a> {
 fn prune_as_read(resource: &Resource, object: &mut Value) {
     if let Some(custom) = resource.custom()
         && let Some(schema) = &custom.schema
-        && !schema["x-kubernetes-preserve-unknown-fields"]
-            .as_bool()
-            .unwrap_or(false)
+        && prunes(schema)
     {
-        kcp_apimachinery::schema::prune(schema, object);
+        schema::prune(schema, object);
     }
 }
 
@@ -311,6 +350,19 @@ fn check_converted(original: &Value, mut converted: Value, desired: &str) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_api_version_is_read_from_the_json() {
+        let encoded = br#"{"kind":"Widget","metadata":{"name":"w","labels":{"a":"b"}},"apiVersion":"example.com/v1","spec":[1,{"x":null}]}"#;
+        assert_eq!(stored_api_version(encoded), Some("example.com/v1"));
+        assert_eq!(stored_api_version(br#"{"kind":"Widget"}"#), None);
+        // Escaped text cannot be borrowed: such an object is decoded instead.
+        assert_eq!(
+            stored_api_version(br#"{"apiVersion":"example.com\/v1"}"#),
+            None
+        );
+        assert_eq!(stored_api_version(b"not json"), None);
+    }
 
     fn widget(version: &str) -> Value {
         json!({
