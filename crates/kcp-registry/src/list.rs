@@ -170,19 +170,24 @@ impl Registry {
                 }))
             })
             .await?;
+        // The objects that read differently from how they are stored, presented together
+        // (one conversion call for the page) and put back in their places.
         let mut items = page.items;
-        let pending: Vec<usize> = (0..items.len()).filter(|at| items[*at].is_err()).collect();
-        if !pending.is_empty() {
-            let decoded = pending
-                .iter()
-                .map(|at| match &mut items[*at] {
-                    Err(object) => std::mem::take(object),
-                    Ok(_) => Value::Null,
-                })
-                .collect();
-            let presented = self.present_all(target.resource, decoded).await?;
-            for (at, object) in pending.into_iter().zip(presented) {
-                items[at] = Err(object);
+        let mut decoded = Vec::new();
+        for item in &mut items {
+            if let Err(object) = item {
+                decoded.push(std::mem::take(object));
+            }
+        }
+        if !decoded.is_empty() {
+            let mut presented = self
+                .present_all(target.resource, decoded)
+                .await?
+                .into_iter();
+            for item in &mut items {
+                if let Err(object) = item {
+                    *object = presented.next().unwrap_or_default();
+                }
             }
         }
         let items = items

@@ -194,9 +194,9 @@ pub(crate) enum Presentation<'a> {
     /// presented. Objects are pruned and defaulted as they are written, so they need it only
     /// when stored at another version or before their schema changed.
     Checked {
-        /// The served `apiVersion` a stored object must have (none for kcp's system kinds,
-        /// which have one version and are not converted).
-        version: Option<String>,
+        /// The group and version a stored object's `apiVersion` must name (none for kcp's
+        /// system kinds, which have one version and are not converted).
+        version: Option<(&'a str, &'a str)>,
         /// The schema that must prune nothing (none where reads do not prune: system kinds,
         /// schemas that preserve unknown fields at their root).
         schema: Option<&'a Value>,
@@ -219,7 +219,7 @@ impl<'a> Presentation<'a> {
             };
         }
         Presentation::Checked {
-            version: Some(resource.group_version()),
+            version: Some((&resource.group, &resource.version)),
             schema: custom.schema.as_ref().filter(|schema| prunes(schema)),
             defaults,
         }
@@ -234,10 +234,9 @@ impl<'a> Presentation<'a> {
                 schema,
                 defaults,
             } => {
-                version
-                    .as_deref()
-                    .is_none_or(|version| stored_api_version(stored) == Some(version))
-                    && schema.is_none_or(|schema| schema::prune_nothing_in(schema, stored))
+                version.is_none_or(|version| {
+                    stored_api_version(stored).and_then(|api| api.split_once('/')) == Some(version)
+                }) && schema.is_none_or(|schema| schema::prune_nothing_in(schema, stored))
                     && defaults.is_none_or(|defaults| defaults.fill_nothing_in(stored))
             }
         }
