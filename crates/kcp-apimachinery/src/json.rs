@@ -19,7 +19,9 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+mod projected;
 mod served;
+pub use projected::{Projection, project};
 pub use served::{KeyOrder, served_from_stored, served_from_stored_in};
 
 /// The deepest an object may be to be stored (create, update, patch results, controllers).

@@ -262,6 +262,16 @@ impl JsonPath {
     pub fn first<'a>(&self, root: &'a Value) -> Option<&'a Value> {
         self.find(root).into_iter().next()
     }
+
+    /// The field names the path starts with, up to its first step of another kind: whatever the
+    /// path reaches lies within the value at the end of them (the root when it starts
+    /// otherwise), so a reader may skip everything outside it.
+    pub fn leading_fields(&self) -> impl Iterator<Item = &str> {
+        self.steps.iter().map_while(|step| match step {
+            Step::Field(name) => Some(name.as_str()),
+            _ => None,
+        })
+    }
 }
 
 fn descend<'a>(value: &'a Value, name: &str, found: &mut Vec<&'a Value>) {
@@ -338,6 +348,27 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    fn leading(path: &str) -> Vec<String> {
+        let path = JsonPath::parse(path).unwrap();
+        path.leading_fields().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn leading_fields_stop_at_the_first_step_that_is_not_a_field() {
+        assert_eq!(leading(".spec.replicas"), ["spec", "replicas"]);
+        assert_eq!(
+            leading(".metadata.labels['a.b/c']"),
+            ["metadata", "labels", "a.b/c"]
+        );
+        assert_eq!(
+            leading(".status.conditions[0].type"),
+            ["status", "conditions"]
+        );
+        assert_eq!(leading(".spec.*.name"), ["spec"]);
+        assert_eq!(leading("..name"), Vec::<String>::new());
+        assert_eq!(leading("{.spec.x}"), ["spec", "x"]);
+    }
 
     fn find(path: &str, value: &Value) -> Vec<Value> {
         JsonPath::parse(path)

@@ -6,6 +6,7 @@
 //! priority; kubectl shows priority > 0 columns only with `-o wide`.
 
 use jiff::Timestamp;
+use kcp_apimachinery::json::Projection;
 use kcp_apimachinery::jsonpath::{self, JsonPath};
 use kcp_apis::custom::{CustomResource, PrinterColumn};
 use serde_json::{Value, json};
@@ -72,6 +73,17 @@ impl CustomColumns {
             })
         }));
         definitions
+    }
+
+    /// The fields [`CustomColumns::cells`] reads: the name, and where each column's path
+    /// leads before its first step that is not a field name.
+    pub fn projection(&self) -> Projection {
+        let mut projection = Projection::default();
+        projection.include(["metadata", "name"]);
+        for path in self.columns.iter().filter_map(|(_, path)| path.as_ref()) {
+            projection.include(path.leading_fields());
+        }
+        projection
     }
 
     /// The cells of one object's row, ages measured to `now`.

@@ -22,6 +22,7 @@ pub mod error;
 mod field_validation;
 mod handlers;
 pub mod limits;
+mod list_frame;
 pub mod metrics;
 mod negotiation;
 pub mod openapi;

@@ -38,6 +38,19 @@ pub(crate) async fn call(router: &Router, method: &str, path: &str, body: &str) 
     (code, String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// A GET with the admin token that accepts `accept`, read whole.
+pub(crate) async fn get_accepting(router: &Router, path: &str, accept: &str) -> (u16, String) {
+    let request = http::Request::get(path)
+        .header(http::header::AUTHORIZATION, "Bearer t")
+        .header(http::header::ACCEPT, accept)
+        .body(http_body_util::Full::new(bytes::Bytes::new()))
+        .unwrap();
+    let response = router.handle(request).await;
+    let code = response.status().as_u16();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (code, String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// Creates the CRD `crd` (JSON) in `cluster` and marks it Established, as the CRD controller
 /// would, so its resources are served.
 pub(crate) async fn establish_crd(router: &Router, cluster: &str, crd: &serde_json::Value) {

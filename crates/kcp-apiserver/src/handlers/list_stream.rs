@@ -19,10 +19,12 @@ use tokio::sync::mpsc;
 
 use crate::compression::Compressible;
 use crate::error::ApiError;
-use crate::negotiation::{Conversion, Encoding, render_list};
+use crate::list_frame::ListFrame;
+use crate::negotiation::{Conversion, Encoding, IncludeObject, render_list};
 use crate::paged::Pages;
 use crate::scope::{Params, RequestScope};
 use crate::status::Body;
+use crate::table::JsonRows;
 
 /// Encoded pages queued for the client beyond the one being sent.
 const PAGES_QUEUED: usize = 2;
@@ -45,11 +47,16 @@ pub(super) async fn serve(
         resource: scope.resource.clone(),
         params: scope.params.clone(),
         list_meta: Value::Null,
+        rows: None,
     };
+    if let (Conversion::Table(version), Encoding::Json) = (render.conversion, encoding) {
+        let include = IncludeObject::from_params(&scope.params)?;
+        render.rows = JsonRows::new(scope.resource, version, include);
+    }
     // Plain JSON without selectors: each object's answer straight from its
-    // stored bytes, as a GET of it answers (no decoding).
+    // stored bytes, as a GET of it answers (no decoding); a JSON Table's rows made from them.
     let plain = matches!(render.conversion, Conversion::None) && encoding == Encoding::Json;
-    let json_pages = match plain {
+    let json_pages = match plain || render.rows.is_some() {
         true => Pages::first_json(&scope.registry, scope.target(), &scope.params, revision)
             .await
             .map_err(too_old)?,
@@ -186,6 +193,8 @@ struct Renderer {
     resource: kcp_apis::builtin::ResourceRef,
     params: Params,
     list_meta: Value,
+    /// A Table's rows, made from the objects' answers (pages read as answers).
+    rows: Option<JsonRows>,
 }
 
 impl Renderer {
@@ -214,9 +223,19 @@ impl Renderer {
             Page::Objects(items) => items,
             Page::Json(answers) if answers.is_empty() => return Ok(Vec::new()),
             Page::Json(answers) => {
-                let mut out = Vec::with_capacity(joined_size(&answers) + lead.len());
-                join(&mut out, lead, frame.separator, &answers);
-                return Ok(out);
+                let joined = match &self.rows {
+                    None => Ok(answers),
+                    Some(rows) => rows.rows(&answers).ok_or(answers),
+                };
+                match joined {
+                    Ok(items) => {
+                        let mut out = Vec::with_capacity(joined_size(&items) + lead.len());
+                        join(&mut out, lead, frame.separator, &items);
+                        return Ok(out);
+                    }
+                    // Rows that could not be made from the answers: their objects rendered.
+                    Err(answers) => crate::table::decoded(&answers)?,
+                }
             }
         };
         let encoded = self.bytes(items)?;
@@ -241,67 +260,6 @@ impl Renderer {
     }
 }
 
-/// What an encoded list is around its items.
-#[derive(Debug)]
-struct ListFrame {
-    /// Up to the first item.
-    prefix: Vec<u8>,
-    /// After the last item.
-    suffix: Vec<u8>,
-    /// Between two items.
-    separator: &'static [u8],
-}
-
-impl ListFrame {
-    /// The frame of the lists encoded like `empty`, the encoding of the list without items
-    /// (the items are `items`, or a Table's `rows`: the list's last array, in every format).
-    fn new(encoding: Encoding, empty: Vec<u8>) -> Option<ListFrame> {
-        let (empty_marker, opening, separator): (&[&[u8]], &[u8], &'static [u8]) = match encoding {
-            Encoding::Json => (&[b"\"items\":[]", b"\"rows\":[]"], b"[", b","),
-            Encoding::Yaml => (&[b"\nitems: []\n", b"\nrows: []\n"], b": []\n", b""),
-        };
-        let (at, marker) = empty_marker
-            .iter()
-            .find_map(|marker| find_last(&empty, marker).map(|at| (at, *marker)))?;
-        let (prefix, suffix) = match encoding {
-            Encoding::Json => {
-                let cut = at + marker.len() - 1;
-                (empty[..cut].to_vec(), empty[cut..].to_vec())
-            }
-            Encoding::Yaml => {
-                // `\nitems: []\n` becomes `\nitems:\n` and the sequence's lines.
-                let key_end = at + marker.len() - opening.len();
-                let mut prefix = empty[..key_end].to_vec();
-                prefix.extend_from_slice(b":\n");
-                (prefix, empty[at + marker.len()..].to_vec())
-            }
-        };
-        Some(ListFrame {
-            prefix,
-            suffix,
-            separator,
-        })
-    }
-
-    /// The items of a list with items encoded in this frame; `None` when `encoded` is not in
-    /// the frame.
-    fn items<'e>(&self, encoded: &'e [u8]) -> Option<&'e [u8]> {
-        if encoded.starts_with(&self.prefix)
-            && encoded.ends_with(&self.suffix)
-            && encoded.len() >= self.prefix.len() + self.suffix.len()
-        {
-            return Some(&encoded[self.prefix.len()..encoded.len() - self.suffix.len()]);
-        }
-        None
-    }
-}
-
-fn find_last(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack
-        .windows(needle.len())
-        .rposition(|window| window == needle)
-}
-
 #[cfg(test)]
 mod tests {
     use kcp_apis::builtin::RESOURCES;
@@ -320,6 +278,7 @@ mod tests {
                 .into(),
             params: Params::parse(Some("includeObject=Object")),
             list_meta: json!({"resourceVersion": "42"}),
+            rows: None,
         }
     }
 
