@@ -51,6 +51,14 @@ pub(crate) async fn get_accepting(router: &Router, path: &str, accept: &str) -> 
     (code, String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// Creates the namespace `name` in `cluster` unless it exists.
+pub(crate) async fn ensure_namespace(router: &Router, cluster: &str, name: &str) {
+    let body = serde_json::json!({"metadata": {"name": name}}).to_string();
+    let path = format!("/clusters/{cluster}/api/v1/namespaces");
+    let (code, body) = call(router, "POST", &path, &body).await;
+    assert!(code == 201 || code == 409, "{body}");
+}
+
 /// Creates the CRD `crd` (JSON) in `cluster` and marks it Established, as the CRD controller
 /// would, so its resources are served.
 pub(crate) async fn establish_crd(router: &Router, cluster: &str, crd: &serde_json::Value) {

@@ -153,7 +153,7 @@ pub(crate) fn selector_filter(
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::test_support::{call, establish_crd, get_accepting, router};
+    use crate::test_support::{call, ensure_namespace, establish_crd, get_accepting, router};
 
     const GADGETS: &str = "/clusters/root/apis/example.com/v1/namespaces/default/gadgets";
     const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
@@ -188,14 +188,7 @@ mod tests {
             }
         });
         establish_crd(&router, "root", &crd).await;
-        let (code, body) = call(
-            &router,
-            "POST",
-            "/clusters/root/api/v1/namespaces",
-            r#"{"metadata":{"name":"default"}}"#,
-        )
-        .await;
-        assert!(code == 201 || code == 409, "{body}");
+        ensure_namespace(&router, "root", "default").await;
         for i in 0..7 {
             let color = ["red", "green"][i % 2];
             let mut gadget = json!({

@@ -256,7 +256,7 @@ mod tests {
 mod served {
     use serde_json::{Value, json};
 
-    use crate::test_support::{call, establish_crd, router};
+    use crate::test_support::{call, ensure_namespace, establish_crd, router};
 
     const WIDGETS: &str = "/clusters/root/apis/example.com/v1/namespaces/default/widgets";
 
@@ -281,14 +281,7 @@ mod served {
             }
         });
         establish_crd(&router, "root", &crd).await;
-        let (code, body) = call(
-            &router,
-            "POST",
-            "/clusters/root/api/v1/namespaces",
-            r#"{"metadata":{"name":"default"}}"#,
-        )
-        .await;
-        assert!(code == 201 || code == 409, "{body}");
+        ensure_namespace(&router, "root", "default").await;
         router
     }
 
