@@ -70,8 +70,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let mut connection = target.connect(Protocol::Http1).await?;
     let create = |connection: &Connection, path: &str, body: String| {
         connection
-            .request(Method::POST, path)
-            .header(http::header::AUTHORIZATION, admin.as_str())
+            .authorized(Method::POST, path, admin.as_str())
             .header(http::header::CONTENT_TYPE, "application/json")
             .body(Full::new(Bytes::from(body)))
     };
@@ -98,8 +97,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     // The reader may read now (its first request builds root's policy).
     let path = format!("{CONFIGMAPS}/bench-get");
     let request = connection
-        .request(Method::GET, &path)
-        .header(http::header::AUTHORIZATION, reader.as_str())
+        .authorized(Method::GET, &path, reader.as_str())
         .body(Full::new(Bytes::new()))?;
     connection
         .expect(request, StatusCode::OK)

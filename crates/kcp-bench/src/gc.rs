@@ -74,8 +74,7 @@ impl Admin {
         body: Option<&Value>,
     ) -> anyhow::Result<(StatusCode, Value)> {
         let request = connection
-            .request(method, &format!("{CLUSTER}{path}"))
-            .header(http::header::AUTHORIZATION, &self.authorization)
+            .authorized(method, &format!("{CLUSTER}{path}"), &self.authorization)
             .header(http::header::CONTENT_TYPE, "application/json")
             .body(Full::new(Bytes::from(
                 body.map(Value::to_string).unwrap_or_default(),

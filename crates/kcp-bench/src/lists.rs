@@ -77,8 +77,7 @@ struct Read {
 async fn list(target: &Target, authorization: &str, path: &str) -> anyhow::Result<Read> {
     let mut connection = target.connect(Protocol::Http1).await?;
     let request = connection
-        .request(Method::GET, path)
-        .header(http::header::AUTHORIZATION, authorization)
+        .authorized(Method::GET, path, authorization)
         .header(http::header::ACCEPT, "application/json")
         .body(Full::new(Bytes::new()))?;
     let began = Instant::now();
@@ -147,8 +146,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             for i in (worker..objects).step_by(workers) {
                 let body = crate::api::configmap_json(&format!("{NAME_PREFIX}{i:07}"), size);
                 let request = connection
-                    .request(Method::POST, LIST_PATH)
-                    .header(http::header::AUTHORIZATION, authorization.as_str())
+                    .authorized(Method::POST, LIST_PATH, authorization.as_str())
                     .header(http::header::CONTENT_TYPE, "application/json")
                     .body(Full::new(Bytes::from(body)))?;
                 connection.expect(request, StatusCode::CREATED).await?;

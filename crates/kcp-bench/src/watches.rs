@@ -143,11 +143,11 @@ async fn open(
     revision: &str,
 ) -> anyhow::Result<hyper::body::Incoming> {
     let request = connection
-        .request(
+        .authorized(
             Method::GET,
             &format!("{path}?watch=true&resourceVersion={revision}&timeoutSeconds=3600"),
+            authorization,
         )
-        .header(http::header::AUTHORIZATION, authorization)
         .header(http::header::ACCEPT, "application/json")
         .body(Full::new(Bytes::new()))?;
     let (status, body) = connection.stream(request).await?;
@@ -163,8 +163,7 @@ async fn create(
     body: String,
 ) -> anyhow::Result<()> {
     let request = connection
-        .request(Method::POST, path)
-        .header(http::header::AUTHORIZATION, authorization)
+        .authorized(Method::POST, path, authorization)
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(Full::new(Bytes::from(body)))?;
     connection.expect(request, StatusCode::CREATED).await?;
@@ -434,8 +433,7 @@ async fn wait_for_root_ca_configmaps(
     let made = async || -> anyhow::Result<usize> {
         let mut connection = target.connect(Protocol::Http1).await?;
         let request = connection
-            .request(Method::GET, &path)
-            .header(http::header::AUTHORIZATION, authorization)
+            .authorized(Method::GET, &path, authorization)
             .body(Full::new(Bytes::new()))?;
         let answer = connection.expect(request, StatusCode::OK).await?;
         let list: serde_json::Value = serde_json::from_slice(&answer.body)?;

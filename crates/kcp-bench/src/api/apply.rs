@@ -62,11 +62,11 @@ async fn patch_once(
 ) -> anyhow::Result<()> {
     let mut connection = target.connect(Protocol::Http1).await?;
     let request = connection
-        .request(
+        .authorized(
             Method::PATCH,
             &format!("{}?fieldManager=bench", object_path(name)),
+            authorization,
         )
-        .header(http::header::AUTHORIZATION, authorization)
         .header(http::header::CONTENT_TYPE, content_type)
         .body(Full::new(Bytes::from(body)))?;
     connection.expect(request, expected).await?;
@@ -77,13 +77,13 @@ async fn patch_once(
 async fn create(target: &Target, authorization: &str, body: &str) -> anyhow::Result<()> {
     let mut connection = target.connect(Protocol::Http1).await?;
     let request = connection
-        .request(
+        .authorized(
             Method::POST,
             &format!(
                 "{CLUSTER_PREFIX}/api/v1/namespaces/{NAMESPACE}/configmaps?fieldManager=bench"
             ),
+            authorization,
         )
-        .header(http::header::AUTHORIZATION, authorization)
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(Full::new(Bytes::from(body.to_string())))?;
     connection.expect(request, StatusCode::CREATED).await?;
@@ -100,11 +100,11 @@ fn patches(
     Arc::new(move |connection, worker, n| {
         let name = format!("{prefix}-{worker}");
         connection
-            .request(
+            .authorized(
                 Method::PATCH,
                 &format!("{}?fieldManager=bench", object_path(&name)),
+                authorization.as_str(),
             )
-            .header(http::header::AUTHORIZATION, authorization.as_str())
             .header(http::header::ACCEPT, "application/json")
             .header(http::header::CONTENT_TYPE, content_type)
             .body(Full::new(Bytes::from(document(&name, n + 1))))

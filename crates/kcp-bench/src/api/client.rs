@@ -128,6 +128,17 @@ impl Connection {
         }
     }
 
+    /// [`Connection::request`] with `authorization` (a bearer token's header value).
+    pub fn authorized(
+        &self,
+        method: http::Method,
+        path: &str,
+        authorization: &str,
+    ) -> http::request::Builder {
+        self.request(method, path)
+            .header(http::header::AUTHORIZATION, authorization)
+    }
+
     /// Sends `request` and reads the whole response.
     pub async fn send(&mut self, request: Request<Full<Bytes>>) -> anyhow::Result<Answer> {
         let response = self.respond(request).await?;
@@ -209,11 +220,11 @@ pub struct Answer {
 pub async fn current_revision(target: &Target, authorization: &str) -> anyhow::Result<u64> {
     let mut connection = target.connect(Protocol::Http1).await?;
     let request = connection
-        .request(
+        .authorized(
             http::Method::GET,
             "/clusters/root/api/v1/namespaces?limit=1",
+            authorization,
         )
-        .header(http::header::AUTHORIZATION, authorization)
         .body(Full::new(Bytes::new()))?;
     let answer = connection.expect(request, StatusCode::OK).await?;
     let list: serde_json::Value = serde_json::from_slice(&answer.body)?;

@@ -86,11 +86,11 @@ pub fn sample_json(name: &str, n: u64) -> String {
 pub async fn install(target: &Target, authorization: &str, prefix: &str) -> anyhow::Result<()> {
     let mut connection = target.connect(Protocol::Http1).await?;
     let create = connection
-        .request(
+        .authorized(
             Method::POST,
             &format!("{prefix}/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),
+            authorization,
         )
-        .header(http::header::AUTHORIZATION, authorization)
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(Full::new(Bytes::from(crd().to_string())))?;
     connection
@@ -100,8 +100,11 @@ pub async fn install(target: &Target, authorization: &str, prefix: &str) -> anyh
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let probe = connection
-            .request(Method::POST, &format!("{prefix}{PLURAL_PATH}"))
-            .header(http::header::AUTHORIZATION, authorization)
+            .authorized(
+                Method::POST,
+                &format!("{prefix}{PLURAL_PATH}"),
+                authorization,
+            )
             .header(http::header::CONTENT_TYPE, "application/json")
             .body(Full::new(Bytes::from(sample_json("bench-probe", 0))))?;
         match connection.expect(probe, StatusCode::CREATED).await {

@@ -19,8 +19,7 @@ pub type MakeRequest = Arc<dyn Fn(&Connection, usize, u64) -> Request<Full<Bytes
 pub fn gets(path: String, authorization: Arc<String>) -> MakeRequest {
     Arc::new(move |connection, _, _| {
         connection
-            .request(http::Method::GET, &path)
-            .header(http::header::AUTHORIZATION, authorization.as_str())
+            .authorized(http::Method::GET, &path, authorization.as_str())
             .header(http::header::ACCEPT, "application/json")
             .body(Full::new(Bytes::new()))
             .expect("a valid request")

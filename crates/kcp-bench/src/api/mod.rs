@@ -173,8 +173,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             Arc::new(move |connection, worker, n| {
                 let name = format!("bench-create-{cell}-{worker}-{n}");
                 connection
-                    .request(Method::POST, &path)
-                    .header(http::header::AUTHORIZATION, authorization.as_str())
+                    .authorized(Method::POST, &path, authorization.as_str())
                     .header(http::header::ACCEPT, "application/json")
                     .header(http::header::CONTENT_TYPE, "application/json")
                     .body(Full::new(Bytes::from(configmap_json(&name, value_size))))
@@ -211,8 +210,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             let make: load::MakeRequest = Arc::new(move |connection, worker, n| {
                 let name = format!("bench-{tag}-{concurrency}-{worker}-{n}");
                 connection
-                    .request(Method::POST, &path)
-                    .header(http::header::AUTHORIZATION, authorization.as_str())
+                    .authorized(Method::POST, &path, authorization.as_str())
                     .header(http::header::ACCEPT, "application/json")
                     .header(http::header::CONTENT_TYPE, "application/json")
                     .body(Full::new(Bytes::from(body(&name, n))))
@@ -325,11 +323,11 @@ async fn prepare_get(
 ) -> anyhow::Result<(Bytes, String)> {
     let mut connection = target.connect(Protocol::Http1).await?;
     let create = connection
-        .request(
+        .authorized(
             Method::POST,
             &format!("{CLUSTER_PREFIX}/api/v1/namespaces/{NAMESPACE}/configmaps"),
+            authorization,
         )
-        .header(http::header::AUTHORIZATION, authorization)
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(Full::new(Bytes::from(configmap_json(GET_NAME, value_size))))?;
     connection
@@ -337,11 +335,11 @@ async fn prepare_get(
         .await
         .context("create the configmap to GET")?;
     let get = connection
-        .request(
+        .authorized(
             Method::GET,
             &format!("{CLUSTER_PREFIX}/api/v1/namespaces/{NAMESPACE}/configmaps/{GET_NAME}"),
+            authorization,
         )
-        .header(http::header::AUTHORIZATION, authorization)
         .header(http::header::ACCEPT, "application/json")
         .body(Full::new(Bytes::new()))?;
     let answer = connection.expect(get, StatusCode::OK).await?;

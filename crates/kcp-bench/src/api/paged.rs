@@ -44,8 +44,7 @@ pub(crate) async fn paged(
         };
         let began = Instant::now();
         let request = connection
-            .request(Method::GET, &query)
-            .header(http::header::AUTHORIZATION, authorization)
+            .authorized(Method::GET, &query, authorization)
             .header(http::header::ACCEPT, "application/json")
             .body(Full::new(Bytes::new()))?;
         let (status, body) = connection.stream(request).await?;

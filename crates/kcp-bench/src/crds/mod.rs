@@ -76,8 +76,7 @@ impl Client {
     ) -> anyhow::Result<(StatusCode, Bytes)> {
         let mut request = self
             .connection
-            .request(method, &format!("{CLUSTER}{path}"))
-            .header(http::header::AUTHORIZATION, &self.authorization)
+            .authorized(method, &format!("{CLUSTER}{path}"), &self.authorization)
             .header(http::header::ACCEPT, "application/json");
         if body.is_some() {
             request = request.header(http::header::CONTENT_TYPE, "application/json");

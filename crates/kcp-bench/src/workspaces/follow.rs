@@ -136,8 +136,7 @@ async fn open(
         ),
     }
     let request = connection
-        .request(Method::GET, &uri)
-        .header(http::header::AUTHORIZATION, authorization)
+        .authorized(Method::GET, &uri, authorization)
         .header(http::header::ACCEPT, "application/json")
         .body(Full::new(Bytes::new()))?;
     let (status, body) = connection.stream(request).await?;

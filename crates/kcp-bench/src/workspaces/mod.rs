@@ -529,11 +529,11 @@ async fn configmap_baseline(
         StatusCode::CREATED,
         Arc::new(move |connection, worker, n| {
             connection
-                .request(
+                .authorized(
                     Method::POST,
                     "/clusters/root/api/v1/namespaces/default/configmaps",
+                    authorization.as_str(),
                 )
-                .header(http::header::AUTHORIZATION, authorization.as_str())
                 .header(http::header::CONTENT_TYPE, "application/json")
                 .body(Full::new(Bytes::from(configmap_json(
                     &format!("bench-{worker}-{n}"),
@@ -550,11 +550,11 @@ async fn configmap_baseline(
 async fn delete_baseline_configmaps(target: &Target, authorization: &str) -> anyhow::Result<()> {
     let mut connection = target.connect(Protocol::Http1).await?;
     let request = connection
-        .request(
+        .authorized(
             Method::DELETE,
             "/clusters/root/api/v1/namespaces/default/configmaps",
+            authorization,
         )
-        .header(http::header::AUTHORIZATION, authorization)
         .body(Full::new(Bytes::new()))?;
     connection
         .expect(request, StatusCode::OK)
@@ -575,11 +575,11 @@ async fn answer_ok(
         let answer = async {
             let mut connection = target.connect(Protocol::Http1).await?;
             let request = connection
-                .request(
+                .authorized(
                     Method::GET,
                     &format!("/clusters/{parent}{WORKSPACES_PATH}/{name}"),
+                    authorization,
                 )
-                .header(http::header::AUTHORIZATION, authorization)
                 .body(Full::new(Bytes::new()))?;
             connection.send(request).await
         }
@@ -638,11 +638,11 @@ pub(crate) async fn create_level(
                     "metadata": {"name": next.name},
                 });
                 let request = connection
-                    .request(
+                    .authorized(
                         Method::POST,
                         &format!("/clusters/{}{WORKSPACES_PATH}", next.parent),
+                        authorization.as_str(),
                     )
-                    .header(http::header::AUTHORIZATION, authorization.as_str())
                     .header(http::header::CONTENT_TYPE, "application/json")
                     .body(Full::new(Bytes::from(body.to_string())))?;
                 connection
@@ -670,11 +670,11 @@ async fn delete_orgs(target: &Target, authorization: &str, orgs: &[Planned]) -> 
     let mut connection = target.connect(Protocol::Http1).await?;
     for org in orgs {
         let request = connection
-            .request(
+            .authorized(
                 Method::DELETE,
                 &format!("/clusters/root{WORKSPACES_PATH}/{}", org.name),
+                authorization,
             )
-            .header(http::header::AUTHORIZATION, authorization)
             .body(Full::new(Bytes::new()))?;
         let answer = connection.send(request).await?;
         anyhow::ensure!(

@@ -64,8 +64,7 @@ pub async fn measure(
             ("application/json", &mut server_json),
         ] {
             let request = connection
-                .request(Method::GET, &path)
-                .header(http::header::AUTHORIZATION, authorization)
+                .authorized(Method::GET, &path, authorization)
                 .header(http::header::ACCEPT, accept)
                 .body(Full::new(Bytes::new()))?;
             let began = Instant::now();
@@ -231,8 +230,7 @@ async fn fetch(
     accept: &str,
 ) -> anyhow::Result<Answer> {
     let request = connection
-        .request(Method::GET, path)
-        .header(http::header::AUTHORIZATION, authorization)
+        .authorized(Method::GET, path, authorization)
         .header(http::header::ACCEPT, accept)
         .header(http::header::ACCEPT_ENCODING, "gzip")
         .body(Full::new(Bytes::new()))?;

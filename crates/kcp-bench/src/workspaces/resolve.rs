@@ -97,8 +97,7 @@ impl Probe {
 
 async fn get(connection: &mut Connection, authorization: &str, uri: &str) -> anyhow::Result<Bytes> {
     let request = connection
-        .request(Method::GET, uri)
-        .header(http::header::AUTHORIZATION, authorization)
+        .authorized(Method::GET, uri, authorization)
         .body(Full::new(Bytes::new()))?;
     Ok(connection.expect(request, StatusCode::OK).await?.body)
 }
