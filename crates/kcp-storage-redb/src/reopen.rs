@@ -99,7 +99,13 @@ impl Database {
             tracing::warn!(%error, "embedded store: closing it to open it again");
         }
         let mut database = open_file(&self.path)?;
-        compact_if_mostly_free(&mut database, &self.path);
+        if compact_if_mostly_free(&mut database, &self.path) {
+            // Opened once more: the compaction filled redb's page cache with pages it moved.
+            if let Err(error) = database.close() {
+                tracing::warn!(%error, "embedded store: closing it after compacting it");
+            }
+            database = open_file(&self.path)?;
+        }
         *slot = Some(database);
         self.reopens.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -113,8 +119,8 @@ impl Database {
 }
 
 /// Compacts the just opened `database` (no transaction under way) when its file at `path` is
-/// mostly free; a failure leaves it as it was, and is logged.
-fn compact_if_mostly_free(database: &mut redb::Database, path: &Path) {
+/// mostly free, and says whether it did; a failure leaves it as it was, and is logged.
+fn compact_if_mostly_free(database: &mut redb::Database, path: &Path) -> bool {
     let in_use = match database.begin_write().and_then(|tx| {
         let stats = tx.stats()?;
         tx.abort()?;
@@ -123,23 +129,29 @@ fn compact_if_mostly_free(database: &mut redb::Database, path: &Path) {
         Ok(bytes) => bytes,
         Err(error) => {
             tracing::warn!(%error, "embedded store: reading its size before compacting");
-            return;
+            return false;
         }
     };
     let file = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     if !worth_compacting(in_use, file) {
-        return;
+        return false;
     }
     let began = std::time::Instant::now();
     match database.compact() {
-        Ok(_) => tracing::info!(
-            in_use,
-            file_before = file,
-            file_after = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
-            took_ms = began.elapsed().as_millis() as u64,
-            "embedded store compacted: its file was mostly free"
-        ),
-        Err(error) => tracing::warn!(%error, "embedded store: compacting its file"),
+        Ok(_) => {
+            tracing::info!(
+                in_use,
+                file_before = file,
+                file_after = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+                took_ms = began.elapsed().as_millis() as u64,
+                "embedded store compacted: its file was mostly free"
+            );
+            true
+        }
+        Err(error) => {
+            tracing::warn!(%error, "embedded store: compacting its file");
+            false
+        }
     }
 }
 
