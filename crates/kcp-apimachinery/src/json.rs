@@ -24,6 +24,31 @@ mod served;
 pub use projected::{Projection, project};
 pub use served::{KeyOrder, served_from_stored, served_from_stored_in};
 
+/// An object's key, borrowed from the input unless it holds an escape.
+pub(crate) struct Key<'de>(pub(crate) std::borrow::Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(reader: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> Visitor<'de> for Text {
+            type Value = std::borrow::Cow<'de, str>;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("a key")
+            }
+
+            fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<Self::Value, E> {
+                Ok(std::borrow::Cow::Borrowed(key))
+            }
+
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
+                Ok(std::borrow::Cow::Owned(key.to_string()))
+            }
+        }
+        reader.deserialize_str(Text).map(Key)
+    }
+}
+
 /// The deepest an object may be to be stored (create, update, patch results, controllers).
 pub const MAX_DEPTH: usize = 100;
 

@@ -22,6 +22,8 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::Key;
+
 /// The part of an object to read: the whole of it, or some of its fields, each with its own
 /// projection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,26 +104,25 @@ impl<'de, 'p> Visitor<'de> for Top<'p> {
         };
         let mut object = Map::new();
         let mut raw = None;
-        while let Some(key) = map.next_key::<KeyText<'de>>()? {
-            let name = key.as_str();
+        while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
             let wanted = match fields {
-                Some(fields) => fields.get(name),
+                Some(fields) => fields.get(&*name),
                 None => Some(&WHOLE),
             };
-            if name == self.raw {
+            if *name == *self.raw {
                 let bytes: &'de RawValue = map.next_value()?;
                 raw = Some(bytes);
                 if let Some(projection) = wanted {
                     let value = project_value(bytes.get().as_bytes(), projection)
                         .map_err(de::Error::custom)?;
-                    object.insert(name.to_string(), value);
+                    object.insert(name.into_owned(), value);
                 }
                 continue;
             }
             match wanted {
                 Some(projection) => {
                     let value = map.next_value_seed(Projected(projection))?;
-                    object.insert(name.to_string(), value);
+                    object.insert(name.into_owned(), value);
                 }
                 None => {
                     map.next_value::<IgnoredAny>()?;
@@ -137,43 +138,6 @@ fn project_value(bytes: &[u8], projection: &Projection) -> Result<Value, serde_j
     let value = Projected(projection).deserialize(&mut deserializer)?;
     deserializer.end()?;
     Ok(value)
-}
-
-/// A key as the document spells it: borrowed when it has no escapes.
-enum KeyText<'de> {
-    Borrowed(&'de str),
-    Owned(String),
-}
-
-impl KeyText<'_> {
-    fn as_str(&self) -> &str {
-        match self {
-            KeyText::Borrowed(text) => text,
-            KeyText::Owned(text) => text,
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for KeyText<'de> {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Text;
-        impl<'de> Visitor<'de> for Text {
-            type Value = KeyText<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Self::Value, E> {
-                Ok(KeyText::Borrowed(text))
-            }
-            fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
-                Ok(KeyText::Owned(text.to_string()))
-            }
-            fn visit_string<E: de::Error>(self, text: String) -> Result<Self::Value, E> {
-                Ok(KeyText::Owned(text))
-            }
-        }
-        deserializer.deserialize_str(Text)
-    }
 }
 
 /// A value read as far as its projection reaches.
@@ -203,11 +167,11 @@ impl<'de> Visitor<'de> for Sparse<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut object = Map::new();
-        while let Some(key) = map.next_key::<KeyText<'de>>()? {
-            match self.0.get(key.as_str()) {
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            match self.0.get(&*key) {
                 Some(projection) => {
                     let value = map.next_value_seed(Projected(projection))?;
-                    object.insert(key.as_str().to_string(), value);
+                    object.insert(key.into_owned(), value);
                 }
                 None => {
                     map.next_value::<IgnoredAny>()?;

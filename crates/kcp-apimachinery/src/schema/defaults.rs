@@ -2,13 +2,12 @@
 //! write and on every read from storage ([`Defaults::apply`]), and the check that lets a read
 //! skip it ([`Defaults::fill_nothing_in`]).
 
-use std::borrow::Cow;
 use std::fmt;
 
-use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use crate::json::Key;
 use crate::object::flag;
 
 /// Sets field `name` to `default` where it is absent, or `null` and not `nullable`.
@@ -207,31 +206,6 @@ static NONE: Defaults = Defaults {
     additional: None,
     items: None,
 };
-
-/// An object's key, borrowed from the input unless it holds an escape.
-pub(super) struct Key<'de>(pub(super) Cow<'de, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(reader: D) -> Result<Self, D::Error> {
-        struct Text;
-        impl<'de> Visitor<'de> for Text {
-            type Value = Cow<'de, str>;
-
-            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-                formatter.write_str("a key")
-            }
-
-            fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<Self::Value, E> {
-                Ok(Cow::Borrowed(key))
-            }
-
-            fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
-                Ok(Cow::Owned(key.to_string()))
-            }
-        }
-        reader.deserialize_str(Text).map(Key)
-    }
-}
 
 #[cfg(test)]
 mod tests {

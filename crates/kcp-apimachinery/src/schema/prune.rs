@@ -7,7 +7,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 use serde_json::Value;
 
 use super::Path;
-use super::defaults::Key;
+use crate::json::Key;
 use crate::object::flag;
 
 /// Fields every object keeps at its root (and embedded resources at theirs).
