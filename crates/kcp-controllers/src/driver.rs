@@ -4,15 +4,23 @@
 //! do not cut its backoff short, see [`crate::queue`]) or again after a delay when it asks to. A broken watch (compaction, storage restart) is followed by a fresh list. A
 //! controller may also follow a second resource whose events map to keys of its own objects
 //! (the workspace controller follows LogicalClusters to their Workspaces).
+//!
+//! A controller's list runs beside its reconciles, as an informer's relist does beside its
+//! workers: the keys it finds reach the queue as they are read. A list after a broken watch
+//! at a million workspaces reads for seconds, or minutes on a cold disk; while it was awaited
+//! alone, the reconciles under way stood still (deleting a million workspaces stopped for
+//! minutes each time the logical cluster controller's watch fell behind a compaction).
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, Stream, StreamExt};
 use kcp_apis::builtin::Resource;
 use kcp_registry::{ClusterEvent, Registry, RegistryError, Summary, Watched};
 use serde_json::Value;
+use tokio::sync::mpsc;
 
 use crate::queue::WorkQueue;
 
@@ -74,6 +82,9 @@ enum Trigger {
 pub(crate) type Watch<T> = Pin<Box<dyn Stream<Item = Result<T, RegistryError>> + Send>>;
 
 type Events = Watch<Trigger>;
+/// A list under way, which ends in the watch from its revision.
+pub(crate) type ListUnderWay<T> =
+    Pin<Box<dyn Future<Output = Result<Watch<T>, RegistryError>> + Send>>;
 type Reconciled = Pin<Box<dyn Future<Output = Result<Outcome, RegistryError>> + Send>>;
 
 /// One controller: its resource, which objects it cares about, and its reconcile.
@@ -124,17 +135,19 @@ pub(crate) enum Source {
 }
 
 impl Controller {
+    /// Lists (sending the keys it queues to `listed`), then watches from the list's revision.
     async fn list_and_watch(
-        &self,
-        registry: &Registry,
-        queue: &mut WorkQueue<Key>,
+        self: Arc<Self>,
+        registry: Registry,
+        listed: mpsc::UnboundedSender<Key>,
     ) -> Result<Events, RegistryError> {
         let revision = match self.listed {
             Listing::Summaries(accepts) => {
                 registry
                     .summarize_all_clusters(self.resource, |cluster, summary| {
                         if accepts(summary) {
-                            queue.add(Key::summarized(cluster.to_string(), summary));
+                            // The receiver lives as long as the controller's loop.
+                            let _ = listed.send(Key::summarized(cluster.to_string(), summary));
                         }
                     })
                     .await?
@@ -179,19 +192,21 @@ impl Controller {
 
     /// Runs the controller until `stop` turns true.
     pub async fn run(self, registry: Registry, context: crate::Context) {
+        let this = Arc::new(self);
         let mut stop = context.stop;
-        let metrics = context.metrics.queue(self.name);
-        let mut queue = WorkQueue::new().with_metrics(metrics.clone());
-        let mut watch = Relisting::new(self.name);
+        let metrics = context.metrics.queue(this.name);
+        let mut queue: WorkQueue<Key> = WorkQueue::new().with_metrics(metrics.clone());
+        let mut watch = Relisting::new(this.name);
+        let (found, mut listed) = mpsc::unbounded_channel();
         let mut in_flight = FuturesUnordered::new();
         loop {
-            let listing = self.list_and_watch(&registry, &mut queue);
-            if watch.list_if_due(&mut stop, listing).await == Listed::Stopped {
-                return;
+            if watch.due() {
+                let list = Arc::clone(&this).list_and_watch(registry.clone(), found.clone());
+                watch.begin(Box::pin(list));
             }
-            while in_flight.len() < self.workers {
+            while in_flight.len() < this.workers {
                 let Some(key) = queue.next() else { break };
-                let reconciled = (self.reconcile)(registry.clone(), key.clone());
+                let reconciled = (this.reconcile)(registry.clone(), key.clone());
                 let timed = metrics.timed(reconciled);
                 in_flight.push(async move { (key, timed.await) });
             }
@@ -201,14 +216,20 @@ impl Controller {
                 .min();
             tokio::select! {
                 _ = stop.wait_for(|stopped| *stopped) => return,
+                Some(key) = listed.recv() => {
+                    queue.add(key);
+                    while let Ok(key) = listed.try_recv() {
+                        queue.add(key);
+                    }
+                }
                 event = watch.next() => match event {
                     Some(Trigger::Key(Some(key), true)) => queue.nudge_first(key),
                     Some(Trigger::Key(Some(key), false)) => queue.nudge(key),
                     Some(Trigger::Own(ClusterEvent { cluster, event })) => {
                         let wanted = if event.kind == "DELETED" {
-                            self.deletions
+                            this.deletions
                         } else {
-                            (self.wants)(&event.object)
+                            (this.wants)(&event.object)
                         };
                         if wanted {
                             queue.add(Key::of(cluster, &event.object));
@@ -229,7 +250,7 @@ impl Controller {
                             queue.add_after_events(key.clone(), events, at_most);
                         }
                         Err(error) => {
-                            tracing::warn!(controller = self.name, cluster = %key.cluster, name = %key.name, %error, "retrying");
+                            tracing::warn!(controller = this.name, cluster = %key.cluster, name = %key.name, %error, "retrying");
                             // Before `done`: what the failed reconcile's own writes queued
                             // waits for the backoff too.
                             queue.add_rate_limited(key.clone());
@@ -244,10 +265,13 @@ impl Controller {
 }
 
 /// A controller's watch, and when to list again: at once at first, then [`RESYNC_DELAY`]
-/// after a list failed or the watch broke (a broken watch means a fresh list).
+/// after a list failed or the watch broke (a broken watch means a fresh list). The list runs
+/// either alone ([`Relisting::list_if_due`]) or beside the rest of the controller's loop
+/// ([`Relisting::begin`], then [`Relisting::next`] drives it).
 pub(crate) struct Relisting<T> {
     controller: &'static str,
     events: Option<Watch<T>>,
+    listing: Option<ListUnderWay<T>>,
     resync_at: Option<tokio::time::Instant>,
 }
 
@@ -265,8 +289,25 @@ impl<T> Relisting<T> {
         Relisting {
             controller,
             events: None,
+            listing: None,
             resync_at: Some(tokio::time::Instant::now()),
         }
+    }
+
+    /// Whether a list is due: no watch, no list under way, and its time has come.
+    pub(crate) fn due(&self) -> bool {
+        self.events.is_none()
+            && self.listing.is_none()
+            && self
+                .resync_at
+                .is_some_and(|at| at <= tokio::time::Instant::now())
+    }
+
+    /// Starts `list` (a list, then the watch from its revision); [`Relisting::next`] drives it
+    /// and then follows its watch.
+    pub(crate) fn begin(&mut self, list: ListUnderWay<T>) {
+        self.listing = Some(list);
+        self.resync_at = None;
     }
 
     /// Runs `list` (a list, then the watch from its revision) if there is no watch and the
@@ -278,13 +319,22 @@ impl<T> Relisting<T> {
         list: impl Future<Output = Result<Watch<T>, RegistryError>>,
     ) -> Listed {
         let now = tokio::time::Instant::now();
-        if self.events.is_some() || self.resync_at.is_none_or(|at| at > now) {
+        if self.events.is_some()
+            || self.listing.is_some()
+            || self.resync_at.is_none_or(|at| at > now)
+        {
             return Listed::GoOn;
         }
         let listed = tokio::select! {
             _ = stop.wait_for(|stopped| *stopped) => return Listed::Stopped,
             listed = list => listed,
         };
+        self.listed(listed);
+        Listed::GoOn
+    }
+
+    /// Takes the outcome of a list: its watch, or a list again after [`RESYNC_DELAY`].
+    fn listed(&mut self, listed: Result<Watch<T>, RegistryError>) {
         match listed {
             Ok(stream) => {
                 self.events = Some(stream);
@@ -295,7 +345,6 @@ impl<T> Relisting<T> {
                 self.resync_at = Some(tokio::time::Instant::now() + RESYNC_DELAY);
             }
         }
-        Listed::GoOn
     }
 
     /// When to list again, while there is no watch.
@@ -303,9 +352,19 @@ impl<T> Relisting<T> {
         self.resync_at
     }
 
-    /// The next event of the watch; never while there is none. `None` when the watch broke or
-    /// ended: the next list is then due after [`RESYNC_DELAY`].
+    /// The next event of the watch, once the list under way (if any) has ended; never while
+    /// there is neither. `None` when the list failed, or the watch broke or ended: the next
+    /// list is then due after [`RESYNC_DELAY`].
     pub(crate) async fn next(&mut self) -> Option<T> {
+        if let Some(listing) = &mut self.listing {
+            let listed = listing.await;
+            self.listing = None;
+            let failed = listed.is_err();
+            self.listed(listed);
+            if failed {
+                return None;
+            }
+        }
         let Some(events) = &mut self.events else {
             return std::future::pending().await;
         };
@@ -335,7 +394,10 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use kcp_registry::Target;
-    use kcp_storage::MemoryStorage;
+    use kcp_storage::{
+        GetResponse, MemoryStorage, RangeRequest, RangeResponse, Result as StorageResult, Revision,
+        Storage, StorageError, Txn, TxnResponse, WatchRequest, WatchStream,
+    };
     use serde_json::json;
     use tokio::sync::watch;
 
@@ -463,6 +525,129 @@ mod tests {
         relisting.list_if_due(&mut stop, list()).await;
         assert_eq!(lists.load(Ordering::SeqCst), 2);
         assert_eq!(relisting.resync_at(), None);
+    }
+
+    /// A store whose ranges wait while `lists_open` is false, and whose watches all end with
+    /// an error (as one that fell behind a compaction does) when `breaks` changes.
+    struct Gated {
+        inner: MemoryStorage,
+        lists_open: watch::Sender<bool>,
+        breaks: watch::Sender<u32>,
+    }
+
+    #[async_trait::async_trait]
+    impl Storage for Gated {
+        async fn get(&self, key: &[u8], revision: Revision) -> StorageResult<GetResponse> {
+            self.inner.get(key, revision).await
+        }
+
+        async fn range(&self, request: RangeRequest) -> StorageResult<RangeResponse> {
+            let mut open = self.lists_open.subscribe();
+            let _ = open.wait_for(|open| *open).await;
+            self.inner.range(request).await
+        }
+
+        async fn txn(&self, txn: Txn) -> StorageResult<TxnResponse> {
+            self.inner.txn(txn).await
+        }
+
+        async fn watch(&self, request: WatchRequest) -> StorageResult<WatchStream> {
+            let events = self.inner.watch(request).await?;
+            let mut breaks = self.breaks.subscribe();
+            let broken = async move {
+                let _ = breaks.changed().await;
+            };
+            let gone = futures::stream::once(async {
+                Err(StorageError::Compacted {
+                    requested: 1,
+                    compacted: 2,
+                })
+            });
+            Ok(Box::pin(events.take_until(broken).chain(gone)))
+        }
+
+        async fn compact(&self, revision: Revision) -> StorageResult<()> {
+            self.inner.compact(revision).await
+        }
+
+        async fn current_revision(&self) -> StorageResult<Revision> {
+            self.inner.current_revision().await
+        }
+    }
+
+    /// Names [`ticking`] was given, in order.
+    static TICKED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+    /// Comes back to its object every 100 ms.
+    fn ticking(_: Registry, key: Key) -> Reconciled {
+        TICKED.lock().unwrap().push(key.name);
+        Box::pin(async { Ok(Outcome::Again(Duration::from_millis(100))) })
+    }
+
+    fn ticks() -> usize {
+        TICKED.lock().unwrap().len()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn reconciles_go_on_while_a_broken_watch_is_listed_again() {
+        let storage = Arc::new(Gated {
+            inner: MemoryStorage::new(),
+            lists_open: watch::channel(true).0,
+            breaks: watch::channel(0).0,
+        });
+        let registry = Registry::new(storage.clone());
+        let create = |name: &'static str| {
+            let registry = registry.clone();
+            async move {
+                let target = Target {
+                    cluster: "c",
+                    resource: namespaces(),
+                    namespace: None,
+                };
+                let object = json!({"metadata": {"name": name}});
+                registry.create(target, object).await.unwrap();
+            }
+        };
+        create("first").await;
+        let (stop, stopped) = watch::channel(false);
+        let controller = Controller {
+            name: "ticking",
+            resource: namespaces(),
+            wants: |_| true,
+            listed: Listing::Summaries(|_| true),
+            deletions: false,
+            reconcile: ticking,
+            workers: WORKERS,
+            also: Vec::new(),
+        };
+        let context = crate::Context {
+            stop: stopped,
+            metrics: crate::ControllerMetrics::default(),
+        };
+        let task = tokio::spawn(controller.run(registry.clone(), context));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(ticks() >= 5, "{} reconciles in a second", ticks());
+
+        // The watch breaks, and the list it calls for (after `RESYNC_DELAY`) cannot read.
+        storage.lists_open.send_replace(false);
+        storage.breaks.send_replace(1);
+        tokio::time::sleep(RESYNC_DELAY + Duration::from_millis(500)).await;
+        let before = ticks();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let during = ticks() - before;
+        assert!(
+            during >= 10,
+            "{during} reconciles in the two seconds the list waited"
+        );
+
+        // Once it can read, the list ends and the watch from its revision follows.
+        storage.lists_open.send_replace(true);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        create("later").await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(TICKED.lock().unwrap().iter().any(|name| name == "later"));
+        stop.send(true).unwrap();
+        task.await.unwrap();
     }
 
     /// Keys [`recording`] was given.
