@@ -76,11 +76,13 @@ pub(super) async fn ensure(
     };
     match result {
         // Another pass or a user won the race: the next event brings the namespace back if
-        // need be. A refusal (a quota without room, the namespace terminating) is retried.
+        // need be. A namespace terminating meanwhile needs nothing more; a refusal of a quota
+        // without room is retried.
         Ok(())
         | Err(RegistryError::AlreadyExists { .. })
         | Err(RegistryError::Conflict { .. })
         | Err(RegistryError::NotFound { .. }) => Ok(()),
+        Err(error) if super::refused_as_terminating(&error) => Ok(()),
         Err(error) => Err(error),
     }
 }

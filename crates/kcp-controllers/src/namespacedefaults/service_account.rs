@@ -25,12 +25,13 @@ pub(super) async fn ensure(
         Err(error) => return Err(error),
     }
     let account = json!({"metadata": {"name": DEFAULT_SERVICE_ACCOUNT}});
-    // Refused (a namespace terminating meanwhile, a quota without room): retried, and the
-    // pass ends once the namespace is terminating.
+    // Refused by a quota without room: retried. A namespace terminating meanwhile needs
+    // nothing more.
     match registry.create(target, account).await {
         Ok(_) | Err(RegistryError::AlreadyExists { .. }) | Err(RegistryError::NotFound { .. }) => {
             Ok(())
         }
+        Err(error) if super::refused_as_terminating(&error) => Ok(()),
         Err(error) => Err(error),
     }
 }
