@@ -318,11 +318,7 @@ impl<T> Relisting<T> {
         stop: &mut tokio::sync::watch::Receiver<bool>,
         list: impl Future<Output = Result<Watch<T>, RegistryError>>,
     ) -> Listed {
-        let now = tokio::time::Instant::now();
-        if self.events.is_some()
-            || self.listing.is_some()
-            || self.resync_at.is_none_or(|at| at > now)
-        {
+        if !self.due() {
             return Listed::GoOn;
         }
         let listed = tokio::select! {

@@ -137,7 +137,7 @@ impl Registry {
                     "unable to create new content in namespace {namespace} because it is being terminated"
                 ),
                 causes: vec![Cause {
-                    reason: "NamespaceTerminating",
+                    reason: crate::error::NAMESPACE_TERMINATING,
                     field: "metadata.namespace".into(),
                     message: format!("namespace {namespace} is being terminated"),
                 }],

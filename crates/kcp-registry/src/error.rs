@@ -108,6 +108,19 @@ fn invalid_message(kind: &str, group: &str, name: &str, causes: &[Cause]) -> Str
     }
 }
 
+/// The cause of a create refused because its namespace is being deleted (Kubernetes'
+/// `NamespaceTerminatingCause`).
+pub(crate) const NAMESPACE_TERMINATING: &str = "NamespaceTerminating";
+
+impl RegistryError {
+    /// Whether this refused a create because its namespace is being deleted: there is nothing
+    /// to make in it any more, and a controller takes the refusal as done, not to retry.
+    pub fn refused_as_namespace_terminating(&self) -> bool {
+        matches!(self, RegistryError::Forbidden { causes, .. }
+            if causes.iter().any(|cause| cause.reason == NAMESPACE_TERMINATING))
+    }
+}
+
 impl From<kcp_storage::StorageError> for RegistryError {
     fn from(error: kcp_storage::StorageError) -> Self {
         use kcp_storage::StorageError as S;

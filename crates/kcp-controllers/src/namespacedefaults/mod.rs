@@ -25,16 +25,6 @@ fn active(namespace: &Value) -> bool {
     !Summary::of_value(namespace).deleting
 }
 
-/// Whether a create was refused because its namespace is being deleted: nothing to make
-/// there any more, as kube-controller-manager's controllers take it (not retried). Deleting a
-/// workspace deletes its ConfigMaps before it marks its namespaces, so their `kube-root-ca.crt`
-/// was often made again, refused and retried: 9,752 retries (each a warning) while a million
-/// workspaces were deleted.
-fn refused_as_terminating(error: &RegistryError) -> bool {
-    matches!(error, RegistryError::Forbidden { causes, .. }
-        if causes.iter().any(|cause| cause.reason == "NamespaceTerminating"))
-}
-
 /// The namespace key of an object named `name` in a namespace.
 fn namespace_of(cluster: &str, object: &Value, name: &str) -> Option<Key> {
     let namespace = object["metadata"]["namespace"].as_str()?;

@@ -31,7 +31,7 @@ pub(super) async fn ensure(
         Ok(_) | Err(RegistryError::AlreadyExists { .. }) | Err(RegistryError::NotFound { .. }) => {
             Ok(())
         }
-        Err(error) if super::refused_as_terminating(&error) => Ok(()),
+        Err(error) if error.refused_as_namespace_terminating() => Ok(()),
         Err(error) => Err(error),
     }
 }
