@@ -179,7 +179,7 @@ impl Router {
                 }
                 "/version" | "/version/" if read_only => {
                     return (
-                        json_response(StatusCode::OK, &crate::version::info()),
+                        crate::status::encoded_json(StatusCode::OK, crate::version::json()),
                         false,
                     );
                 }
@@ -337,7 +337,7 @@ impl Router {
         if let RequestInfo::Resource(resource) = &info
             && crate::workspaces::is_home(resource)
         {
-            return crate::workspaces::home(&self.registry, &user.name, encoding).await;
+            return crate::workspaces::home(&self.registry, &self.authz, user, encoding).await;
         }
         match self.authz.authorize(user, &info).await {
             Ok(Decision::Allow) => {}
@@ -405,7 +405,13 @@ impl Router {
                     true => encoding,
                     false => Encoding::Json,
                 };
-                match discovery_document(&served, &path).filter(|_| read_only) {
+                let address = parts.uri.authority().map(|a| a.as_str()).or_else(|| {
+                    parts
+                        .headers
+                        .get(header::HOST)
+                        .and_then(|h| h.to_str().ok())
+                });
+                match discovery_document(&served, &path, address).filter(|_| read_only) {
                     Some(document) => encoded(encoding, StatusCode::OK, &document),
                     None => crate::error::ApiError::NoSuchResource.into_response(encoding),
                 }
@@ -585,10 +591,14 @@ impl Router {
 }
 
 /// The discovery document at `path`, if there is one.
-fn discovery_document(served: &Served, path: &str) -> Option<serde_json::Value> {
+fn discovery_document(
+    served: &Served,
+    path: &str,
+    address: Option<&str>,
+) -> Option<serde_json::Value> {
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
     match parts.as_slice() {
-        ["api"] => Some(discovery::api_versions()),
+        ["api"] => Some(discovery::api_versions(address)),
         ["api", version] => discovery::resource_list(served, "", version),
         ["apis"] => Some(discovery::api_group_list(served)),
         ["apis", group] => discovery::api_group(served, group),

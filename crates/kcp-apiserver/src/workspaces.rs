@@ -1,15 +1,18 @@
 //! Workspaces on the request path: `/clusters/<path>` resolved to its logical cluster before a
 //! request is served (what is not a path answers kcp's 400 `invalid cluster: "<path>" does not
 //! match the regex`, an unknown path or cluster kcp's 404), and the home workspace `~`
-//! (`GET /clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/~`), created on first use.
+//! (`GET /clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/~`), created on first use for
+//! those the authorizer lets have one.
 
 use std::time::{Duration, Instant};
 
 use http::{Response, StatusCode, header};
-use kcp_registry::Registry;
 use kcp_registry::tenancy::paths::valid_path;
 use kcp_registry::tenancy::{HomeWorkspace, ROOT};
+use kcp_registry::{Registry, RegistryError};
 
+use crate::authn::User;
+use crate::authz::Authorizer;
 use crate::error::ApiError;
 use crate::negotiation::Encoding;
 use crate::request_info::{RequestInfo, ResourceRequest};
@@ -63,15 +66,35 @@ pub fn is_home(request: &ResourceRequest) -> bool {
         && request.verb == "get"
 }
 
-/// The home workspace of `user`: created if missing, answered once Ready; 429 with
-/// `Retry-After` if it takes longer than a moment.
-pub async fn home(registry: &Registry, user: &str, encoding: Encoding) -> Response<Body> {
+/// The home workspace of `user`: made if missing and the authorizer lets `user` have one
+/// (else kcp's 403), answered once Ready; 429 with `Retry-After` if it takes longer than a
+/// moment.
+pub async fn home(
+    registry: &Registry,
+    authorizer: &Authorizer,
+    user: &User,
+    encoding: Encoding,
+) -> Response<Body> {
     let deadline = Instant::now() + HOME_WAIT;
+    let mut create = false;
     loop {
-        match registry.home_workspace(user).await {
+        match registry.home_workspace(&user.name, create).await {
             Ok(HomeWorkspace::Ready(workspace)) => {
                 return encoded(encoding, StatusCode::OK, &workspace);
             }
+            Ok(HomeWorkspace::Missing) => match authorizer.may_have_home(user).await {
+                Ok(None) => create = true,
+                Ok(Some(denial)) => {
+                    return ApiError::from(RegistryError::Forbidden {
+                        qualified_resource: "workspaces.tenancy.kcp.io".into(),
+                        name: "~".into(),
+                        message: denial.message,
+                        causes: Vec::new(),
+                    })
+                    .into_response(encoding);
+                }
+                Err(error) => return ApiError::from(error).into_response(encoding),
+            },
             Ok(HomeWorkspace::Initializing) if Instant::now() < deadline => {
                 tokio::time::sleep(HOME_POLL).await;
             }

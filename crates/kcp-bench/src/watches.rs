@@ -183,11 +183,12 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let ca_pem = std::fs::read(root.join("ca.crt")).context("read the kcp CA")?;
     let token = kcp_testing::kubeconfig::admin_token(&root, "kcp-admin");
     let authorization = Arc::new(format!("Bearer {}", token.trim()));
+    let wildcard = crate::workspaces::wildcard_authorization(&root);
     let target = Target::new(SocketAddr::from((Ipv4Addr::LOCALHOST, kcp.port)), &ca_pem)?;
 
     // The workspaces and their namespaces.
     let began = Instant::now();
-    let mut follower = Follower::start(&target, &authorization).await?;
+    let mut follower = Follower::start(&target, &wildcard).await?;
     let workspaces: Vec<Planned> = (0..options.workspaces)
         .map(|i| Planned {
             parent: "root".into(),
@@ -245,7 +246,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
 
     // The watches, from the current revision once the server has made its own ConfigMap in
     // every namespace: from before, every wildcard watch would first replay all of them.
-    wait_for_root_ca_configmaps(&target, &authorization, paths.len(), options.namespaces).await;
+    wait_for_root_ca_configmaps(&target, &wildcard, paths.len(), options.namespaces).await;
     let revision = current_revision(&target, &authorization).await?.to_string();
     tokio::time::sleep(Duration::from_secs(6)).await;
     let rss_before = kcp.rss_bytes()?;
@@ -270,7 +271,12 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     for chunk in paths_to_watch.chunks(STREAMS_PER_CONNECTION) {
         let mut connection = target.connect(Protocol::H2).await?;
         for (scope, path) in chunk {
-            let body = open(&mut connection, &authorization, path, &revision).await?;
+            // Across workspaces as the shard admin, as kcp allows only that.
+            let who = match scope {
+                Some(_) => &authorization,
+                None => &wildcard,
+            };
+            let body = open(&mut connection, who, path, &revision).await?;
             watches.push((*scope, body));
         }
         connections.push(connection);

@@ -1,9 +1,10 @@
 //! Authorization, per logical cluster, in the order kcp chains it:
 //!
 //! 1. `system:masters` may do anything anywhere.
-//! 2. Wildcard requests (`/clusters/*`) are for those identities and for those the bootstrap
-//!    bindings that hold everywhere allow them (`kcp-admin`, in `system:kcp:admin`, bound to
-//!    `cluster-admin`).
+//! 2. Wildcard requests (`/clusters/*`) are for those identities alone, and for those an
+//!    authorization webhook allows: no workspace's RBAC, nor the bootstrap bindings that hold in
+//!    every workspace, reach across workspaces (kcp's chain has no opinion on a request without
+//!    one logical cluster, so `kcp-admin` is refused too).
 //! 3. Required groups: a LogicalCluster annotated `authorization.kcp.io/required-groups` admits
 //!    only users in one of the group sets it names (service accounts, kcp's admins and its
 //!    workspace bootstrapper always).
@@ -167,10 +168,7 @@ impl Authorizer {
                 && self.bootstrap.allows(&access(subject), None)
         };
         if cluster == ALL_CLUSTERS {
-            return Ok(match everywhere() {
-                true => Decision::Allow,
-                false => deny("access denied".into()),
-            });
+            return self.ask_webhook(subject, cluster, verb, target, deny).await;
         }
         let exempt = exempt_from_required_groups(subject);
         if exempt && everywhere() {
@@ -188,6 +186,19 @@ impl Authorizer {
         if enters && self.grants(&state.policy, &attributes) {
             return Ok(Decision::Allow);
         }
+        self.ask_webhook(subject, cluster, verb, target, deny).await
+    }
+
+    /// The last step of the chain: the authorization webhook, if any, about what the steps
+    /// before did not allow; `deny` words a refusal.
+    async fn ask_webhook(
+        &self,
+        subject: &UserInfo,
+        cluster: &str,
+        verb: &str,
+        target: Target<'_>,
+        deny: impl Fn(String) -> Decision,
+    ) -> Result<Decision, RegistryError> {
         let Some(webhook) = &self.webhook else {
             return Ok(deny("access denied".into()));
         };
@@ -196,6 +207,44 @@ impl Authorizer {
             webhook::Answer::Refused(reason) if reason.is_empty() => deny("access denied".into()),
             webhook::Answer::Refused(reason) => deny(reason),
         })
+    }
+
+    /// Whether `user` may have a home workspace made on their first request for `~`, as kcp's
+    /// home-workspace handler decides it: the chain asked about `create` of workspace `~` in
+    /// root (root's policy grants it to every authenticated user), and never for an anonymous
+    /// identity, whether it sent no credentials or is a service account outside its own
+    /// workspace (which is anonymous there). A refusal is kcp's 403 with its reason
+    /// `workspace access not permitted`.
+    pub async fn may_have_home(&self, user: &User) -> Result<Option<Denial>, RegistryError> {
+        const NOT_PERMITTED: &str = "workspace access not permitted";
+        let subject = user.info();
+        let target = Target::Resource {
+            api_group: "tenancy.kcp.io",
+            resource: "workspaces",
+            subresource: "",
+            name: "~",
+            namespace: "",
+        };
+        let anonymous = subject.name == crate::authn::ANONYMOUS
+            || subject
+                .groups
+                .iter()
+                .any(|group| group == crate::authn::UNAUTHENTICATED);
+        if !anonymous && self.decide(&subject, "root", "create", target).await? == Decision::Allow {
+            return Ok(None);
+        }
+        let attributes = Attributes {
+            user: &subject,
+            verb: "create",
+            target,
+        };
+        Ok(Some(Denial {
+            message: format!(
+                "{}: {NOT_PERMITTED}",
+                kcp_apimachinery::rbac::forbidden_message(&attributes)
+            ),
+            reason: NOT_PERMITTED.into(),
+        }))
     }
 
     /// Whether a logical cluster's `policy`, or the bootstrap bindings that hold everywhere,

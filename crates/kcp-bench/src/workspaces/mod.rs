@@ -146,11 +146,12 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let mut kcp = KcpProcess::start_with(&binary, &root, &kcp_args).await?;
     let ca_pem = std::fs::read(root.join("ca.crt")).context("read the kcp CA")?;
     let mut authorization = admin_authorization(&root);
+    let wildcard = wildcard_authorization(&root);
     let mut target = Target::new(SocketAddr::from((Ipv4Addr::LOCALHOST, kcp.port)), &ca_pem)?;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let fresh = kcp.resident()?;
 
-    let mut follower = Follower::start(&target, &authorization).await?;
+    let mut follower = Follower::start(&target, &wildcard).await?;
     eprintln!(
         "warming up: {} workspaces created and deleted",
         warm::WORKSPACES
@@ -243,7 +244,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let first_answer = restarted_in + answering.elapsed();
     eprintln!("answering after {}", seconds(first_answer));
     let watching = Instant::now();
-    follower = Follower::start(&target, &authorization).await?;
+    follower = Follower::start(&target, &wildcard).await?;
     tokio::time::timeout(
         PHASE_TIMEOUT,
         follower.wait(|seen| seen.ready >= options.workspaces),
@@ -254,12 +255,9 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
 
     eprintln!("a new watch listed all in {}", seconds(watch_listed_in));
     // What a controller on kube-rs or client-go reads first: every workspace, in pages.
-    let pages = tokio::time::timeout(
-        PHASE_TIMEOUT,
-        paged(&target, &authorization, ALL_WORKSPACES),
-    )
-    .await
-    .context("the paged list of every workspace did not finish")??;
+    let pages = tokio::time::timeout(PHASE_TIMEOUT, paged(&target, &wildcard, ALL_WORKSPACES))
+        .await
+        .context("the paged list of every workspace did not finish")??;
     anyhow::ensure!(
         pages.items == options.workspaces,
         "the paged list of every workspace has {} of {}",
@@ -511,6 +509,13 @@ struct Deleted {
 
 fn admin_authorization(root: &std::path::Path) -> Arc<String> {
     let token = kcp_testing::kubeconfig::admin_token(root, "kcp-admin");
+    Arc::new(format!("Bearer {}", token.trim()))
+}
+
+/// Who reads across `/clusters/*`: the shard admin (`system:masters`), as in kcp, where no
+/// workspace's RBAC reaches across workspaces. Its token outlives a restart.
+pub(crate) fn wildcard_authorization(root: &std::path::Path) -> Arc<String> {
+    let token = kcp_testing::kubeconfig::admin_token(root, "shard-admin");
     Arc::new(format!("Bearer {}", token.trim()))
 }
 

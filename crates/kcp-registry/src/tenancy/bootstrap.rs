@@ -1,8 +1,8 @@
 //! The root logical cluster as kcp bootstraps it: its LogicalCluster (`kcp.io/path: root`, type
 //! `root:root`, Ready, with the server's URL), namespaces `default` and `kube-system`, and the
 //! WorkspaceTypes `root`, `universal`, `organization`, `team` and `home`, and the root policy
-//! letting every authenticated user enter root and use the types `universal`, `organization`
-//! and `team`. Objects that exist are
+//! letting every authenticated user enter root, have a home workspace made, and use the types
+//! `universal`, `organization` and `team`. Objects that exist are
 //! kept (create only), but the root's URL follows the address of this start.
 
 use kcp_apimachinery::object;
@@ -14,8 +14,8 @@ use crate::error::RegistryError;
 use crate::store::{Registry, Target};
 
 /// A ClusterRoleBinding `name` of the ClusterRole `role` to every authenticated user. kcp's
-/// root policy has three: entering root (`system:kcp:workspace:access`), reading workspaces
-/// (`system:kcp:tenancy:reader`), and using the universal workspace types.
+/// root policy has four: entering root (`system:kcp:workspace:access`), reading workspaces
+/// (`system:kcp:tenancy:reader`), having a home made, and using the universal workspace types.
 fn bind_authenticated(name: &str, role: &str) -> Value {
     json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -46,6 +46,23 @@ fn workspace_type_use() -> Value {
             "resources": ["workspacetypes"],
             "resourceNames": ["universal", "organization", "team"],
             "verbs": ["use"],
+        }],
+    })
+}
+
+/// kcp's `system:kcp:home-clusterworkspace-create`: getting and creating the workspace `~`,
+/// which having a home workspace made on first use needs (bound in root to every
+/// authenticated user, kcp's default `--home-workspaces-home-creator-groups`).
+fn home_create() -> Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "system:kcp:home-clusterworkspace-create"},
+        "rules": [{
+            "apiGroups": ["tenancy.kcp.io"],
+            "resources": ["workspaces"],
+            "resourceNames": ["~"],
+            "verbs": ["get", "create"],
         }],
     })
 }
@@ -183,6 +200,14 @@ impl Registry {
                 bind_authenticated(
                     "system:kcp:authenticated:tenancy:reader",
                     "system:kcp:tenancy:reader",
+                ),
+            ),
+            (roles, home_create()),
+            (
+                bindings,
+                bind_authenticated(
+                    "system:kcp:configured-group:home-clusterworkspace-create",
+                    "system:kcp:home-clusterworkspace-create",
                 ),
             ),
             (roles, workspace_type_use()),

@@ -4,7 +4,8 @@
 //! three seconds on a fresh connection while slow clients hold connections open; after each
 //! attack the server's memory must be within the bound stated for it; at the end the other
 //! tenant's data must be exactly as it was written. The attacks are split over two scenes so
-//! that they run side by side.
+//! that they run side by side. Beside them, what a request must never make on behalf of an
+//! identity that may not have it (a home workspace).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -583,4 +584,67 @@ async fn a_hostile_tenant_cannot_exhaust_the_server_with_crd_churn() {
     let scene = Scene::set().await;
     crd_churn(&scene.kcp, &scene.attacker, &scene.probe).await;
     scene.end().await;
+}
+
+/// The LogicalClusters across every workspace, by the path each is annotated with.
+fn logical_cluster_paths(kcp: &Kcp) -> Vec<String> {
+    let listed = kcp.kubectl_in_ok(
+        "*",
+        &[
+            "get",
+            "logicalclusters",
+            "-o",
+            r#"jsonpath={range .items[*]}{.metadata.annotations.kcp\.io/path}{"\n"}{end}"#,
+        ],
+    );
+    let mut paths: Vec<String> = listed.lines().map(str::to_string).collect();
+    paths.sort();
+    paths
+}
+
+/// Nothing is made on behalf of an identity that may not have it: no home workspace for a
+/// request without credentials, for a service account outside its own workspace (anonymous
+/// there), or for anyone impersonating `system:anonymous`; each answers kcp's 403.
+#[test]
+fn nobody_gets_a_home_without_credentials_or_outside_their_workspace() {
+    const HOME: &str = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/~";
+    const REFUSED: &str = r#"workspaces.tenancy.kcp.io \"~\" is forbidden: User \"system:anonymous\" cannot create resource \"workspaces\" in API group \"tenancy.kcp.io\" at the cluster scope: workspace access not permitted"#;
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join(".kcp"), &[]);
+    let team = kcp.workspace("team");
+    kcp.kubectl_in_ok(
+        &team,
+        &["create", "serviceaccount", "robot", "-n", "default"],
+    );
+    let token = kcp
+        .kubectl_in_ok(&team, &["create", "token", "robot", "-n", "default"])
+        .trim()
+        .to_string();
+    let before = logical_cluster_paths(&kcp);
+
+    let (code, body) = kcp.anonymous_get(HOME);
+    assert_eq!(code, "403", "{body}");
+    assert!(body.contains(REFUSED), "{body}");
+    assert!(body.contains(r#""reason":"Forbidden""#), "{body}");
+
+    let foreign = kcp.kubectl_in_as(&token, "root", &["get", "--raw", HOME]);
+    let refused = String::from_utf8_lossy(&foreign.stderr);
+    assert!(!foreign.status.success(), "{refused}");
+    assert!(refused.contains(&REFUSED.replace('\\', "")), "{refused}");
+
+    let impersonated = kcp.kubectl_in("root", &["--as=system:anonymous", "get", "--raw", HOME]);
+    let refused = String::from_utf8_lossy(&impersonated.stderr);
+    assert!(!impersonated.status.success(), "{refused}");
+    assert!(refused.contains(&REFUSED.replace('\\', "")), "{refused}");
+
+    assert_eq!(logical_cluster_paths(&kcp), before);
+    let missing = kcp.kubectl_in_err("user:system:anonymous", &["get", "namespaces"]);
+    assert!(
+        missing.contains("NotFound") || missing.contains("not found"),
+        "{missing}"
+    );
+
+    // Whoever is authenticated in their own right still has one made.
+    let home = kcp.kubectl_in_ok("root", &["get", "--raw", HOME]);
+    assert!(home.contains(r#""kind":"Workspace""#), "{home}");
 }

@@ -164,6 +164,18 @@ fn rbac_grants_hold_in_their_workspace_only() {
             .status
             .success()
     );
+    // Not even kcp's admin (`kcp-admin`, cluster-admin in every workspace) reads across them.
+    let denied = kcp.kubectl_err(&[
+        "--server",
+        &format!("{}/clusters/*", kcp.base_url()),
+        "get",
+        "--raw",
+        "/clusters/*/api/v1/configmaps",
+    ]);
+    assert!(
+        denied.contains(r#"configmaps is forbidden: User "kcp-admin" cannot list resource "configmaps" in API group "" at the cluster scope: access denied"#),
+        "{denied}"
+    );
 
     // `kubectl ws` says so when alice may not enter a workspace, and enters one she may.
     let kubeconfig = dir.path().join("alice.kubeconfig");
@@ -753,24 +765,11 @@ fn roles_and_bindings_grant_only_what_their_writer_holds() {
     });
 }
 
-/// `curl` of `path` on `kcp` with no credentials: the status code and the body.
-fn anonymous_get(kcp: &Kcp, path: &str) -> (String, String) {
-    let output = std::process::Command::new("curl")
-        .args(["-sS", "-o", "-", "-w", "\n%{http_code}", "--cacert"])
-        .arg(kcp.root.join("ca.crt"))
-        .arg(format!("{}{path}", kcp.base_url()))
-        .output()
-        .expect("run curl");
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
-    (code.to_string(), body.to_string())
-}
-
 #[test]
 fn requests_without_credentials_are_anonymous_unless_turned_off() {
     // On by default, as kube-apiserver: system:anonymous, whom nothing grants anything.
     let kcp = Kcp::shared("anonymous");
-    let (code, body) = anonymous_get(&kcp, "/clusters/root/api");
+    let (code, body) = kcp.anonymous_get("/clusters/root/api");
     assert_eq!(code, "403", "{body}");
     assert!(
         body.contains(
@@ -778,15 +777,15 @@ fn requests_without_credentials_are_anonymous_unless_turned_off() {
         ),
         "{body}"
     );
-    assert_eq!(anonymous_get(&kcp, "/healthz").0, "200");
+    assert_eq!(kcp.anonymous_get("/healthz").0, "200");
 
     // Off: a 401, health checks still open.
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(&dir.path().join("root"), &["--anonymous-auth=false"]);
-    let (code, body) = anonymous_get(&kcp, "/clusters/root/api");
+    let (code, body) = kcp.anonymous_get("/clusters/root/api");
     assert_eq!(code, "401", "{body}");
     assert!(body.contains(r#""reason":"Unauthorized""#), "{body}");
-    assert_eq!(anonymous_get(&kcp, "/readyz").0, "200");
+    assert_eq!(kcp.anonymous_get("/readyz").0, "200");
 }
 
 #[test]

@@ -29,6 +29,9 @@ pub fn without_namespace_defaults(listing: &str) -> String {
         .to_string()
 }
 
+/// The cluster of requests across every workspace.
+const WILDCARD: &str = "*";
+
 /// Writes `text` to the file `name` in `dir` and returns its path.
 pub fn write_file(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
@@ -245,10 +248,15 @@ impl Kcp {
             .expect("run kubectl (it must be on PATH)")
     }
 
-    /// Runs kubectl against the logical cluster `cluster` (its `/clusters/<cluster>` URL).
+    /// Runs kubectl against the logical cluster `cluster` (its `/clusters/<cluster>` URL); for
+    /// `*`, as the shard admin (context `system:admin`), since only `system:masters` may read
+    /// across workspaces, as in kcp.
     pub fn kubectl_in(&self, cluster: &str, args: &[&str]) -> Output {
         let server = format!("--server={}/clusters/{cluster}", self.base_url());
         let mut all = vec![server.as_str()];
+        if cluster == WILDCARD {
+            all.push("--context=system:admin");
+        }
         all.extend_from_slice(args);
         self.kubectl(&all)
     }
@@ -342,7 +350,8 @@ impl Kcp {
         self.kube_client_in(&self.home).await
     }
 
-    /// A kube-rs client whose requests go to `/clusters/<cluster>` (a path, a name or `*`).
+    /// A kube-rs client whose requests go to `/clusters/<cluster>` (a path, a name or `*`, the
+    /// last as the shard admin, see [`Kcp::kubectl_in`]).
     pub async fn kube_client_in(&self, cluster: &str) -> kube::Client {
         kube::Client::try_from(self.kube_config_in(cluster).await).unwrap()
     }
@@ -352,10 +361,13 @@ impl Kcp {
     pub async fn kube_config_in(&self, cluster: &str) -> kube::Config {
         use kube::config::{KubeConfigOptions, Kubeconfig};
         let kubeconfig = Kubeconfig::read_from(self.kubeconfig()).unwrap();
-        let mut config =
-            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-                .await
-                .unwrap();
+        let options = KubeConfigOptions {
+            context: (cluster == WILDCARD).then(|| "system:admin".to_string()),
+            ..KubeConfigOptions::default()
+        };
+        let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+            .await
+            .unwrap();
         config.cluster_url = format!("{}/clusters/{cluster}", self.base_url())
             .parse()
             .unwrap();
@@ -371,6 +383,26 @@ impl Kcp {
             String::from_utf8_lossy(&output.stderr)
         );
         String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// `curl` of `path` with no credentials: the status code and the body.
+    pub fn anonymous_get(&self, path: &str) -> (String, String) {
+        let output = Command::new("curl")
+            .args(["-sS", "-o", "-", "-w", "\n%{http_code}", "--cacert"])
+            .arg(self.root.join("ca.crt"))
+            .arg(format!("{}{path}", self.base_url()))
+            .output()
+            .expect("run curl");
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+        (code.to_string(), body.to_string())
+    }
+
+    /// Runs kubectl and requires failure; returns stderr, trimmed.
+    pub fn kubectl_err(&self, args: &[&str]) -> String {
+        let output = self.kubectl(args);
+        assert!(!output.status.success(), "kubectl {args:?} should fail");
+        String::from_utf8_lossy(&output.stderr).trim().to_string()
     }
 
     /// Sends SIGTERM and requires a clean exit.

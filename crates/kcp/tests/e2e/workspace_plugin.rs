@@ -129,14 +129,25 @@ fn plugins_create_and_navigate_a_workspace_tree() {
         "Current workspace is 'root:org' (type root:organization).\n"
     );
     assert_eq!(ws.ok(&["kcp", "ws", ":"]), "Current workspace is 'root'.\n");
+    // Home is shown by its logical cluster's name, as kcp's plugin shows it.
+    let home: serde_json::Value = serde_json::from_str(&kcp.kubectl_in_ok(
+        "root",
+        &[
+            "get",
+            "--raw",
+            "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/~",
+        ],
+    ))
+    .unwrap();
+    let home_cluster = home["spec"]["cluster"].as_str().unwrap();
     assert_eq!(
         ws.ok(&["kcp", "workspace", "~"]),
-        "Current workspace is 'user:kcp-admin'.\n"
+        format!("Current workspace is '{home_cluster}'.\n")
     );
     let home = ws.run(&["ws"]);
     assert_eq!(
         String::from_utf8_lossy(&home.stdout),
-        "Current workspace is 'user:kcp-admin'.\n"
+        format!("Current workspace is '{home_cluster}'.\n")
     );
     assert!(String::from_utf8_lossy(&home.stderr).contains("go to home workspace"));
     assert_eq!(

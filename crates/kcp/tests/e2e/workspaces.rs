@@ -392,14 +392,22 @@ fn homes_are_made_on_first_use_and_everything_survives_a_restart() {
             "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/~",
         ],
     );
+    // As kcp answers it: the home's LogicalCluster, reached by its name.
     let home: serde_json::Value = serde_json::from_str(&home).unwrap();
-    assert_eq!(home["metadata"]["name"], "~");
+    assert_eq!(home["kind"], "Workspace");
+    assert_eq!(home["metadata"]["name"], "cluster");
+    assert_eq!(home["status"]["phase"], "Ready");
+    let cluster = home["spec"]["cluster"].as_str().unwrap();
     assert!(
         home["spec"]["URL"]
             .as_str()
             .unwrap()
-            .ends_with("/clusters/user:kcp-admin"),
+            .ends_with(&format!("/clusters/{cluster}")),
         "{home}"
+    );
+    assert_eq!(
+        kcp.kubectl_in_ok(cluster, &["get", "ns", "default", "-o", "name"]),
+        "namespace/default\n"
     );
     let namespaces = kcp.kubectl_in_ok("user:kcp-admin", &["get", "ns", "-o", "name"]);
     assert!(namespaces.contains("namespace/default"), "{namespaces}");
