@@ -90,6 +90,38 @@ fn decode_object_here(
     }
 }
 
+/// The DeleteOptions in a delete's body of `content_type` (JSON when absent; YAML and protobuf
+/// too), as kube-apiserver reads them: of kind `DeleteOptions` under any group's version (the
+/// group of the resource, `v1`, `meta.k8s.io/v1`; client-go sends its client's), or without a
+/// kind. Another option kind cannot be converted to DeleteOptions, and kinds of objects are not
+/// options at all (400 either way).
+pub fn decode_delete_options(
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<serde_json::Value, ApiError> {
+    let options = decode_object(content_type, body, None)?.value;
+    if !options.is_object() {
+        return Err(
+            RegistryError::BadRequest("the DeleteOptions body is not an object".into()).into(),
+        );
+    }
+    let api_version = kcp_apimachinery::object::str_at(&options, &["apiVersion"]);
+    match kcp_apimachinery::object::str_at(&options, &["kind"]) {
+        "" | "DeleteOptions" => Ok(options),
+        "CreateOptions" | "UpdateOptions" | "PatchOptions" | "GetOptions" | "ListOptions" => Err(
+            RegistryError::BadRequest("decoded object cannot be converted to DeleteOptions".into())
+                .into(),
+        ),
+        kind => Err(RegistryError::BadRequest(format!(
+            "no kind {kind:?} is registered for version {api_version:?} in scheme \"{META_SCHEME}\""
+        ))
+        .into()),
+    }
+}
+
+/// The scheme kube-apiserver reads request options with, as its errors name it.
+const META_SCHEME: &str = "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme/register.go:28";
+
 /// A patch document (JSON for every patch type). It may be two levels deeper than an object
 /// (a JSON patch's list and operation wrap the values it inserts); what it produces is held to
 /// the limit when it is applied.

@@ -34,6 +34,8 @@ pub(crate) struct RequestScope<'a> {
     pub body: Bytes,
     pub negotiated: Negotiated,
     pub field_validation: FieldValidation,
+    /// A delete's DeleteOptions as sent ([`delete_options`]); `None` for other verbs.
+    pub delete_options: Option<Value>,
     /// `Warning` headers of the answer, in the order they were found.
     pub warnings: Vec<String>,
 }
@@ -69,31 +71,14 @@ impl RequestScope<'_> {
         Ok(object)
     }
 
-    /// The DeleteOptions of a delete: its body, or without one its query parameters
-    /// (`propagationPolicy`, `orphanDependents`), as kube-apiserver reads them.
+    /// The DeleteOptions of a delete or deletecollection, checked.
     pub fn delete_options(&self) -> Result<DeleteOptions, ApiError> {
-        let options = if self.body.is_empty() {
-            let mut options = serde_json::Map::new();
-            if let Some(policy) = self.params.get("propagationPolicy") {
-                options.insert("propagationPolicy".into(), policy.into());
-            }
-            if let Some(orphan) = self.params.get("orphanDependents") {
-                let orphan = orphan.parse::<bool>().map_err(|_| {
-                    RegistryError::BadRequest(format!(
-                        "invalid value for orphanDependents: {orphan:?}"
-                    ))
-                })?;
-                options.insert("orphanDependents".into(), orphan.into());
-            }
-            Value::Object(options)
-        } else {
-            serde_json::from_slice(&self.body).map_err(|e| {
-                RegistryError::BadRequest(format!(
-                    "the DeleteOptions body could not be decoded: {e}"
-                ))
-            })?
-        };
-        Ok(DeleteOptions::from_value(&options)?)
+        let options = self.delete_options.as_ref().ok_or_else(|| {
+            ApiError::from(RegistryError::Internal(
+                "DeleteOptions asked of a request that is not a delete".into(),
+            ))
+        })?;
+        Ok(DeleteOptions::from_value(options)?)
     }
 
     /// One object, as the client asked for it (the object, a Table, PartialObjectMetadata).
@@ -144,35 +129,52 @@ impl Params {
     }
 }
 
-/// The `dryRun` of a request: from the query, or for deletes from the DeleteOptions body.
-pub(crate) fn dry_run(verb: &str, params: &Params, body: &Bytes) -> Result<bool, RegistryError> {
-    let from_body = if matches!(verb, "delete" | "deletecollection") && !body.is_empty() {
-        delete_options_dry_run(body)?
-    } else {
-        None
-    };
-    match from_body.as_deref().or(params.get("dryRun")) {
-        None => Ok(false),
-        Some("All") => Ok(true),
-        Some(other) => Err(RegistryError::BadRequest(format!(
-            "Invalid dry run value: {other}: supported values: \"All\""
-        ))),
+/// The DeleteOptions of a delete or deletecollection: its body (see
+/// [`crate::body::decode_delete_options`]), or without one its query parameters
+/// (`propagationPolicy`, `orphanDependents`, `dryRun`), as kube-apiserver reads them.
+pub(crate) fn delete_options(
+    content_type: Option<&str>,
+    body: &[u8],
+    params: &Params,
+) -> Result<Value, ApiError> {
+    if !body.is_empty() {
+        return crate::body::decode_delete_options(content_type, body);
     }
+    let mut options = serde_json::Map::new();
+    if let Some(policy) = params.get("propagationPolicy") {
+        options.insert("propagationPolicy".into(), policy.into());
+    }
+    if let Some(orphan) = params.get("orphanDependents") {
+        let orphan = orphan.parse::<bool>().map_err(|_| {
+            RegistryError::BadRequest(format!("invalid value for orphanDependents: {orphan:?}"))
+        })?;
+        options.insert("orphanDependents".into(), orphan.into());
+    }
+    if let Some(dry_run) = params.get("dryRun") {
+        options.insert("dryRun".into(), serde_json::json!([dry_run]));
+    }
+    Ok(Value::Object(options))
 }
 
-/// The `dryRun` value of a DeleteOptions body, if it names one.
-fn delete_options_dry_run(body: &Bytes) -> Result<Option<String>, RegistryError> {
-    let options: Value = serde_json::from_slice(body).map_err(|e| {
-        RegistryError::BadRequest(format!("the DeleteOptions body could not be decoded: {e}"))
-    })?;
-    Ok(match options.get("dryRun").and_then(Value::as_array) {
-        Some(values) if !values.is_empty() => Some(
+/// Whether a request is a dry run: as its DeleteOptions say (a delete's, from [`delete_options`],
+/// which fall back on the query's), or as the query's `dryRun` says.
+pub(crate) fn dry_run(params: &Params, delete_options: Option<&Value>) -> Result<bool, ApiError> {
+    let named = match delete_options.and_then(|options| options.get("dryRun")) {
+        Some(Value::Array(values)) if !values.is_empty() => Some(
             values
                 .iter()
                 .filter_map(Value::as_str)
                 .collect::<Vec<_>>()
                 .join(","),
         ),
-        _ => None,
-    })
+        _ => params.get("dryRun").map(str::to_string),
+    };
+    match named.as_deref() {
+        None => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(RegistryError::BadRequest(format!(
+            "Invalid dry run value: {other}: supported values: \"All\""
+        ))
+        .into()),
+    }
 }

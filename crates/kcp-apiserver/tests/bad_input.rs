@@ -217,3 +217,174 @@ async fn values_of_the_wrong_type_are_bad_requests() {
     .await;
     assert_eq!(code, 400);
 }
+
+/// A protobuf body as client-go's typed clients send it: `k8s\0` and a `runtime.Unknown`.
+fn protobuf(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
+    use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
+    use prost::Message;
+    let unknown = Unknown {
+        type_meta: Some(TypeMeta {
+            api_version: Some(api_version.into()),
+            kind: Some(kind.into()),
+        }),
+        raw: Some(raw),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
+    };
+    let mut body = b"k8s\0".to_vec();
+    body.extend(unknown.encode_to_vec());
+    body
+}
+
+/// DeleteOptions in the body of a delete or deletecollection, in JSON, YAML and protobuf, of
+/// kind DeleteOptions under any group's version (client-go sends its client's: Helm's release
+/// storage deletes its Secrets so), as kube-apiserver reads them; other kinds are refused.
+#[tokio::test]
+async fn delete_options_are_read_in_every_format() {
+    use k8s_pb::apimachinery::pkg::apis::meta::v1::DeleteOptions;
+    use prost::Message;
+    let router = router();
+    let configmaps = "/clusters/root/api/v1/namespaces/default/configmaps";
+    let (code, _) = send(
+        &router,
+        &Method::POST,
+        "/clusters/root/api/v1/namespaces",
+        "application/json",
+        br#"{"metadata":{"name":"default"}}"#,
+    )
+    .await;
+    assert!(code == 201 || code == 409, "{code}");
+    for name in ["kept", "gone", "labelled-a", "labelled-b"] {
+        let body = format!(
+            r#"{{"metadata":{{"name":"{name}","labels":{{"set":"{}"}}}}}}"#,
+            name.starts_with("labelled")
+        );
+        let (code, status) = send(
+            &router,
+            &Method::POST,
+            configmaps,
+            "application/json",
+            body.as_bytes(),
+        )
+        .await;
+        assert_eq!(code, 201, "{status}");
+    }
+    let exists = async |name: &str| {
+        let path = format!("{configmaps}/{name}");
+        send(&router, &Method::GET, &path, "application/json", b"")
+            .await
+            .0
+            == 200
+    };
+    let kept = format!("{configmaps}/kept");
+
+    let dry_run = DeleteOptions {
+        dry_run: vec!["All".into()],
+        propagation_policy: Some("Background".into()),
+        ..Default::default()
+    };
+    let pb = "application/vnd.kubernetes.protobuf";
+    for (content_type, body) in [
+        (pb, protobuf("v1", "DeleteOptions", dry_run.encode_to_vec())),
+        (
+            pb,
+            protobuf("meta.k8s.io/v1", "DeleteOptions", dry_run.encode_to_vec()),
+        ),
+        (
+            "application/yaml",
+            b"apiVersion: v1\nkind: DeleteOptions\ndryRun: [All]\n".to_vec(),
+        ),
+        (
+            "application/json",
+            br#"{"apiVersion":"meta.k8s.io/v1","kind":"DeleteOptions","dryRun":["All"]}"#.to_vec(),
+        ),
+        ("application/json", br#"{"dryRun":["All"]}"#.to_vec()),
+    ] {
+        let (code, status) = send(&router, &Method::DELETE, &kept, content_type, &body).await;
+        assert_eq!(code, 200, "{content_type}: {status}");
+        assert!(
+            exists("kept").await,
+            "{content_type}: a dry run deletes nothing"
+        );
+    }
+
+    // Read and checked: an invalid policy is the 422 of DeleteOptions.
+    let bogus = DeleteOptions {
+        propagation_policy: Some("Sideways".into()),
+        ..Default::default()
+    };
+    let (code, status) = send(
+        &router,
+        &Method::DELETE,
+        &kept,
+        pb,
+        &protobuf("v1", "DeleteOptions", bogus.encode_to_vec()),
+    )
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"Sideways\""),
+        "{status}"
+    );
+    // Not DeleteOptions: refused as kube-apiserver refuses them.
+    for (body, message) in [
+        (
+            r#"{"apiVersion":"v1","kind":"CreateOptions"}"#,
+            "decoded object cannot be converted to DeleteOptions",
+        ),
+        (
+            r#"{"apiVersion":"v1","kind":"ConfigMap"}"#,
+            "no kind \"ConfigMap\" is registered for version \"v1\"",
+        ),
+        ("[1]", "the DeleteOptions body is not an object"),
+    ] {
+        let (code, status) = send(
+            &router,
+            &Method::DELETE,
+            &kept,
+            "application/json",
+            body.as_bytes(),
+        )
+        .await;
+        assert_eq!(code, 400, "{body}: {status}");
+        assert!(
+            status["message"].as_str().unwrap().contains(message),
+            "{status}"
+        );
+        assert!(exists("kept").await);
+    }
+
+    // The real thing, in protobuf: a delete and a deletecollection (an apps client's version).
+    let (code, status) = send(
+        &router,
+        &Method::DELETE,
+        &format!("{configmaps}/gone"),
+        pb,
+        &protobuf(
+            "v1",
+            "DeleteOptions",
+            DeleteOptions::default().encode_to_vec(),
+        ),
+    )
+    .await;
+    assert_eq!(code, 200, "{status}");
+    assert!(!exists("gone").await);
+    let (code, status) = send(
+        &router,
+        &Method::DELETE,
+        &format!("{configmaps}?labelSelector=set%3Dtrue"),
+        pb,
+        &protobuf(
+            "apps/v1",
+            "DeleteOptions",
+            DeleteOptions::default().encode_to_vec(),
+        ),
+    )
+    .await;
+    assert_eq!(code, 200, "{status}");
+    assert!(!exists("labelled-a").await && !exists("labelled-b").await);
+    assert!(exists("kept").await);
+}

@@ -25,7 +25,7 @@ use crate::error::ApiError;
 use crate::field_validation::FieldValidation;
 use crate::negotiation::{self, Answer, Encoding, Negotiated, NotAcceptable};
 use crate::request_info::ResourceRequest;
-use crate::scope::{Params, RequestScope, dry_run};
+use crate::scope::{Params, RequestScope, delete_options, dry_run};
 use crate::status::Body;
 
 pub(crate) use list::selector_filter;
@@ -83,7 +83,16 @@ async fn serve_in_scope(
         })
         .ok_or(ApiError::NoSuchResource)?;
     let params = Params::parse(query);
-    let registry = match dry_run(&info.verb, &params, &body)? {
+    let delete_options = match info.verb.as_str() {
+        "delete" | "deletecollection" => {
+            let content_type = headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok());
+            Some(delete_options(content_type, &body, &params)?)
+        }
+        _ => None,
+    };
+    let registry = match dry_run(&params, delete_options.as_ref())? {
         true => Cow::Owned(registry.dry_run()),
         false => Cow::Borrowed(registry),
     };
@@ -123,6 +132,7 @@ async fn serve_in_scope(
         body,
         negotiated,
         field_validation,
+        delete_options,
         warnings: Vec::new(),
     };
     // A deprecated version is warned about whatever the answer, failures included.
