@@ -458,8 +458,40 @@ pub fn groups() -> Vec<(&'static str, Vec<&'static str>)> {
             None => groups.push((group, vec![version])),
         }
     }
+    groups.sort_by_key(|(group, _)| {
+        GROUP_ORDER
+            .iter()
+            .position(|g| g == group)
+            .unwrap_or(GROUP_ORDER.len())
+    });
     groups
 }
+
+/// The order kube-apiserver lists its API groups in (by their APIServices' priorities, seen
+/// on kube-apiserver 1.37); groups it does not name come after, as custom ones do.
+const GROUP_ORDER: &[&str] = &[
+    "apiregistration.k8s.io",
+    "apps",
+    "events.k8s.io",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+    "autoscaling",
+    "batch",
+    "certificates.k8s.io",
+    "networking.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "storage.k8s.io",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "scheduling.k8s.io",
+    "coordination.k8s.io",
+    "node.k8s.io",
+    "discovery.k8s.io",
+    "resource.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
+    "storagemigration.k8s.io",
+];
 
 /// The core (`""`, `v1`) resource `plural` (`namespaces`, `secrets`, `serviceaccounts`, ...).
 ///
@@ -514,9 +546,23 @@ mod tests {
 
     #[test]
     fn groups_are_listed_once_in_order() {
+        // In kube-apiserver's order.
+        let names: Vec<&str> = groups().iter().map(|(g, _)| *g).collect();
+        assert_eq!(
+            names,
+            [
+                "events.k8s.io",
+                "authentication.k8s.io",
+                "authorization.k8s.io",
+                "certificates.k8s.io",
+                "rbac.authorization.k8s.io",
+                "admissionregistration.k8s.io",
+                "apiextensions.k8s.io",
+                "coordination.k8s.io",
+                "flowcontrol.apiserver.k8s.io",
+            ]
+        );
         let groups = groups();
-        assert_eq!(groups.first().unwrap().0, "authentication.k8s.io");
-        assert_eq!(groups.last().unwrap().0, "apiextensions.k8s.io");
         assert!(groups.iter().all(|(_, versions)| versions == &vec!["v1"]));
         assert_eq!(in_group_version("", "v1").count(), 6);
         assert_eq!(in_group_version(RBAC, "v1").count(), 4);

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// One field: tag, JSON name (JSONSchemaProps' `$ref`, `$schema` and `x-kubernetes-*` as JSON
 /// spells them, not as `.proto` does), label (`optional`, `repeated`, `map`), type (a scalar or
@@ -20,6 +21,8 @@ pub type Field = (u32, String, String, String);
 pub const EXTENSIONS: &str = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1";
 /// The package of ObjectMeta, Time and Status.
 pub const META: &str = "k8s.io.apimachinery.pkg.apis.meta.v1";
+/// An embedded object of any kind.
+const RAW_EXTENSION: &str = "k8s.io.apimachinery.pkg.runtime.RawExtension";
 
 fn all() -> &'static HashMap<String, Vec<Field>> {
     static MESSAGES: OnceLock<HashMap<String, Vec<Field>>> = OnceLock::new();
@@ -52,17 +55,50 @@ pub fn of_component(component: &str) -> Option<String> {
 /// The message of the built-in kind `kind` of `api_version` (a group kcp serves built-in
 /// kinds of; custom resources of other groups have none).
 pub fn of_kind(api_version: &str, kind: &str) -> Option<String> {
+    if let Some(message) = of_meta_kind(Some(api_version), kind) {
+        return Some(message);
+    }
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     let built_in = group.is_empty()
         || crate::builtin::RESOURCES.iter().any(|r| r.group == group)
         || matches!(
             group,
-            "authentication.k8s.io" | "authorization.k8s.io" | "meta.k8s.io"
+            "authentication.k8s.io"
+                | "authorization.k8s.io"
+                | "meta.k8s.io"
+                | "apidiscovery.k8s.io"
+                | "autoscaling"
         );
     if !built_in {
         return None;
     }
     of_component(&crate::schema::builtin_component(group, version, kind))
+}
+
+/// The kinds of `meta.k8s.io` Kubernetes writes under its legacy group's version too (`v1`), or
+/// with no `apiVersion` at all (`/api`'s APIVersions, `/api/v1`'s APIResourceList); of those,
+/// the request options are also read under any group's version, as kube-apiserver reads
+/// DeleteOptions bodies.
+fn of_meta_kind(api_version: Option<&str>, kind: &str) -> Option<String> {
+    let meta = matches!(
+        api_version,
+        None | Some("v1" | "meta.k8s.io/v1" | "meta.k8s.io/v1beta1")
+    );
+    let known = match kind {
+        "Status"
+        | "APIVersions"
+        | "APIGroupList"
+        | "APIGroup"
+        | "APIResourceList"
+        | "Table"
+        | "PartialObjectMetadata"
+        | "PartialObjectMetadataList"
+        | "WatchEvent" => meta,
+        "DeleteOptions" | "CreateOptions" | "UpdateOptions" | "PatchOptions" | "GetOptions"
+        | "ListOptions" => true,
+        _ => false,
+    };
+    known.then(|| format!("{META}.{kind}"))
 }
 
 /// The JSON name of a field: JSONSchemaProps' `$ref`, `$schema` and `x-kubernetes-*` are
@@ -118,18 +154,32 @@ pub fn is_special(name: &str) -> bool {
 /// (by its `apiVersion` and `kind`), else sorted as serde_json writes them.
 pub fn to_json(value: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
+    write_typed(value, &mut out);
+    out
+}
+
+/// `value` (an object without its `kind` and `apiVersion`, as a typed list's items are) in
+/// the order of the message of `kind` in `api_version`.
+pub fn to_json_as(value: &Value, api_version: &str, kind: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    write(value, of_kind(api_version, kind).as_deref(), &mut out);
+    out
+}
+
+/// `value` in the order of the message its `apiVersion` and `kind` name, if any.
+fn write_typed(value: &Value, out: &mut Vec<u8>) {
     let message = match value {
         Value::Object(fields) => match (
             fields.get("apiVersion").and_then(Value::as_str),
             fields.get("kind").and_then(Value::as_str),
         ) {
             (Some(api_version), Some(kind)) => of_kind(api_version, kind),
+            (None, Some(kind)) => of_meta_kind(None, kind),
             _ => None,
         },
         _ => None,
     };
-    write(value, message.as_deref(), &mut out);
-    out
+    write(value, message.as_deref(), out);
 }
 
 fn write(value: &Value, message: Option<&str>, out: &mut Vec<u8>) {
@@ -137,6 +187,11 @@ fn write(value: &Value, message: Option<&str>, out: &mut Vec<u8>) {
         write_plain(value, out);
         return;
     };
+    // An embedded object (a Table row's, a watch event's) is written by its own kind.
+    if message == RAW_EXTENSION {
+        write_typed(value, out);
+        return;
+    }
     let Some(fields) = fields(message).filter(|_| !is_special(message)) else {
         write_plain(value, out);
         return;
@@ -203,6 +258,101 @@ fn write(value: &Value, message: Option<&str>, out: &mut Vec<u8>) {
     out.push(b'}');
 }
 
+/// The JSON text `raw` of an object of `message` (the name of a message, such as
+/// [`OBJECT_META`]) written again in Kubernetes' order, as [`to_json`] writes a value of that
+/// message, without decoding what needs no reordering (scalars, maps, raw fields). `None` if
+/// `raw` is not JSON, or has an escape in a key of an object it reorders.
+pub fn reordered(raw: &str, message: &str) -> Option<Vec<u8>> {
+    let raw: &RawValue = serde_json::from_str(raw).ok()?;
+    let mut out = Vec::with_capacity(raw.get().len());
+    write_raw(raw, Some(message), &mut out)?;
+    Some(out)
+}
+
+/// ObjectMeta's message.
+pub const OBJECT_META: &str = "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
+fn write_raw(raw: &RawValue, message: Option<&str>, out: &mut Vec<u8>) -> Option<()> {
+    let text = raw.get();
+    let fields = message
+        .filter(|m| !is_special(m) && text.starts_with('{'))
+        .and_then(fields);
+    let Some(fields) = fields else {
+        out.extend_from_slice(text.as_bytes());
+        return Some(());
+    };
+    let object: Vec<(&str, &RawValue)> = borrowed_members(text)?;
+    out.push(b'{');
+    let mut first = true;
+    let mut key = |name: &str, out: &mut Vec<u8>| {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        write_plain(&Value::String(name.to_string()), out);
+        out.push(b':');
+    };
+    let get = |name: &str| object.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
+    for (_, name, label, kind) in fields {
+        let Some(value) = get(name) else {
+            continue;
+        };
+        key(name, out);
+        let child = kind.contains('.').then_some(kind.as_str());
+        match label.as_str() {
+            "repeated" if value.get().starts_with('[') => {
+                let items: Vec<&RawValue> = serde_json::from_str(value.get()).ok()?;
+                out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_raw(item, child, out)?;
+                }
+                out.push(b']');
+            }
+            "map" => out.extend_from_slice(value.get().as_bytes()),
+            _ => write_raw(value, child, out)?,
+        }
+    }
+    for (name, value) in &object {
+        if !fields.iter().any(|f| f.1 == *name) {
+            key(name, out);
+            out.extend_from_slice(value.get().as_bytes());
+        }
+    }
+    out.push(b'}');
+    Some(())
+}
+
+/// The members of the JSON object `text`, keys borrowed (so none may hold an escape).
+fn borrowed_members(text: &str) -> Option<Vec<(&str, &RawValue)>> {
+    struct Members<'a>(Vec<(&'a str, &'a RawValue)>);
+    impl<'de> serde::Deserialize<'de> for Members<'de> {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct Visit;
+            impl<'de> serde::de::Visitor<'de> for Visit {
+                type Value = Members<'de>;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<Self::Value, A::Error> {
+                    let mut members = Vec::new();
+                    while let Some(entry) = map.next_entry::<&'de str, &'de RawValue>()? {
+                        members.push(entry);
+                    }
+                    Ok(Members(members))
+                }
+            }
+            deserializer.deserialize_map(Visit)
+        }
+    }
+    serde_json::from_str::<Members<'_>>(text).ok().map(|m| m.0)
+}
+
 fn write_plain(value: &Value, out: &mut Vec<u8>) {
     // Writing JSON into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, value);
@@ -247,6 +397,46 @@ mod tests {
             text(&list),
             r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"name":"c","ownerReferences":[{"apiVersion":"v1","kind":"K","name":"o","uid":"u"}]}}]}"#
         );
+    }
+
+    #[test]
+    fn server_built_documents_come_out_in_go_order() {
+        let status = json!({"apiVersion": "v1", "kind": "Status", "code": 404, "reason": "NotFound",
+            "message": "m", "status": "Failure", "metadata": {}, "details": {"name": "x", "kind": "k"}});
+        assert_eq!(
+            text(&status),
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"m","reason":"NotFound","details":{"name":"x","kind":"k"},"code":404}"#
+        );
+        // Discovery: with no apiVersion too (`/api/v1`).
+        let resources = json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+            {"verbs": ["get"], "storageVersionHash": "h", "shortNames": ["cm"], "kind": "ConfigMap",
+             "namespaced": true, "singularName": "configmap", "name": "configmaps"}]});
+        assert_eq!(
+            text(&resources),
+            r#"{"kind":"APIResourceList","groupVersion":"v1","resources":[{"name":"configmaps","singularName":"configmap","namespaced":true,"kind":"ConfigMap","verbs":["get"],"shortNames":["cm"],"storageVersionHash":"h"}]}"#
+        );
+        // A Table, its rows' objects by their own kinds.
+        let table = json!({"apiVersion": "meta.k8s.io/v1", "kind": "Table", "rows": [{"object": {
+            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+            "metadata": {"uid": "u", "name": "n"}}, "cells": ["n"]}],
+            "columnDefinitions": [{"type": "string", "name": "Name", "priority": 0,
+                "format": "name", "description": "d"}], "metadata": {}});
+        assert_eq!(
+            text(&table),
+            r#"{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{},"columnDefinitions":[{"name":"Name","type":"string","format":"name","description":"d","priority":0}],"rows":[{"cells":["n"],"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"n","uid":"u"}}}]}"#
+        );
+    }
+
+    #[test]
+    fn raw_objects_are_reordered_without_decoding_their_values() {
+        let stored = r#"{"annotations":{"b":"1","a":"2"},"creationTimestamp":"t","managedFields":[{"time":"t","manager":"m","fieldsV1":{"f:z":{},"f:a":{}}}],"name":"n","uid":"u","zzz":1}"#;
+        let written = reordered(stored, OBJECT_META).unwrap();
+        assert_eq!(
+            String::from_utf8(written).unwrap(),
+            r#"{"name":"n","uid":"u","creationTimestamp":"t","annotations":{"b":"1","a":"2"},"managedFields":[{"manager":"m","time":"t","fieldsV1":{"f:z":{},"f:a":{}}}],"zzz":1}"#
+        );
+        assert_eq!(reordered("not json", OBJECT_META), None);
+        assert_eq!(reordered(r#"{"n\u0061me":"x"}"#, OBJECT_META), None);
     }
 
     #[test]

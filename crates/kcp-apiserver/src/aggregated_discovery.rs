@@ -29,10 +29,20 @@ pub(crate) fn subresource_kind(resource: &Resource, subresource: &str) -> Value 
     }
 }
 
+/// The kind a resource (or a subresource answering with its resource's kind) answers with,
+/// as kube-apiserver's aggregated discovery names it: a built-in kind by its name alone (its
+/// group and version are the document's), a custom resource's whole.
+fn response_kind(r: &Resource) -> Value {
+    match r.custom() {
+        Some(_) => json!({"group": r.group, "version": r.version, "kind": r.kind}),
+        None => json!({"group": "", "version": "", "kind": r.kind}),
+    }
+}
+
 fn resource_document(r: &Resource) -> Value {
     let mut document = json!({
         "resource": r.name,
-        "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+        "responseKind": response_kind(r),
         "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": r.singular,
         "verbs": r.verbs,
@@ -44,17 +54,19 @@ fn resource_document(r: &Resource) -> Value {
         document["categories"] = json!(r.categories);
     }
     if !r.subresources.is_empty() {
-        let subresources: Vec<Value> = r
+        let mut subresources: Vec<Value> = r
             .subresources
             .iter()
             .map(|(name, verbs)| {
-                json!({
-                    "subresource": name,
-                    "responseKind": subresource_kind(r, name),
-                    "verbs": verbs,
-                })
+                let kind = subresource_kind(r, name);
+                let kind = match kind["kind"] == *r.kind && kind["group"] == *r.group {
+                    true => response_kind(r),
+                    false => kind,
+                };
+                json!({"subresource": name, "responseKind": kind, "verbs": verbs})
             })
             .collect();
+        subresources.sort_by(|a, b| a["subresource"].as_str().cmp(&b["subresource"].as_str()));
         document["subresources"] = json!(subresources);
     }
     document
@@ -64,14 +76,20 @@ fn group_document(served: &Served, group: &str, versions: &[&str]) -> Value {
     let versions: Vec<Value> = versions
         .iter()
         .map(|version| {
-            let resources: Vec<Value> = served
+            let mut resources: Vec<Value> = served
                 .in_group_version(group, version)
                 .map(resource_document)
                 .collect();
+            resources.sort_by(|a, b| a["resource"].as_str().cmp(&b["resource"].as_str()));
             json!({"version": version, "resources": resources, "freshness": "Current"})
         })
         .collect();
-    json!({"metadata": {"name": group, "creationTimestamp": null}, "versions": versions})
+    // The core group has no name, and kube-apiserver writes none.
+    let metadata = match group {
+        "" => json!({}),
+        group => json!({"name": group}),
+    };
+    json!({"metadata": metadata, "versions": versions})
 }
 
 /// The `APIGroupDiscoveryList` of `/api` (`core`) or `/apis`, in `version`.
@@ -114,7 +132,7 @@ mod tests {
             .as_array()
             .unwrap()
             .iter()
-            .find(|g| g["metadata"]["name"] == group)
+            .find(|g| g["metadata"]["name"].as_str().unwrap_or_default() == group)
             .unwrap()["versions"][0]["resources"]
             .as_array()
             .unwrap()
@@ -133,17 +151,21 @@ mod tests {
         assert_eq!(cm["scope"], "Namespaced");
         assert_eq!(cm["singularResource"], "configmap");
         assert_eq!(cm["shortNames"], json!(["cm"]));
+        // A built-in kind by its name alone, as kube-apiserver writes it.
         assert_eq!(
             cm["responseKind"],
-            json!({"group": "", "version": "v1", "kind": "ConfigMap"})
+            json!({"group": "", "version": "", "kind": "ConfigMap"})
         );
+        assert_eq!(core["items"][0]["metadata"], json!({}));
         assert!(cm["verbs"].as_array().unwrap().contains(&json!("watch")));
         let ns = find(&core, "", "namespaces");
         assert_eq!(ns["scope"], "Cluster");
-        assert_eq!(ns["subresources"][0]["subresource"], "status");
-        assert_eq!(ns["subresources"][0]["responseKind"]["kind"], "Namespace");
+        // Subresources by name.
+        assert_eq!(ns["subresources"][0]["subresource"], "finalize");
+        assert_eq!(ns["subresources"][1]["subresource"], "status");
+        assert_eq!(ns["subresources"][1]["responseKind"]["kind"], "Namespace");
         assert_eq!(
-            ns["subresources"][0]["verbs"],
+            ns["subresources"][1]["verbs"],
             json!(["get", "patch", "update"])
         );
         let token = &find(&core, "", "serviceaccounts")["subresources"][0];
@@ -181,12 +203,13 @@ mod tests {
         }));
         let document = resource_document(&resources[0]);
         assert_eq!(
-            document["subresources"][0]["responseKind"]["kind"],
-            "Widget"
+            document["subresources"][0]["responseKind"],
+            json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
         );
+        // A custom resource's own kind whole, as the CRDs' discovery writes it.
         assert_eq!(
             document["subresources"][1]["responseKind"],
-            json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+            json!({"group": "example.com", "version": "v1", "kind": "Widget"})
         );
     }
 

@@ -7,12 +7,17 @@ use kcp_apis::builtin::Resource;
 use crate::served::Served;
 use serde_json::{Value, json};
 
-/// `/api`.
-pub fn api_versions() -> Value {
+/// `/api`, naming `address` (`host:port`, how the client reached the server) for every
+/// client network, as kube-apiserver names its advertised address.
+pub fn api_versions(address: Option<&str>) -> Value {
+    let addresses: Vec<Value> = address
+        .map(|address| json!({"clientCIDR": "0.0.0.0/0", "serverAddress": address}))
+        .into_iter()
+        .collect();
     json!({
         "kind": "APIVersions",
         "versions": ["v1"],
-        "serverAddressByClientCIDRs": [],
+        "serverAddressByClientCIDRs": addresses,
     })
 }
 
@@ -75,17 +80,22 @@ pub fn resource_list(served: &Served, group: &str, version: &str) -> Option<Valu
     if resources.is_empty() {
         return None;
     }
-    let group_version = if group.is_empty() {
-        version.to_string()
-    } else {
-        format!("{group}/{version}")
-    };
-    Some(json!({
-        "kind": "APIResourceList",
-        "apiVersion": "v1",
-        "groupVersion": group_version,
-        "resources": resources,
-    }))
+    // By name, subresources after their resource, as kube-apiserver installs them.
+    resources.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    // `/api/v1`'s list says no apiVersion, as kube-apiserver's legacy group writes it.
+    Some(match group {
+        "" => json!({
+            "kind": "APIResourceList",
+            "groupVersion": version,
+            "resources": resources,
+        }),
+        group => json!({
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": format!("{group}/{version}"),
+            "resources": resources,
+        }),
+    })
 }
 
 /// Kubernetes' `storageVersionHash`: the first 8 bytes of the SHA-256 of
@@ -99,6 +109,20 @@ pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(&digest.as_ref()[..8])
 }
 
+/// The group and version `r` is stored as in kube-apiserver: a custom resource's storage
+/// version; events.k8s.io's Events as core Events; CustomResourceDefinitions still as
+/// `apiextensions.k8s.io/v1beta1`.
+fn storage_version(r: &Resource) -> (&str, &str) {
+    if let Some(custom) = r.custom() {
+        return (&r.group, &custom.storage_version);
+    }
+    match (&*r.group, &*r.kind) {
+        ("events.k8s.io", "Event") => ("", "v1"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => ("apiextensions.k8s.io", "v1beta1"),
+        (group, _) => (group, &r.version),
+    }
+}
+
 fn resource_document(r: &Resource) -> Value {
     let mut document = json!({
         "name": r.name,
@@ -109,10 +133,8 @@ fn resource_document(r: &Resource) -> Value {
     });
     // Stored resources name their storage version's hash; reviews, never stored, do not.
     if r.verbs != ["create"] {
-        let version = r
-            .custom()
-            .map_or(r.version.as_ref(), |custom| custom.storage_version.as_str());
-        document["storageVersionHash"] = json!(storage_version_hash(&r.group, version, &r.kind));
+        let (group, version) = storage_version(r);
+        document["storageVersionHash"] = json!(storage_version_hash(group, version, &r.kind));
     }
     if !r.short_names.is_empty() {
         document["shortNames"] = json!(r.short_names);

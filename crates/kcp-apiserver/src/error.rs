@@ -159,7 +159,26 @@ pub fn registry_status(error: &RegistryError) -> (StatusCode, Value) {
         }
         _ => {}
     }
+    omit_empty_details(&mut status);
     (code, status)
+}
+
+/// A Status's details without the empty strings Go's `omitempty` leaves out (the group of a
+/// core resource, the name of a collection), in the details and in each cause.
+pub(crate) fn omit_empty_details(status: &mut Value) {
+    let empty = |value: &Value| value.as_str() == Some("");
+    if let Some(details) = status.get_mut("details").and_then(Value::as_object_mut) {
+        details.retain(|_, value| !empty(value));
+        for cause in details
+            .get_mut("causes")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object_mut)
+        {
+            cause.retain(|_, value| !empty(value));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -135,10 +135,18 @@ impl JsonRows {
     fn row(&self, answer: &[u8]) -> Option<Vec<u8>> {
         let (fields, metadata) = project(answer, &self.projection, "metadata")?;
         let cells = self.columns.cells(&fields, self.now);
-        let carried: &[u8] = match self.include {
-            IncludeObject::None => &b""[..],
-            IncludeObject::Metadata => metadata.map_or(&b"{}"[..], |raw| raw.get().as_bytes()),
-            IncludeObject::Object => answer,
+        // The metadata as Kubernetes writes a PartialObjectMetadata's: in ObjectMeta's order,
+        // where a custom resource's stored metadata has its keys sorted.
+        let ordered;
+        let carried: &[u8] = match (self.include, metadata) {
+            (IncludeObject::None, _) => &b""[..],
+            (IncludeObject::Metadata, None) => &b"{}"[..],
+            (IncludeObject::Metadata, Some(raw)) => {
+                ordered =
+                    kcp_apis::messages::reordered(raw.get(), kcp_apis::messages::OBJECT_META)?;
+                &ordered
+            }
+            (IncludeObject::Object, _) => answer,
         };
         let mut out = Vec::with_capacity(
             self.opening.len() + self.middle.len() + self.closing.len() + carried.len() + 64,

@@ -23,6 +23,34 @@ pub fn info() -> Value {
     })
 }
 
+/// [`info`] as JSON in the order of Kubernetes' `version.Info` (it has no kind to be ordered
+/// by), with the final newline kube-apiserver writes.
+pub fn json() -> Vec<u8> {
+    let info = info();
+    let mut out = String::from("{");
+    for (i, field) in FIELDS.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&format!("{}:{}", json!(field), info[field]));
+    }
+    out.push_str("}\n");
+    out.into_bytes()
+}
+
+/// `version.Info`'s fields, in its order.
+const FIELDS: [&str; 9] = [
+    "major",
+    "minor",
+    "gitVersion",
+    "gitCommit",
+    "gitTreeState",
+    "buildDate",
+    "goVersion",
+    "compiler",
+    "platform",
+];
+
 /// The architecture in Go's spelling, which clients print.
 fn go_arch() -> &'static str {
     match std::env::consts::ARCH {

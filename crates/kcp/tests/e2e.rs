@@ -20,8 +20,10 @@ mod e2e {
     pub mod crd_schemas;
     pub mod crd_versions;
     pub mod crds;
+    pub mod discovery;
     pub mod flowcontrol;
     pub mod garbage_collection;
+    pub mod helm;
     pub mod isolation;
     pub mod kube_rs;
     pub mod kube_rs_crd;

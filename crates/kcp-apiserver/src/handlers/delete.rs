@@ -27,7 +27,7 @@ pub(super) async fn serve(
 }
 
 fn deleted_status(resource: &Resource, object: &Value) -> Value {
-    json!({
+    let mut status = json!({
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
@@ -38,5 +38,7 @@ fn deleted_status(resource: &Resource, object: &Value) -> Value {
             "kind": resource.name,
             "uid": object["metadata"]["uid"],
         },
-    })
+    });
+    crate::error::omit_empty_details(&mut status);
+    status
 }
