@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 mod projected;
 mod served;
 pub use projected::{Projection, project};
-pub use served::{KeyOrder, served_from_stored, served_from_stored_in};
+pub use served::{KeyOrder, listed_from_stored, served_from_stored, served_from_stored_in};
 
 /// An object's key, borrowed from the input unless it holds an escape.
 pub(crate) struct Key<'de>(pub(crate) std::borrow::Cow<'de, str>);

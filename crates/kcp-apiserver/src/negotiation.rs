@@ -349,11 +349,19 @@ pub fn render_list(
     list_meta: Value,
 ) -> Result<Value, RegistryError> {
     Ok(match conversion {
-        Conversion::None | Conversion::PartialObjectMetadata(_) => document(
-            &format!("{}List", resource.kind),
-            resource.group_version(),
-            [("metadata", list_meta), ("items", Value::Array(items))],
-        ),
+        Conversion::None | Conversion::PartialObjectMetadata(_) => {
+            let mut items = items;
+            if conversion == Conversion::None {
+                for item in &mut items {
+                    kcp_registry::as_list_item(resource, item);
+                }
+            }
+            document(
+                &format!("{}List", resource.kind),
+                resource.group_version(),
+                [("metadata", list_meta), ("items", Value::Array(items))],
+            )
+        }
         Conversion::PartialObjectMetadataList(version) => {
             let items: Vec<Value> = items
                 .into_iter()

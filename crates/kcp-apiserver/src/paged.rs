@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 
 use kcp_apis::builtin::Resource;
-use kcp_registry::{ListOptions, Registry, RegistryError, Target};
+use kcp_registry::{JsonAnswer, ListOptions, Registry, RegistryError, Target};
 use serde_json::Value;
 
 use crate::handlers::selector_filter;
@@ -29,6 +29,8 @@ pub(crate) struct Pages {
     /// JSON answers of the current page not yet taken by [`Pages::next_item`], once
     /// [`Pages::with_first_json`] made these pages of JSON answers.
     answers: Option<VecDeque<Vec<u8>>>,
+    /// What the JSON answers stand for: a list's items or the objects.
+    answers_as: JsonAnswer,
     revision: u64,
 }
 
@@ -51,6 +53,7 @@ impl Pages {
             continue_token: None,
             page: VecDeque::new(),
             answers: None,
+            answers_as: JsonAnswer::Object,
             revision,
         }
     }
@@ -92,18 +95,21 @@ impl Pages {
         }
     }
 
-    /// [`Pages::first`] with each object as its JSON answer ([`Registry::list_json`]); `None`
-    /// for collections read as objects (custom resources, selectors).
+    /// [`Pages::first`] with each object as its JSON answer ([`Registry::list_json`]) as
+    /// `answers` says (a list's items, or the objects); `None` for collections read as objects
+    /// (custom resources, selectors).
     pub(crate) async fn first_json(
         registry: &Registry,
         target: Target<'_>,
         params: &Params,
         revision: u64,
+        answers: JsonAnswer,
     ) -> Result<Option<(Pages, Vec<Vec<u8>>)>, RegistryError> {
         if selector_filter(params, target.resource)?.is_some() {
             return Ok(None);
         }
         let mut pages = Pages::new(registry, target, params, revision);
+        pages.answers_as = answers;
         Ok(pages.read_json(None).await?.map(|first| (pages, first)))
     }
 
@@ -139,7 +145,11 @@ impl Pages {
             namespace: self.namespace.as_deref(),
         };
         let options = self.options(continue_token);
-        let Some(listed) = self.registry.list_json(target, options).await? else {
+        let Some(listed) = self
+            .registry
+            .list_json(target, options, self.answers_as)
+            .await?
+        else {
             return Ok(None);
         };
         self.continue_token = listed.continue_token;

@@ -26,7 +26,7 @@ use futures::stream::BoxStream;
 use http::{StatusCode, header};
 use http_body_util::{BodyExt, StreamBody};
 use kcp_apis::builtin::ResourceRef;
-use kcp_registry::{Registry, RegistryError, Target, WatchEvent};
+use kcp_registry::{JsonAnswer, Registry, RegistryError, Target, WatchEvent};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -103,7 +103,9 @@ pub async fn serve(
             // Plain JSON events carry each object's JSON answer, made from its stored bytes
             // where the collection allows (the live events' bytes are made the same way).
             let answers = match conversion {
-                Conversion::None => Pages::first_json(registry, target, params, 0).await?,
+                Conversion::None => {
+                    Pages::first_json(registry, target, params, 0, JsonAnswer::Object).await?
+                }
                 _ => None,
             };
             let pages = match answers {

@@ -54,7 +54,7 @@ pub use collection::{DeletedCollection, Held};
 pub use custom::index::CrdFollower;
 pub use delete_options::{DeleteOptions, Propagation};
 pub use error::{Cause, RegistryError};
-pub use list::{Filter, ListOptions, ListResult};
+pub use list::{Filter, JsonAnswer, ListOptions, ListResult, as_list_item};
 pub use managed::{ApplyWith, DEFAULT_MANAGER};
 pub use meta::{now, seconds_since};
 pub use store::{

@@ -16,7 +16,28 @@ use serde_json::{Value, json};
 
 use crate::custom::convert::Presentation;
 use crate::error::RegistryError;
-use crate::store::{Registry, Target, decode, json_answer};
+use crate::store::{Registry, Target, decode, json_answer, listed_json_answer};
+
+/// What each JSON answer [`Registry::list_json`] gives stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonAnswer {
+    /// An item of a list: a built-in kind's without its `kind` and `apiVersion` ([`as_list_item`]).
+    ListItem,
+    /// The object itself, as a GET or a watch event answers it.
+    Object,
+}
+
+/// `object` as a list of `resource` holds it: an object of a built-in kind without its `kind`
+/// and `apiVersion`, as Kubernetes writes the items of its typed lists (the list's own say
+/// them); custom resources, unstructured there, keep theirs.
+pub fn as_list_item(resource: &kcp_apis::builtin::Resource, object: &mut Value) {
+    if resource.custom().is_none()
+        && let Value::Object(fields) = object
+    {
+        fields.remove("kind");
+        fields.remove("apiVersion");
+    }
+}
 
 /// Decides whether an object belongs in a list (label and field selectors).
 pub type Filter = Box<dyn Fn(&Value) -> bool + Send + Sync>;
@@ -146,11 +167,13 @@ impl Registry {
     /// allow ([`Presentation`]: custom resources, kcp's system kinds among them, where
     /// presenting them would change nothing); the others are decoded and presented together.
     /// `None` for collections whose objects are decoded to be listed: lists with a filter (or
-    /// a namespace of every cluster) and wildcard lists of custom resources.
+    /// a namespace of every cluster) and wildcard lists of custom resources. `answers` says
+    /// whether they are a list's items or the objects (a watch's initial events).
     pub async fn list_json(
         &self,
         target: Target<'_>,
         options: ListOptions,
+        answers: JsonAnswer,
     ) -> Result<Option<ListResult<Vec<u8>>>, RegistryError> {
         if target.as_stored() || options.filter.is_some() || target.narrow(None).is_some() {
             return Ok(None);
@@ -158,11 +181,17 @@ impl Registry {
         let presentation = Presentation::of(target.resource);
         let counted = !options.skip_count;
         let order = target.key_order();
+        // Items of built-in kinds are written without their kind, as Kubernetes lists them.
+        let item = answers == JsonAnswer::ListItem;
+        let built_in = item && target.resource.custom().is_none();
         let page = self
             .read_pages(&target, &options, counted, |kv| {
                 let spliced = presentation
                     .as_stored(&kv.value)
-                    .then(|| json_answer(kv, order))
+                    .then(|| match built_in {
+                        true => listed_json_answer(kv),
+                        false => json_answer(kv, order),
+                    })
                     .flatten();
                 Ok(Some(match spliced {
                     Some(bytes) => Ok(bytes),
@@ -192,7 +221,20 @@ impl Registry {
         }
         let items = items
             .into_iter()
-            .map(|item| item.unwrap_or_else(|object| kcp_apis::messages::to_json(&object)))
+            .map(|item| {
+                item.unwrap_or_else(|mut object| match built_in {
+                    true => {
+                        as_list_item(target.resource, &mut object);
+                        let resource = target.resource;
+                        kcp_apis::messages::to_json_as(
+                            &object,
+                            &resource.group_version(),
+                            &resource.kind,
+                        )
+                    }
+                    false => kcp_apis::messages::to_json(&object),
+                })
+            })
             .collect();
         Ok(Some(ListResult {
             items,

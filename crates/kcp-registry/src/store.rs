@@ -1108,6 +1108,16 @@ pub(crate) fn json_answer(kv: &KeyValue, order: KeyOrder) -> Option<Vec<u8>> {
     )
 }
 
+/// [`json_answer`] for an item of a list of a built-in kind: without `kind` and `apiVersion`
+/// (`listed_from_stored`).
+pub(crate) fn listed_json_answer(kv: &KeyValue) -> Option<Vec<u8>> {
+    kcp_apimachinery::json::listed_from_stored(
+        &kv.value,
+        kv.mod_revision,
+        (meta::CLUSTER_ANNOTATION, cluster_of_key(&kv.key)?),
+    )
+}
+
 /// The logical cluster a storage key names (`/registry/<group>/<resource>/<cluster>/...`).
 pub(crate) fn cluster_of_key(key: &[u8]) -> Option<&str> {
     let key = std::str::from_utf8(key).ok()?.strip_prefix("/registry/")?;

@@ -64,6 +64,59 @@ pub fn served_from_stored_in(
     resource_version: u64,
     annotation: (&str, &str),
 ) -> Option<Vec<u8>> {
+    splice(order, stored, 0, resource_version, annotation)
+}
+
+/// [`served_from_stored`] for a list's item of a built-in kind, which Kubernetes writes
+/// without its `kind` and `apiVersion` (the list's own say them; items of custom resources,
+/// unstructured there, keep theirs). `None` as there, and also unless the stored object begins
+/// with those two members, as built-in kinds are stored.
+pub fn listed_from_stored(
+    stored: &[u8],
+    resource_version: u64,
+    annotation: (&str, &str),
+) -> Option<Vec<u8>> {
+    let skipped = type_meta_members(stored)?;
+    splice(
+        KeyOrder::Kubernetes,
+        stored,
+        skipped,
+        resource_version,
+        annotation,
+    )
+}
+
+/// The length of the `"kind":"…","apiVersion":"…",` an object's bytes begin with after its
+/// brace (strings without escapes), if they do.
+fn type_meta_members(stored: &[u8]) -> Option<usize> {
+    let mut at = 1;
+    for key in [&b"\"kind\":\""[..], &b"\"apiVersion\":\""[..]] {
+        if stored.first() != Some(&b'{') || !stored.get(at..)?.starts_with(key) {
+            return None;
+        }
+        at += key.len();
+        let end = at
+            + stored
+                .get(at..)?
+                .iter()
+                .position(|byte| matches!(byte, b'"' | b'\\'))?;
+        if stored[end] != b'"' || stored.get(end + 1) != Some(&b',') {
+            return None;
+        }
+        at = end + 2;
+    }
+    Some(at - 1)
+}
+
+/// The answer of `stored` with `skipped` bytes after its opening brace left out (members the
+/// walk has checked but that are not answered).
+fn splice(
+    order: KeyOrder,
+    stored: &[u8],
+    skipped: usize,
+    resource_version: u64,
+    annotation: (&str, &str),
+) -> Option<Vec<u8>> {
     std::str::from_utf8(stored).ok()?;
     let places = Walk::new(stored, annotation.0.as_bytes(), order).run()?;
     let metadata = places.metadata?;
@@ -120,6 +173,10 @@ pub fn served_from_stored_in(
         places.annotations.as_ref().map_or(0, |a| a.members),
     ];
     let mut copied = 0;
+    if skipped > 0 {
+        out.push(b'{');
+        copied = 1 + skipped;
+    }
     for insert in inserts {
         out.extend_from_slice(&stored[copied..insert.at]);
         copied = insert.at;
@@ -511,6 +568,30 @@ mod tests {
 
     use super::*;
     use crate::json::decode_stored;
+
+    #[test]
+    fn listed_items_of_built_in_kinds_leave_their_type_out() {
+        let stored = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c","uid":"u"},"data":{"kind":"x"}}"#;
+        let listed = listed_from_stored(stored.as_bytes(), 9, ("kcp.io/cluster", "root"));
+        assert_eq!(
+            String::from_utf8(listed.unwrap()).unwrap(),
+            r#"{"metadata":{"name":"c","uid":"u","resourceVersion":"9","annotations":{"kcp.io/cluster":"root"}},"data":{"kind":"x"}}"#
+        );
+        // Only where both lead the object, unescaped; else decoding answers.
+        for text in [
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}"#,
+            r#"{"kind":"ConfigMap","metadata":{}}"#,
+            r#"{"kind":"Config\u004dap","apiVersion":"v1","metadata":{}}"#,
+            r#"{"kind":"ConfigMap","apiVersion":"v1"}"#,
+            r#"{"metadata":{}}"#,
+        ] {
+            assert_eq!(
+                listed_from_stored(text.as_bytes(), 1, ("kcp.io/cluster", "root")),
+                None,
+                "{text}"
+            );
+        }
+    }
 
     #[test]
     fn served_bytes_say_what_decoding_would_in_the_stored_order() {

@@ -9,7 +9,7 @@
 use http::StatusCode;
 use kcp_apimachinery::{fields, labels};
 use kcp_apis::builtin::Resource;
-use kcp_registry::{ListOptions, ListResult, RegistryError, kinds};
+use kcp_registry::{JsonAnswer, ListOptions, ListResult, RegistryError, kinds};
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
@@ -54,7 +54,9 @@ pub(super) async fn serve(scope: &RequestScope<'_>) -> Result<http::Response<Bod
         _ => None,
     };
     if json && (conversion == Conversion::None || rows.is_some()) {
-        let listed = scope.registry.list_json(scope.target(), options(None));
+        let listed = scope
+            .registry
+            .list_json(scope.target(), options(None), JsonAnswer::ListItem);
         if let Some(page) = listed.await.map_err(too_old)? {
             let metadata = list_meta(&page);
             let items = match rows.map(|rows| rows.rows(&page.items)) {

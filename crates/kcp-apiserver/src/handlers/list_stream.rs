@@ -13,7 +13,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use http::{StatusCode, header};
 use http_body_util::{BodyExt, StreamBody};
-use kcp_registry::RegistryError;
+use kcp_registry::{JsonAnswer, RegistryError};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -57,9 +57,15 @@ pub(super) async fn serve(
     // stored bytes, as a GET of it answers (no decoding); a JSON Table's rows made from them.
     let plain = matches!(render.conversion, Conversion::None) && encoding == Encoding::Json;
     let json_pages = match plain || render.rows.is_some() {
-        true => Pages::first_json(&scope.registry, scope.target(), &scope.params, revision)
-            .await
-            .map_err(too_old)?,
+        true => Pages::first_json(
+            &scope.registry,
+            scope.target(),
+            &scope.params,
+            revision,
+            JsonAnswer::ListItem,
+        )
+        .await
+        .map_err(too_old)?,
         false => None,
     };
     let (mut pages, first) = match json_pages {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 
-use kcp_registry::{DeleteOutcome, ListOptions, Registry};
+use kcp_registry::{DeleteOutcome, JsonAnswer, ListOptions, Registry};
 use kcp_storage::{MemoryStorage, Storage};
 use serde_json::json;
 
@@ -152,10 +152,33 @@ async fn json_lists_are_the_objects_gets_answer_page_by_page() {
             .await
             .unwrap();
         let answers = registry
-            .list_json(configmaps("a", "default"), options(token.clone()))
+            .list_json(
+                configmaps("a", "default"),
+                options(token.clone()),
+                JsonAnswer::Object,
+            )
             .await
             .unwrap()
             .expect("configmaps list as JSON answers");
+        // As a list's items: a built-in kind's without their kind.
+        let items = registry
+            .list_json(
+                configmaps("a", "default"),
+                options(token.clone()),
+                JsonAnswer::ListItem,
+            )
+            .await
+            .unwrap()
+            .expect("configmaps list as JSON items");
+        for (item, object) in items.items.iter().zip(&listed.items) {
+            let mut object = object.clone();
+            kcp_registry::as_list_item(configmaps("a", "default").resource, &mut object);
+            assert!(object.get("kind").is_none());
+            assert_eq!(
+                *item,
+                kcp_apis::messages::to_json_as(&object, "v1", "ConfigMap")
+            );
+        }
         assert_eq!(answers.continue_token, listed.continue_token);
         assert_eq!(answers.resource_version, listed.resource_version);
         assert_eq!(answers.remaining_item_count, None);
@@ -177,7 +200,7 @@ async fn json_lists_are_the_objects_gets_answer_page_by_page() {
     };
     assert!(
         registry
-            .list_json(configmaps("a", "default"), filtered)
+            .list_json(configmaps("a", "default"), filtered, JsonAnswer::ListItem)
             .await
             .unwrap()
             .is_none()
@@ -287,7 +310,7 @@ async fn system_kinds_are_served_from_stored_bytes_unless_a_default_is_missing()
         .await
         .unwrap();
     let answers = registry
-        .list_json(workspaces(), ListOptions::default())
+        .list_json(workspaces(), ListOptions::default(), JsonAnswer::ListItem)
         .await
         .unwrap()
         .expect("workspaces list as JSON answers");

@@ -145,7 +145,11 @@ async fn objects_are_stored_at_the_storage_version_and_served_at_any() {
             .await
             .unwrap();
         let answers = registry
-            .list_json(at(resource), ListOptions::default())
+            .list_json(
+                at(resource),
+                ListOptions::default(),
+                kcp_registry::JsonAnswer::ListItem,
+            )
             .await
             .unwrap()
             .expect("widgets list as JSON answers");
