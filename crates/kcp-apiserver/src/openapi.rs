@@ -177,16 +177,14 @@ fn served_documents(served: &Served) -> Vec<(String, DocumentRef)> {
     all
 }
 
-/// The `components.schemas` of every OpenAPI v3 document `served` has (for `/openapi/v2`).
-pub(crate) fn component_schemas(served: &Served) -> Vec<Map<String, Value>> {
+/// Every OpenAPI v3 document `served` has, decoded, and whether it is of custom resources (for
+/// `/openapi/v2`, which converts their schemas as kube-apiserver converts CRDs' schemas).
+pub(crate) fn v3_documents(served: &Served) -> Vec<(bool, Value)> {
     served_documents(served)
         .iter()
         .filter_map(|(_, document)| {
-            let mut value: Value = serde_json::from_slice(&document.bytes).ok()?;
-            match value["components"]["schemas"].take() {
-                Value::Object(schemas) => Some(schemas),
-                _ => None,
-            }
+            let custom = matches!(document, DocumentRef::Custom(_));
+            Some((custom, serde_json::from_slice(&document.bytes).ok()?))
         })
         .collect()
 }

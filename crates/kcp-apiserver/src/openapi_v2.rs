@@ -1,9 +1,17 @@
 //! `/openapi/v2`: the Swagger 2.0 document of what a logical cluster serves, for clients that
-//! still read it (kubectl's client-side validation and `explain` fallback, importers). Only
-//! `definitions` are written (every schema of the cluster's OpenAPI v3 documents, converted:
-//! `#/components/schemas/` references become `#/definitions/`, single-reference `allOf`
-//! wrappers become references, int-or-string becomes `string` with format `int-or-string`,
-//! `x-kubernetes-*` extensions are kept); `paths` is empty.
+//! still read it (kubectl's client-side validation and `explain` fallback, code generators,
+//! importers), made from the cluster's OpenAPI v3 documents:
+//!
+//! - `definitions`: every schema, converted (`#/components/schemas/` references become
+//!   `#/definitions/`, single-reference `allOf` wrappers become references, int-or-string becomes
+//!   `string` with format `int-or-string`, `x-kubernetes-*` extensions are kept). A custom
+//!   resource's schema is also reduced as kube-apiserver reduces CRD schemas for v2
+//!   ([`structural_v2`]): what v2 cannot say is dropped rather than said wrongly, so that
+//!   validating against it (kubectl does, for a `List` of objects) never refuses what the
+//!   server accepts.
+//! - `paths`: every operation of every resource, as in v3: its description, parameters (the
+//!   request body as a `body` parameter), media types, response schema, `operationId`, tags,
+//!   `x-kubernetes-action` and `x-kubernetes-group-version-kind`.
 //!
 //! JSON by default; protobuf (gnostic's `openapi_v2.Document`, the form kubectl asks for with
 //! `application/com.github.proto-openapi.spec.v2@v1.0+protobuf`) when asked, labelled
@@ -26,6 +34,17 @@ const PROTOBUF_ASKED: [&str; 2] = [
     "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
 ];
 const PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// What every operation answers in (watch streams besides, for lists).
+const PRODUCES: [&str; 3] = [
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
+const STREAMS: [&str; 2] = [
+    "application/json;stream=watch",
+    "application/vnd.kubernetes.protobuf;stream=watch",
+];
 
 /// Answers `GET <prefix>/openapi/v2`.
 pub fn serve(served: &Served, headers: &HeaderMap) -> Response<Body> {
@@ -58,17 +77,192 @@ pub fn serve(served: &Served, headers: &HeaderMap) -> Response<Body> {
 /// The Swagger 2.0 document (JSON) of what `served` serves.
 pub fn document(served: &Served) -> Value {
     let mut definitions = BTreeMap::new();
-    for schemas in crate::openapi::component_schemas(served) {
-        for (name, schema) in schemas {
-            definitions.entry(name).or_insert_with(|| to_v2(&schema));
+    let mut paths = BTreeMap::new();
+    for (custom, mut v3) in crate::openapi::v3_documents(served) {
+        if let Value::Object(schemas) = v3["components"]["schemas"].take() {
+            for (name, schema) in schemas {
+                definitions.entry(name).or_insert_with(|| match custom {
+                    true => to_v2(&structural_v2(schema)),
+                    false => to_v2(&schema),
+                });
+            }
+        }
+        if let Value::Object(v3_paths) = v3["paths"].take() {
+            for (path, item) in v3_paths {
+                paths.entry(path).or_insert_with(|| path_item(&item));
+            }
         }
     }
     json!({
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": crate::version::GIT_VERSION},
-        "paths": {},
+        "paths": paths,
         "definitions": definitions,
     })
+}
+
+/// A v3 path item as v2 writes it: its parameters and operations.
+fn path_item(item: &Value) -> Value {
+    let mut out = Map::new();
+    for (key, value) in item.as_object().into_iter().flatten() {
+        match key.as_str() {
+            "parameters" => {
+                out.insert(key.clone(), parameters(value));
+            }
+            "get" | "put" | "post" | "delete" | "patch" | "head" | "options" => {
+                out.insert(key.clone(), operation(key, value));
+            }
+            _ => {}
+        }
+    }
+    Value::Object(out)
+}
+
+/// A v3 operation as v2 writes it: the request body becomes a `body` parameter, the media
+/// types go to `consumes` and `produces`, the response's schema moves up.
+fn operation(method: &str, op: &Value) -> Value {
+    let mut out = Map::new();
+    for key in ["description", "operationId", "tags"] {
+        if let Some(value) = op.get(key) {
+            out.insert(key.into(), value.clone());
+        }
+    }
+    let consumes: Vec<String> = match op["requestBody"]["content"].as_object() {
+        Some(content) if method == "patch" => content.keys().cloned().collect(),
+        _ => vec!["*/*".into()],
+    };
+    out.insert("consumes".into(), json!(consumes));
+    let mut produces: Vec<&str> = PRODUCES.to_vec();
+    if op["x-kubernetes-action"] == "list" {
+        produces.extend(STREAMS);
+    }
+    out.insert("produces".into(), json!(produces));
+    out.insert("schemes".into(), json!(["https"]));
+    let mut params = match parameters(&op["parameters"]) {
+        Value::Array(params) => params,
+        _ => Vec::new(),
+    };
+    if let Some(content) = op["requestBody"]["content"].as_object()
+        && let Some(media) = content.values().next()
+    {
+        let mut body = json!({"name": "body", "in": "body", "schema": to_v2(&media["schema"])});
+        if op["requestBody"]["required"] == true {
+            body["required"] = json!(true);
+        }
+        params.insert(0, body);
+    }
+    out.insert("parameters".into(), Value::Array(params));
+    let mut responses = Map::new();
+    for (code, response) in op["responses"].as_object().into_iter().flatten() {
+        let mut v2 = json!({"description": response["description"]});
+        if let Some(schema) = response["content"]
+            .as_object()
+            .and_then(|content| content.values().next())
+            .map(|media| &media["schema"])
+        {
+            v2["schema"] = to_v2(schema);
+        }
+        responses.insert(code.clone(), v2);
+    }
+    out.insert("responses".into(), Value::Object(responses));
+    for (key, value) in op.as_object().into_iter().flatten() {
+        if key.starts_with("x-") {
+            out.insert(key.clone(), value.clone());
+        }
+    }
+    Value::Object(out)
+}
+
+/// v3 parameters as v2 writes them: the schema's type and flags on the parameter itself.
+fn parameters(params: &Value) -> Value {
+    let converted = params.as_array().into_iter().flatten().map(|param| {
+        let mut out = Map::new();
+        for key in ["name", "in", "description", "required"] {
+            if let Some(value) = param.get(key) {
+                out.insert(key.into(), value.clone());
+            }
+        }
+        for (key, value) in param["schema"].as_object().into_iter().flatten() {
+            out.insert(key.clone(), value.clone());
+        }
+        Value::Object(out)
+    });
+    Value::Array(converted.collect())
+}
+
+/// A custom resource's v3 schema reduced as kube-apiserver reduces CRD schemas for OpenAPI v2
+/// (`ToStructuralOpenAPIV2`): no `allOf`/`anyOf`/`oneOf`/`not`; a nullable value loses its
+/// type, items and properties and is no longer required; a value that keeps unknown fields
+/// loses its items and properties, and an object's type; an array left without items loses
+/// its type. kubectl's v2 validation then checks nothing the server would not.
+fn structural_v2(schema: Value) -> Value {
+    let Value::Object(mut object) = schema else {
+        return schema;
+    };
+    for junctor in ["anyOf", "oneOf", "not"] {
+        object.remove(junctor);
+    }
+    // A reference put beside a description (metadata's) is no junctor: [`to_v2`] makes it the
+    // reference.
+    let wraps_reference = matches!(
+        object.get("allOf").and_then(Value::as_array).map(Vec::as_slice),
+        Some([only]) if only.get("$ref").is_some()
+    );
+    if !wraps_reference {
+        object.remove("allOf");
+    }
+    let flag = |object: &Map<String, Value>, key: &str| object.get(key) == Some(&json!(true));
+    if flag(&object, "nullable") {
+        object.remove("type");
+        object.remove("nullable");
+        object.remove("items");
+        object.remove("properties");
+    }
+    let preserves = flag(&object, "x-kubernetes-preserve-unknown-fields");
+    if preserves {
+        object.remove("items");
+        object.remove("properties");
+    }
+    let kind = object.get("type").and_then(Value::as_str);
+    if (kind == Some("array") && !object.contains_key("items"))
+        || (preserves && kind == Some("object"))
+    {
+        object.remove("type");
+    }
+    let nullable = |schema: &Value| schema.get("nullable") == Some(&json!(true));
+    let mut optional: Vec<String> = object
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(_, property)| nullable(property))
+        .map(|(name, _)| name.clone())
+        .collect();
+    if object.get("additionalProperties").is_some_and(nullable) {
+        object.remove("required");
+        optional.clear();
+    }
+    if let Some(Value::Array(required)) = object.get_mut("required") {
+        required.retain(|name| {
+            !name
+                .as_str()
+                .is_some_and(|n| optional.iter().any(|o| o == n))
+        });
+        if required.is_empty() {
+            object.remove("required");
+        }
+    }
+    if let Some(Value::Object(properties)) = object.get_mut("properties") {
+        for property in properties.values_mut() {
+            *property = structural_v2(property.take());
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(child) = object.get_mut(key).filter(|child| child.is_object()) {
+            *child = structural_v2(child.take());
+        }
+    }
+    Value::Object(object)
 }
 
 /// A v3 schema as v2 writes it.
@@ -152,7 +346,172 @@ mod proto {
     }
 
     #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Paths {}
+    pub struct Paths {
+        #[prost(message, repeated, tag = "2")]
+        pub path: Vec<NamedPathItem>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct NamedPathItem {
+        #[prost(string, tag = "1")]
+        pub name: String,
+        #[prost(message, optional, tag = "2")]
+        pub value: Option<PathItem>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct PathItem {
+        #[prost(message, optional, tag = "2")]
+        pub get: Option<Operation>,
+        #[prost(message, optional, tag = "3")]
+        pub put: Option<Operation>,
+        #[prost(message, optional, tag = "4")]
+        pub post: Option<Operation>,
+        #[prost(message, optional, tag = "5")]
+        pub delete: Option<Operation>,
+        #[prost(message, optional, tag = "8")]
+        pub patch: Option<Operation>,
+        #[prost(message, repeated, tag = "9")]
+        pub parameters: Vec<ParametersItem>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Operation {
+        #[prost(string, repeated, tag = "1")]
+        pub tags: Vec<String>,
+        #[prost(string, tag = "3")]
+        pub description: String,
+        #[prost(string, tag = "5")]
+        pub operation_id: String,
+        #[prost(string, repeated, tag = "6")]
+        pub produces: Vec<String>,
+        #[prost(string, repeated, tag = "7")]
+        pub consumes: Vec<String>,
+        #[prost(message, repeated, tag = "8")]
+        pub parameters: Vec<ParametersItem>,
+        #[prost(message, optional, tag = "9")]
+        pub responses: Option<Responses>,
+        #[prost(string, repeated, tag = "10")]
+        pub schemes: Vec<String>,
+        #[prost(message, repeated, tag = "13")]
+        pub vendor_extension: Vec<NamedAny>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ParametersItem {
+        #[prost(message, optional, tag = "1")]
+        pub parameter: Option<Parameter>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Parameter {
+        #[prost(oneof = "ParameterKind", tags = "1, 2")]
+        pub kind: Option<ParameterKind>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum ParameterKind {
+        #[prost(message, tag = "1")]
+        Body(Box<BodyParameter>),
+        #[prost(message, tag = "2")]
+        NonBody(NonBodyParameter),
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct BodyParameter {
+        #[prost(string, tag = "1")]
+        pub description: String,
+        #[prost(string, tag = "2")]
+        pub name: String,
+        #[prost(string, tag = "3")]
+        pub r#in: String,
+        #[prost(bool, tag = "4")]
+        pub required: bool,
+        #[prost(message, optional, tag = "5")]
+        pub schema: Option<Schema>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct NonBodyParameter {
+        #[prost(oneof = "NonBodyKind", tags = "3, 4")]
+        pub kind: Option<NonBodyKind>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum NonBodyKind {
+        #[prost(message, tag = "3")]
+        Query(QueryParameter),
+        #[prost(message, tag = "4")]
+        Path(PathParameter),
+    }
+
+    /// gnostic's `QueryParameterSubSchema`, as far as the document uses it.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct QueryParameter {
+        #[prost(bool, tag = "1")]
+        pub required: bool,
+        #[prost(string, tag = "2")]
+        pub r#in: String,
+        #[prost(string, tag = "3")]
+        pub description: String,
+        #[prost(string, tag = "4")]
+        pub name: String,
+        #[prost(string, tag = "6")]
+        pub r#type: String,
+        #[prost(bool, tag = "20")]
+        pub unique_items: bool,
+    }
+
+    /// gnostic's `PathParameterSubSchema`, as far as the document uses it.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct PathParameter {
+        #[prost(bool, tag = "1")]
+        pub required: bool,
+        #[prost(string, tag = "2")]
+        pub r#in: String,
+        #[prost(string, tag = "3")]
+        pub description: String,
+        #[prost(string, tag = "4")]
+        pub name: String,
+        #[prost(string, tag = "5")]
+        pub r#type: String,
+        #[prost(bool, tag = "19")]
+        pub unique_items: bool,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Responses {
+        #[prost(message, repeated, tag = "1")]
+        pub response_code: Vec<NamedResponseValue>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct NamedResponseValue {
+        #[prost(string, tag = "1")]
+        pub name: String,
+        #[prost(message, optional, tag = "2")]
+        pub value: Option<ResponseValue>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ResponseValue {
+        #[prost(message, optional, tag = "1")]
+        pub response: Option<ResponseMessage>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ResponseMessage {
+        #[prost(string, tag = "1")]
+        pub description: String,
+        #[prost(message, optional, tag = "2")]
+        pub schema: Option<SchemaItem>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct SchemaItem {
+        #[prost(message, optional, tag = "1")]
+        pub schema: Option<Schema>,
+    }
 
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct Definitions {
@@ -302,12 +661,7 @@ mod proto {
             unique_items: flag("uniqueItems"),
             max_properties: int("maxProperties"),
             min_properties: int("minProperties"),
-            required: value["required"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|r| r.as_str().map(str::to_string))
-                .collect(),
+            required: strings(&value["required"]),
             r#enum: value["enum"]
                 .as_array()
                 .into_iter()
@@ -341,16 +695,122 @@ mod proto {
                     additional_properties: named(p),
                 }),
             example: value.get("example").map(any),
-            vendor_extension: value
-                .as_object()
-                .into_iter()
-                .flatten()
-                .filter(|(key, _)| key.starts_with("x-"))
-                .map(|(key, extension)| NamedAny {
-                    name: key.clone(),
-                    value: Some(any(extension)),
-                })
-                .collect(),
+            vendor_extension: extensions(value),
+        }
+    }
+
+    fn strings(value: &Value) -> Vec<String> {
+        value
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_string))
+            .collect()
+    }
+
+    fn extensions(value: &Value) -> Vec<NamedAny> {
+        value
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(key, _)| key.starts_with("x-"))
+            .map(|(key, extension)| NamedAny {
+                name: key.clone(),
+                value: Some(any(extension)),
+            })
+            .collect()
+    }
+
+    fn parameter(value: &Value) -> ParametersItem {
+        let text = |key: &str| value[key].as_str().unwrap_or_default().to_string();
+        let flag = |key: &str| value[key].as_bool().unwrap_or_default();
+        let kind = match value["in"].as_str() {
+            Some("body") => ParameterKind::Body(Box::new(BodyParameter {
+                description: text("description"),
+                name: text("name"),
+                r#in: text("in"),
+                required: flag("required"),
+                schema: value.get("schema").map(schema),
+            })),
+            Some("path") => ParameterKind::NonBody(NonBodyParameter {
+                kind: Some(NonBodyKind::Path(PathParameter {
+                    required: flag("required"),
+                    r#in: text("in"),
+                    description: text("description"),
+                    name: text("name"),
+                    r#type: text("type"),
+                    unique_items: flag("uniqueItems"),
+                })),
+            }),
+            _ => ParameterKind::NonBody(NonBodyParameter {
+                kind: Some(NonBodyKind::Query(QueryParameter {
+                    required: flag("required"),
+                    r#in: text("in"),
+                    description: text("description"),
+                    name: text("name"),
+                    r#type: text("type"),
+                    unique_items: flag("uniqueItems"),
+                })),
+            }),
+        };
+        ParametersItem {
+            parameter: Some(Parameter { kind: Some(kind) }),
+        }
+    }
+
+    fn parameters(value: &Value) -> Vec<ParametersItem> {
+        value
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(parameter)
+            .collect()
+    }
+
+    fn operation(value: &Value) -> Operation {
+        let responses = value["responses"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(code, response)| NamedResponseValue {
+                name: code.clone(),
+                value: Some(ResponseValue {
+                    response: Some(ResponseMessage {
+                        description: response["description"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string(),
+                        schema: response.get("schema").map(|s| SchemaItem {
+                            schema: Some(schema(s)),
+                        }),
+                    }),
+                }),
+            })
+            .collect();
+        Operation {
+            tags: strings(&value["tags"]),
+            description: value["description"].as_str().unwrap_or_default().into(),
+            operation_id: value["operationId"].as_str().unwrap_or_default().into(),
+            produces: strings(&value["produces"]),
+            consumes: strings(&value["consumes"]),
+            parameters: parameters(&value["parameters"]),
+            responses: Some(Responses {
+                response_code: responses,
+            }),
+            schemes: strings(&value["schemes"]),
+            vendor_extension: extensions(value),
+        }
+    }
+
+    fn path_item(value: &Value) -> PathItem {
+        let op = |method: &str| value.get(method).map(operation);
+        PathItem {
+            get: op("get"),
+            put: op("put"),
+            post: op("post"),
+            delete: op("delete"),
+            patch: op("patch"),
+            parameters: parameters(&value["parameters"]),
         }
     }
 
@@ -377,7 +837,17 @@ mod proto {
                     .unwrap_or_default()
                     .into(),
             }),
-            paths: Some(Paths {}),
+            paths: Some(Paths {
+                path: document["paths"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(name, item)| NamedPathItem {
+                        name: name.clone(),
+                        value: Some(path_item(item)),
+                    })
+                    .collect(),
+            }),
             definitions: Some(Definitions {
                 additional_properties: definitions,
             }),
@@ -425,6 +895,102 @@ mod tests {
             "x-kubernetes-group-version-kind"
         );
         assert!(!encoded.encode_to_vec().is_empty());
+    }
+
+    #[test]
+    fn custom_schemas_lose_what_v2_cannot_say() {
+        let v3 = json!({
+            "type": "object",
+            "required": ["spec", "maybe"],
+            "properties": {
+                "metadata": {"allOf": [{"$ref": "#/components/schemas/M"}], "description": "m"},
+                "spec": {
+                    "type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true,
+                    "properties": {"a": {"type": "string"}},
+                },
+                "maybe": {"type": "object", "nullable": true, "properties": {"b": {"type": "string"}}},
+                "list": {"type": "array", "x-kubernetes-preserve-unknown-fields": true, "items": {"type": "string"}},
+                "either": {"type": "string", "oneOf": [{"pattern": "a"}, {"pattern": "b"}]},
+            },
+        });
+        let v2 = to_v2(&structural_v2(v3));
+        assert_eq!(v2["required"], json!(["spec"]));
+        assert_eq!(v2["properties"]["metadata"]["$ref"], "#/definitions/M");
+        assert_eq!(
+            v2["properties"]["spec"],
+            json!({"x-kubernetes-preserve-unknown-fields": true})
+        );
+        assert_eq!(v2["properties"]["maybe"], json!({}));
+        assert_eq!(
+            v2["properties"]["list"],
+            json!({"x-kubernetes-preserve-unknown-fields": true})
+        );
+        assert_eq!(v2["properties"]["either"], json!({"type": "string"}));
+    }
+
+    #[test]
+    fn paths_carry_operations_with_their_parameters_and_bodies() {
+        let document = document(&Served::builtin());
+        let path = &document["paths"]["/api/v1/namespaces/{namespace}/configmaps"];
+        let list = &path["get"];
+        assert_eq!(
+            list["description"],
+            "list or watch objects of kind ConfigMap"
+        );
+        assert_eq!(list["operationId"], "listCoreV1NamespacedConfigMap");
+        assert_eq!(
+            list["responses"]["200"]["schema"]["$ref"],
+            "#/definitions/io.k8s.api.core.v1.ConfigMapList"
+        );
+        assert!(
+            list["produces"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("application/json;stream=watch"))
+        );
+        let watch = list["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "watch")
+            .unwrap();
+        assert_eq!(watch["in"], "query");
+        assert!(
+            watch["description"]
+                .as_str()
+                .unwrap()
+                .starts_with("Watch for changes to the described resources")
+        );
+        let create = &path["post"];
+        assert_eq!(create["parameters"][0]["in"], "body");
+        assert_eq!(
+            create["parameters"][0]["schema"]["$ref"],
+            "#/definitions/io.k8s.api.core.v1.ConfigMap"
+        );
+        assert_eq!(
+            create["x-kubernetes-group-version-kind"]["kind"],
+            "ConfigMap"
+        );
+        assert_eq!(path["parameters"][0]["name"], "namespace");
+        assert_eq!(path["parameters"][0]["type"], "string");
+        let patch = &document["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"];
+        assert!(
+            patch["consumes"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("application/merge-patch+json"))
+        );
+        // The protobuf form carries them too.
+        let encoded = proto::document(&document);
+        let paths = &encoded.paths.as_ref().unwrap().path;
+        let configmaps = paths
+            .iter()
+            .find(|p| p.name == "/api/v1/namespaces/{namespace}/configmaps")
+            .unwrap();
+        let get = configmaps.value.as_ref().unwrap().get.as_ref().unwrap();
+        assert_eq!(get.operation_id, "listCoreV1NamespacedConfigMap");
+        assert!(!get.parameters.is_empty());
     }
 
     #[test]

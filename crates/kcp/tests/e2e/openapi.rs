@@ -183,3 +183,122 @@ fn openapi_v2_serves_definitions_kubectl_validates_and_explains_with() {
         .collect();
     assert!(requiring_metadata.is_empty(), "{requiring_metadata:?}");
 }
+
+/// `/openapi/v2` carries paths with their operations, as kube-apiserver's does (code
+/// generators and Kubernetes' own `test/cmd` read them), for custom resources too.
+#[test]
+fn openapi_v2_has_the_operations_of_every_resource() {
+    let kcp = Kcp::shared("openapi-v2-paths");
+    let dir = tempfile::tempdir().unwrap();
+    let home = kcp.home().to_string();
+    let crd = write_file(
+        dir.path(),
+        "crd.yaml",
+        &kcp_testing::crd::sized("gadgets", "Gadget", "integer").yaml(),
+    );
+    kcp.kubectl_in_ok(&home, &["apply", "-f", &crd]);
+    kcp.wait_established(&home, "gadgets.example.com");
+    let raw = kcp.kubectl_in_ok(
+        &home,
+        &["get", "--raw", &format!("/clusters/{home}/openapi/v2")],
+    );
+    assert!(
+        raw.contains("Watch for changes to the described resources"),
+        "the watch parameter's description"
+    );
+    let document = kcp_testing::output::json(&raw);
+    let configmaps = &document["paths"]["/api/v1/namespaces/{namespace}/configmaps"];
+    assert_eq!(
+        configmaps["get"]["description"],
+        "list or watch objects of kind ConfigMap"
+    );
+    assert_eq!(
+        configmaps["get"]["responses"]["200"]["schema"]["$ref"],
+        "#/definitions/io.k8s.api.core.v1.ConfigMapList"
+    );
+    assert_eq!(configmaps["post"]["parameters"][0]["in"], "body");
+    let gadgets = document["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(path, _)| {
+            path.starts_with("/apis/example.com/") && path.ends_with("/gadgets/{name}")
+        })
+        .map(|(_, item)| item)
+        .expect("the custom resource's paths");
+    assert_eq!(
+        gadgets["patch"]["x-kubernetes-group-version-kind"]["kind"],
+        "Gadget"
+    );
+    // Every reference of the paths points at a definition.
+    for (_, item) in document["paths"].as_object().unwrap() {
+        for (_, op) in item.as_object().unwrap() {
+            let text = op.to_string();
+            for reference in text.split("\"#/definitions/").skip(1) {
+                let name = &reference[..reference.find('"').unwrap()];
+                assert!(
+                    document["definitions"].get(name).is_some(),
+                    "{name} is referenced"
+                );
+            }
+        }
+    }
+}
+
+/// kcp's own kinds describe their fields, as kcp's CRDs do.
+#[test]
+fn kubectl_explain_describes_kcps_kinds() {
+    let kcp = Kcp::shared("openapi-explain-kcp");
+    let explained = kcp.kubectl_in_ok(kcp.home(), &["explain", "workspace.spec.type"]);
+    assert!(
+        explained.contains("type defines properties of the workspace both on creation"),
+        "{explained}"
+    );
+    assert!(
+        explained.contains("name is the name of the WorkspaceType"),
+        "{explained}"
+    );
+    let explained = kcp.kubectl_in_ok(kcp.home(), &["explain", "logicalcluster.status.URL"]);
+    assert!(!explained.contains("<no description>"), "{explained}");
+}
+
+/// `kubectl apply -f` of a `kind: List` of custom resources whose schemas keep unknown fields:
+/// kubectl validates a List with the v2 definitions, which must not refuse what the server
+/// takes (Kubernetes' test/cmd crd.sh applies such a list).
+#[test]
+fn a_list_of_custom_resources_keeping_unknown_fields_applies_with_default_validation() {
+    let kcp = Kcp::shared("openapi-v2-crd-list");
+    let dir = tempfile::tempdir().unwrap();
+    let home = kcp.home().to_string();
+    let crds = write_file(
+        dir.path(),
+        "crds.yaml",
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: foos.company.com\nspec:\n  group: company.com\n  scope: Namespaced\n  names: {plural: foos, kind: Foo}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: bars.company.com\nspec:\n  group: company.com\n  scope: Namespaced\n  names: {plural: bars, kind: Bar}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            x-kubernetes-preserve-unknown-fields: true\n",
+    );
+    kcp.kubectl_in_ok(&home, &["create", "-f", &crds]);
+    kcp.wait_established(&home, "foos.company.com");
+    kcp.wait_established(&home, "bars.company.com");
+    let list = write_file(
+        dir.path(),
+        "list.yaml",
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: company.com/v1\n  kind: Foo\n  metadata:\n    name: test-list\n    namespace: default\n  someField: field1\n  otherField: field2\n- apiVersion: company.com/v1\n  kind: Bar\n  metadata:\n    name: test-list\n    namespace: default\n  spec:\n    someField: field1\n",
+    );
+    let applied = kcp.kubectl_in_ok(&home, &["apply", "-f", &list]);
+    assert_eq!(
+        applied.trim(),
+        "foo.company.com/test-list created\nbar.company.com/test-list created"
+    );
+    let kept = kcp.kubectl_in_ok(
+        &home,
+        &[
+            "get",
+            "foo",
+            "test-list",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.someField}",
+        ],
+    );
+    assert_eq!(kept, "field1");
+}
