@@ -4,16 +4,20 @@
 //! of the CRD semantics are not checked here, except that every version has a structural
 //! schema whose CEL rules (`x-kubernetes-validations`) compile and are within Kubernetes'
 //! estimated cost limits (not estimated again when an update leaves a version's schema as it
-//! was, as in Kubernetes), the conversion settings (a
+//! was, as in Kubernetes), printer columns, scale subresource paths and selectable fields
+//! (paths into the schema to string, boolean or integer fields), the conversion settings (a
 //! webhook needs a client config and a ConversionReview version the server speaks) and, on
 //! updates, `status.storedVersions`. Defaults as in `apiextensions/v1`: `singular`, `listKind`,
 //! `conversion.strategy`.
+
+use std::collections::HashSet;
 
 use jiff::Timestamp;
 use kcp_apimachinery::dns::{dns1035_label_errors, dns1123_subdomain_errors};
 use kcp_apimachinery::labels::validation::go_quote;
 use kcp_apimachinery::object::text;
 use kcp_apimachinery::patch::strategic::ListStrategy;
+use kcp_apimachinery::schema::cel::valid_field_path;
 use kcp_apimachinery::schema::{CelValidator, FieldError, structural_errors};
 use kcp_apis::builtin::Resource;
 use serde_json::{Value, json};
@@ -23,7 +27,9 @@ use crate::error::RegistryError;
 use crate::kinds::printing::{self, Column};
 use crate::kinds::{Deletion, Generation, Kind, conditions_list_strategy};
 use crate::strategy::{self, Part};
-use crate::validation::field::{Bad, Errors, forbidden, index, invalid, not_supported, required};
+use crate::validation::field::{
+    Bad, Errors, duplicate, forbidden, index, invalid, not_supported, required,
+};
 use crate::validation::metadata;
 
 pub(crate) struct CustomResourceDefinition;
@@ -261,10 +267,28 @@ fn validate(object: &Value, errs: &mut Errors) {
         } else {
             seen.push(name);
         }
-        let schema_path = format!("{}.schema.openAPIV3Schema", index("spec.versions", i));
-        match version["schema"].get("openAPIV3Schema") {
-            Some(schema) if schema.is_object() => schema_errors(schema, &schema_path, errs),
-            _ => errs.push(required(schema_path, "schemas are required")),
+        // In kube-apiserver's order: the name, then the schema, subresources, printer columns
+        // and selectable fields (`validateCustomResourceDefinitionVersion`).
+        let version_path = index("spec.versions", i);
+        let problems = dns1035_label_errors(name);
+        if !problems.is_empty() {
+            errs.push(invalid(
+                format!("{version_path}.name"),
+                Bad::Str(name),
+                &problems.join(","),
+            ));
+        }
+        let schema_path = format!("{version_path}.schema.openAPIV3Schema");
+        let schema = version["schema"]
+            .get("openAPIV3Schema")
+            .filter(|schema| schema.is_object());
+        match schema {
+            Some(schema) => schema_errors(schema, &schema_path, errs),
+            None => errs.push(required(schema_path, "schemas are required")),
+        }
+        if let Some(scale) = version["subresources"].get("scale") {
+            let path = format!("{version_path}.subresources.scale");
+            validate_scale(scale, &path, errs);
         }
         for (j, column) in version["additionalPrinterColumns"]
             .as_array()
@@ -272,23 +296,23 @@ fn validate(object: &Value, errs: &mut Errors) {
             .flatten()
             .enumerate()
         {
-            let path = index(
-                &format!("{}.additionalPrinterColumns", index("spec.versions", i)),
-                j,
-            );
+            let path = index(&format!("{version_path}.additionalPrinterColumns"), j);
             validate_printer_column(column, &path, errs);
         }
-        if let Some(scale) = version["subresources"].get("scale") {
-            let path = format!("{}.subresources.scale", index("spec.versions", i));
-            validate_scale(scale, &path, errs);
-        }
-        let problems = dns1035_label_errors(name);
-        if !problems.is_empty() {
-            errs.push(invalid(
-                format!("{}.name", index("spec.versions", i)),
-                Bad::Str(name),
-                &problems.join(","),
-            ));
+        let selectable = version["selectableFields"]
+            .as_array()
+            .filter(|fields| !fields.is_empty());
+        if let Some(fields) = selectable {
+            let path = format!("{version_path}.selectableFields");
+            match schema {
+                Some(schema) => validate_selectable_fields(fields, schema, &path, errs),
+                // kube's message, though it is the missing schema that is refused.
+                None => errs.push(invalid(
+                    path,
+                    Bad::Str(""),
+                    "selectableFields may only be set when version.schema.openAPIV3Schema is not included",
+                )),
+            }
         }
     }
     if !unique {
@@ -402,6 +426,67 @@ fn validate_printer_column(column: &Value, path: &str, errs: &mut Errors) {
             Bad::Str(json_path),
             "must be a simple json path starting with .",
         ));
+    }
+}
+
+/// How many distinct selectable fields a version may have.
+const MAX_SELECTABLE_FIELDS: usize = 8;
+
+/// A version's `selectableFields` (at `path`), as kube-apiserver checks them: each `jsonPath`
+/// set, a valid path into the version's `schema` without array notation (the field path
+/// check of CEL rules), outside `metadata`, to a field of type string, boolean or integer,
+/// and not the same field twice; at most 8 distinct fields.
+fn validate_selectable_fields(fields: &[Value], schema: &Value, path: &str, errs: &mut Errors) {
+    let mut unique = HashSet::new();
+    for (j, field) in fields.iter().enumerate() {
+        let field_path = format!("{}.jsonPath", index(path, j));
+        let json_path = text(field, "jsonPath");
+        if json_path.is_empty() {
+            errs.push(required(field_path, ""));
+            continue;
+        }
+        let (found, node) = match valid_field_path(json_path, schema, false) {
+            Ok(found) => found,
+            Err(reason) => {
+                errs.push(invalid(
+                    field_path,
+                    Bad::Str(json_path),
+                    &format!("is an invalid path: {reason}"),
+                ));
+                continue;
+            }
+        };
+        // The first step of the path (a map key is written `[key]`, never `metadata`).
+        if found.split(['.', '[']).next() == Some("metadata") {
+            errs.push(invalid(
+                field_path.clone(),
+                Bad::Str(json_path),
+                "must not point to fields in metadata",
+            ));
+        }
+        if !matches!(
+            node.get("type").and_then(Value::as_str),
+            Some("string" | "boolean" | "integer")
+        ) {
+            errs.push(invalid(
+                field_path.clone(),
+                Bad::Str(json_path),
+                "must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.",
+            ));
+        }
+        if !unique.insert(found) {
+            errs.push(duplicate(field_path, Bad::Str(json_path)));
+        }
+    }
+    if unique.len() > MAX_SELECTABLE_FIELDS {
+        errs.push(crate::Cause {
+            reason: "FieldValueTooMany",
+            field: path.to_string(),
+            message: format!(
+                "Too many: {}: must have at most {MAX_SELECTABLE_FIELDS} items",
+                unique.len()
+            ),
+        });
     }
 }
 
@@ -796,6 +881,215 @@ mod tests {
                 format!(
                     "FieldValueInvalid {path}.JSONPath: Invalid value: \"status.phase\": must be a simple json path starting with ."
                 ),
+            ]
+        );
+    }
+
+    /// A schema with a field of each kind a selectable field may or may not point to.
+    fn selectable_schema() -> Value {
+        json!({"type": "object", "properties": {
+            "metadata": {"type": "object", "properties": {"name": {"type": "string"}}},
+            "spec": {"type": "object", "properties": {
+                "s": {"type": "string"},
+                "i": {"type": "integer"},
+                "b": {"type": "boolean"},
+                "e": {"type": "string", "enum": ["red", "blue"]},
+                "f": {"type": "string", "format": "date-time"},
+                "a": {"type": "object", "properties": {"b": {"type": "string"}}},
+                "num": {"type": "number"},
+                "list": {"type": "array", "items": {"type": "string"}},
+                "m": {"type": "object", "additionalProperties": {"type": "string"}},
+                "c": {"type": "string"},
+                "d": {"type": "string"},
+            }},
+        }})
+    }
+
+    fn selectable(paths: &[&str]) -> Value {
+        paths.iter().map(|p| json!({"jsonPath": p})).collect()
+    }
+
+    #[test]
+    fn selectable_fields_point_to_strings_booleans_and_integers() {
+        let mut crd = crd_with_schema(selectable_schema());
+        crd["spec"]["versions"][0]["selectableFields"] = selectable(&[
+            ".spec.s",
+            ".spec.i",
+            ".spec.b",
+            ".spec.e",
+            ".spec.f",
+            ".spec.a.b",
+        ]);
+        assert_eq!(errors(&crd), Vec::<String>::new());
+        // A map value is a field too (a string here), whatever its key (`..` names the key `.`).
+        crd["spec"]["versions"][0]["selectableFields"] = selectable(&[".spec.m.key", ".spec.m.."]);
+        assert_eq!(errors(&crd), Vec::<String>::new());
+        crd["spec"]["versions"][0]["selectableFields"] = json!([]);
+        assert_eq!(errors(&crd), Vec::<String>::new());
+    }
+
+    #[test]
+    fn selectable_fields_need_a_valid_path_to_a_scalar_outside_metadata() {
+        let mut crd = crd_with_schema(selectable_schema());
+        crd["spec"]["versions"][0]["selectableFields"] = json!([
+            {},
+            {"jsonPath": ".spec.missing"},
+            {"jsonPath": "spec.s"},
+            {"jsonPath": ".spec['s']"},
+            {"jsonPath": ".spec."},
+            {"jsonPath": ".metadata.name"},
+            {"jsonPath": ".spec.a"},
+            {"jsonPath": ".spec.num"},
+            {"jsonPath": ".spec.s"},
+            {"jsonPath": ".spec.s"},
+            {"jsonPath": ".metadata"},
+            {"jsonPath": ".spec.list"},
+            {"jsonPath": ".spec.list[0]"},
+            {"jsonPath": ".spec.s]"},
+            {"jsonPath": ".spec..s"},
+            {"jsonPath": ".spec.["},
+            {"jsonPath": "'spec'.s"},
+            {"jsonPath": ".spec['s'"},
+            {"jsonPath": ".spec.s.x"},
+            {"jsonPath": "."},
+        ]);
+        let path = "spec.versions[0].selectableFields";
+        let scalar = "must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.";
+        assert_eq!(
+            errors(&crd),
+            vec![
+                format!("FieldValueRequired {path}[0].jsonPath: Required value"),
+                format!(
+                    "FieldValueInvalid {path}[1].jsonPath: Invalid value: \".spec.missing\": is an invalid path: does not refer to a valid field"
+                ),
+                format!(
+                    "FieldValueInvalid {path}[2].jsonPath: Invalid value: \"spec.s\": is an invalid path: expected [ or . but got: spec"
+                ),
+                format!(
+                    "FieldValueInvalid {path}[3].jsonPath: Invalid value: \".spec['s']\": is an invalid path: array notation is not allowed"
+                ),
+                format!(
+                    "FieldValueInvalid {path}[4].jsonPath: Invalid value: \".spec.\": is an invalid path: unexpected end of JSON path"
+                ),
+                format!(
+                    "FieldValueInvalid {path}[5].jsonPath: Invalid value: \".metadata.name\": must not point to fields in metadata"
+                ),
+                format!(
+                    "FieldValueInvalid {path}[6].jsonPath: Invalid value: \".spec.a\": {scalar}"
+                ),
+                format!(
+                    "FieldValueInvalid {path}[7].jsonPath: Invalid value: \".spec.num\": {scalar}"
+                ),
+                format!("FieldValueDuplicate {path}[9].jsonPath: Duplicate value: \".spec.s\""),
+                format!(
+                    "FieldValueInvalid {path}[10].jsonPath: Invalid value: \".metadata\": must not point to fields in metadata"
+                ),
+                format!(
+                    "FieldValueInvalid {path}[10].jsonPath: Invalid value: \".metadata\": {scalar}"
+                ),
+                format!(
+                    "FieldValueInvalid {path}[11].jsonPath: Invalid value: \".spec.list\": {scalar}"
+                ),
+                format!(
+                    "FieldValueInvalid {path}[12].jsonPath: Invalid value: \".spec.list[0]\": is an invalid path: array notation is not allowed"
+                ),
+                format!(
+                    "FieldValueInvalid {path}[13].jsonPath: Invalid value: \".spec.s]\": is an invalid path: expected [ or . but got: ]"
+                ),
+                format!(
+                    "FieldValueInvalid {path}[14].jsonPath: Invalid value: \".spec..s\": is an invalid path: does not refer to a valid field"
+                ),
+                format!(
+                    "FieldValueInvalid {path}[15].jsonPath: Invalid value: \".spec.[\": is an invalid path: does not refer to a valid field"
+                ),
+                format!(
+                    "FieldValueInvalid {path}[16].jsonPath: Invalid value: \"'spec'.s\": is an invalid path: expected [ or . but got: 'spec'"
+                ),
+                format!(
+                    "FieldValueInvalid {path}[17].jsonPath: Invalid value: \".spec['s'\": is an invalid path: array notation is not allowed"
+                ),
+                format!(
+                    "FieldValueInvalid {path}[18].jsonPath: Invalid value: \".spec.s.x\": is an invalid path: does not refer to a valid field"
+                ),
+                format!(
+                    "FieldValueInvalid {path}[19].jsonPath: Invalid value: \".\": is an invalid path: unexpected end of JSON path"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn at_most_eight_distinct_selectable_fields() {
+        let mut crd = crd_with_schema(selectable_schema());
+        let eight = [
+            ".spec.s",
+            ".spec.i",
+            ".spec.b",
+            ".spec.e",
+            ".spec.f",
+            ".spec.a.b",
+            ".spec.c",
+            ".spec.d",
+        ];
+        // Eight, one of them twice: a duplicate, not too many.
+        let mut paths = eight.to_vec();
+        paths.push(".spec.d");
+        crd["spec"]["versions"][0]["selectableFields"] = selectable(&paths);
+        assert_eq!(
+            errors(&crd),
+            [
+                "FieldValueDuplicate spec.versions[0].selectableFields[8].jsonPath: Duplicate value: \".spec.d\""
+            ]
+        );
+        paths.push(".spec.m.key");
+        crd["spec"]["versions"][0]["selectableFields"] = selectable(&paths);
+        assert_eq!(
+            errors(&crd),
+            [
+                "FieldValueDuplicate spec.versions[0].selectableFields[8].jsonPath: Duplicate value: \".spec.d\"",
+                "FieldValueTooMany spec.versions[0].selectableFields: Too many: 9: must have at most 8 items",
+            ]
+        );
+    }
+
+    #[test]
+    fn selectable_fields_need_a_schema_and_come_last_among_a_versions_errors() {
+        let mut crd = crd_with_schema(selectable_schema());
+        let version = &mut crd["spec"]["versions"][0];
+        version["name"] = json!("V1");
+        version["subresources"] =
+            json!({"scale": {"specReplicasPath": "spec.i", "statusReplicasPath": ".status.i"}});
+        version["additionalPrinterColumns"] =
+            json!([{"name": "", "type": "string", "jsonPath": ".spec.s"}]);
+        version["selectableFields"] = selectable(&[".spec.num"]);
+        let errors_of = |crd: &Value| {
+            errors(crd)
+                .into_iter()
+                .filter(|e| !e.contains("DNS-1035"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            errors_of(&crd),
+            [
+                "FieldValueInvalid spec.versions[0].subresources.scale.specReplicasPath: Invalid value: \"spec.i\": must be a simple json path starting with .",
+                "FieldValueRequired spec.versions[0].additionalPrinterColumns[0].name: Required value",
+                "FieldValueInvalid spec.versions[0].selectableFields[0].jsonPath: Invalid value: \".spec.num\": must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.",
+            ]
+        );
+        assert!(errors(&crd)[0].starts_with(
+            "FieldValueInvalid spec.versions[0].name: Invalid value: \"V1\": a DNS-1035 label"
+        ));
+        let mut crd = crd_with_schema(selectable_schema());
+        crd["spec"]["versions"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("schema");
+        crd["spec"]["versions"][0]["selectableFields"] = selectable(&[".spec.s"]);
+        assert_eq!(
+            errors(&crd),
+            [
+                "FieldValueRequired spec.versions[0].schema.openAPIV3Schema: Required value: schemas are required",
+                "FieldValueInvalid spec.versions[0].selectableFields: Invalid value: \"\": selectableFields may only be set when version.schema.openAPIV3Schema is not included",
             ]
         );
     }

@@ -228,3 +228,52 @@ fn expensive_rules_do_not_hold_up_other_requests() {
         );
     }
 }
+
+/// A message expression must evaluate to a string and a rule to a bool, whatever their shape
+/// (kube-apiserver type-checks them; composite ones of the wrong type were accepted before).
+#[test]
+fn rules_and_message_expressions_of_the_wrong_type_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::shared("crd-cel-types");
+    let cluster = &kcp.home().to_string();
+    let crd = Crd::namespaced("typos", "Typo")
+        .storage_version(
+            "v1",
+            r#"
+            type: object
+            properties:
+              spec:
+                type: object
+                x-kubernetes-validations:
+                - rule: "self.replicas * 2"
+                - rule: "self.replicas > 0"
+                  messageExpression: "size(self.name) + 1"
+                properties:
+                  replicas: {type: integer}
+                  name: {type: string, maxLength: 64}
+            "#,
+        )
+        .yaml();
+    let file = write_file(dir.path(), "typos.yaml", &crd);
+    let stderr = kcp.kubectl_in_err(cluster, &["apply", "-f", &file]);
+    let at = "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations";
+    assert!(
+        stderr.contains(&format!("* {at}[0].rule: Invalid value: "))
+            && stderr.contains(": cel expression must evaluate to a bool"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("* {at}[1].messageExpression: Invalid value: "))
+            && stderr.contains(": messageExpression must evaluate to a string"),
+        "{stderr}"
+    );
+    // The same rules of the right types are accepted.
+    let fixed = crd
+        .replace("self.replicas * 2", "self.replicas * 2 > 0")
+        .replace(
+            "size(self.name) + 1",
+            "'name of ' + string(size(self.name))",
+        );
+    let fixed = write_file(dir.path(), "fixed.yaml", &fixed);
+    kcp.kubectl_in_ok(cluster, &["apply", "-f", &fixed]);
+}

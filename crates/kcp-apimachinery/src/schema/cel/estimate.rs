@@ -9,7 +9,8 @@
 //!
 //! This CEL has no type checker, so the estimate types what it can itself: `self`, `oldSelf`,
 //! fields reached from them, comprehension variables, literals and the results of the
-//! functions below; anything else is taken to be as large as a whole request.
+//! functions below; anything else is taken to be as large as a whole request. These types
+//! serve sizes: they are not what cel-go's checker would say (`super::result_type` is).
 //!
 //! It also records which expressions are always small values (numbers, booleans, short
 //! strings): the runtime meter (`super::meter`) does not need to measure those.
@@ -42,8 +43,6 @@ pub(super) struct Estimate {
     /// The first field selected from an object type that does not declare it, which cel-go's
     /// checker refuses (`undefined field '<name>'`).
     pub(super) undefined_field: Option<String>,
-    /// The expression's type, as far as the estimate knows it (`Dyn` where it does not).
-    pub(super) result: Ty,
     pub(super) small: HashSet<u64>,
     pub(super) small_elements: HashSet<u64>,
 }
@@ -60,7 +59,6 @@ pub(super) fn estimate(expression: &IdedExpr, self_ty: &Ty) -> Estimate {
     let info = estimator.visit(expression);
     Estimate {
         cost: info.cost,
-        result: info.ty,
         undefined_field: estimator.undefined_field,
         small: estimator.small,
         small_elements: estimator.small_elements,

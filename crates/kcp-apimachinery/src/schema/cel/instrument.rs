@@ -413,7 +413,6 @@ mod tests {
         Estimate {
             cost: 0,
             undefined_field: None,
-            result: super::super::types::Ty::unknown(),
             small: HashSet::new(),
             small_elements: HashSet::new(),
         }

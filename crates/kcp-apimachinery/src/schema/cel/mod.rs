@@ -17,8 +17,9 @@
 //! as rewritten by `instrument`, so that `meter` counts their actual cost: a rule that passes
 //! Kubernetes' per-call limit, or an object whose rules pass the runtime budget, stops the
 //! validation with Kubernetes' messages. Evaluation is synchronous and may take long on large
-//! objects: callers on an async runtime run it on a blocking thread. Not done: type checking
-//! at compile time (CEL here only parses).
+//! objects: callers on an async runtime run it on a blocking thread. Not done: full type
+//! checking at compile time (CEL here only parses; `result_type` refuses a rule or message
+//! expression only when its result is certainly not a `bool` or a `string`).
 //!
 //! Must not know: HTTP, storage, where the schema comes from.
 
@@ -27,6 +28,7 @@ mod evaluate;
 mod instrument;
 mod meter;
 mod needs;
+mod result_type;
 mod rules;
 mod syntax;
 mod types;
@@ -45,6 +47,7 @@ use super::{FieldError, child, index};
 use estimate::STATIC_ESTIMATED_CRD_COST_LIMIT;
 use needs::Need;
 use rules::Rule;
+pub use rules::valid_field_path;
 use types::{Child, Ty, child_cardinality, max_cardinality};
 use values::Shape;
 
@@ -93,11 +96,12 @@ struct Node {
     all_of: Vec<Node>,
 }
 
-/// What compiling a schema's rules found: mistakes every server refuses, and costs over
-/// Kubernetes' limits, which only CRD validation refuses (rules already stored keep working,
-/// within the runtime limits).
+/// What compiling a schema's rules found: mistakes every server refuses, and what only CRD
+/// validation refuses (costs over Kubernetes' limits, results of the wrong type): rules
+/// already stored keep working, within the runtime limits.
 #[derive(Default)]
 struct Findings {
+    /// Each mistake, and whether only a write of the CRD refuses it.
     errors: Vec<(FieldError, bool)>,
     /// The sum of every rule's and message expression's estimated cost.
     total: u64,
@@ -112,6 +116,10 @@ impl Findings {
     }
 
     fn cost(&mut self, error: FieldError) {
+        self.refused_on_write(error);
+    }
+
+    fn refused_on_write(&mut self, error: FieldError) {
         self.errors.push((error, true));
     }
 

@@ -1,9 +1,11 @@
 //! One schema node's `x-kubernetes-validations`, checked and compiled as kube-apiserver does
 //! when a CRD is written: the rule, `message`, `messageExpression`, `reason`, `fieldPath` and
 //! `optionalOldSelf` fields first (a node with such mistakes is not compiled), then the CEL
-//! programs, and their estimated costs against Kubernetes' limits. Only syntax is checked:
-//! this CEL has no type checker, so a rule naming a field the schema does not have fails when
-//! it runs, not here.
+//! programs, and their estimated costs against Kubernetes' limits. This CEL has no type
+//! checker: besides syntax, what is checked is what the estimate and `result_type` can tell
+//! for certain, the fields selected from objects of the schema and the type of the result (a
+//! `bool` for a rule, a `string` for a message expression); an expression of a type not known
+//! here passes, and fails when it runs if it is wrong.
 
 use kube_cel::cel::common::ast::IdedExpr;
 use serde_json::Value;
@@ -11,8 +13,9 @@ use serde_json::Value;
 use super::super::{FieldError, child, index};
 use super::estimate::{Estimate, STATIC_ESTIMATED_COST_LIMIT, estimate};
 use super::instrument::{Instrumented, instrument};
+use super::result_type::{Type, result_type};
 use super::syntax::{parse, undefined_field};
-use super::types::{Kind, Ty};
+use super::types::Ty;
 use super::{Findings, cost_message};
 use crate::labels::validation::go_quote;
 use crate::object::text;
@@ -62,45 +65,40 @@ fn has_newlines(s: &str) -> bool {
     s.contains(['\n', '\r'])
 }
 
-/// Go's `%#v` of the rule, which Kubernetes shows as the invalid value of a rule that does
-/// not compile.
-/// Why an expression does not compile.
-enum Refusal {
-    /// cel-go's error report (syntax, limits, an undefined field).
-    Report(String),
-    /// It certainly evaluates to another type than the one wanted.
-    Type,
+/// An expression parsed and estimated once.
+struct Compiled {
+    expression: IdedExpr,
+    estimate: Estimate,
+    /// Its result is certainly of another type than the one wanted (see `result_type`). CRD
+    /// validation refuses it; a rule already stored still runs, and its result fails the rule
+    /// when it runs, so that an upgrade never leaves a stored CRD's objects unchecked.
+    wrong_type: bool,
 }
 
-/// `source` parsed and estimated once, or why it does not compile: its syntax, a field its
-/// object type does not declare, or a result of another type than `wanted` (known for a
-/// literal, a variable or a field whose type the schema gives; calls and operators are left to
-/// run time, where a wrong type fails the rule).
+/// `source` parsed and estimated once (its result's type checked against `wanted`; `oldSelf`
+/// is an optional with `optional_old_self`), or cel-go's report of why it does not compile:
+/// its syntax, a limit, a field its object type does not declare.
 fn compile_expression(
     source: &str,
     self_ty: &Ty,
-    wanted: &Kind,
-) -> Result<(IdedExpr, Estimate), Refusal> {
-    use kube_cel::cel::common::ast::Expr;
-    let expression = parse(source).map_err(Refusal::Report)?;
+    wanted: &Type<'_>,
+    optional_old_self: bool,
+) -> Result<Compiled, String> {
+    let expression = parse(source)?;
     let estimate = estimate(&expression, self_ty);
     if let Some(field) = &estimate.undefined_field {
-        return Err(Refusal::Report(undefined_field(source, field)));
+        return Err(undefined_field(source, field));
     }
-    let plain = matches!(
-        expression.expr,
-        Expr::Literal(_) | Expr::Ident(_) | Expr::Select(_)
-    );
-    let found = &estimate.result.kind;
-    if plain
-        && *found != Kind::Dyn
-        && std::mem::discriminant(found) != std::mem::discriminant(wanted)
-    {
-        return Err(Refusal::Type);
-    }
-    Ok((expression, estimate))
+    let wrong_type = !result_type(&expression, self_ty, optional_old_self).may_be(wanted);
+    Ok(Compiled {
+        expression,
+        estimate,
+        wrong_type,
+    })
 }
 
+/// Go's `%#v` of the rule, which Kubernetes shows as the invalid value of a rule that does
+/// not compile.
 fn go_rule(rule: &Value) -> String {
     let reason = match rule.get("reason").and_then(Value::as_str) {
         None => "(*apiextensions.FieldValueErrorReason)(nil)",
@@ -124,6 +122,14 @@ fn invalid(field: String, shown: &str, detail: &str) -> FieldError {
         "FieldValueInvalid",
         &field,
         format!("Invalid value: {shown}: {detail}"),
+    )
+}
+
+fn old_self_unused(field: String, optional: bool) -> FieldError {
+    invalid(
+        field,
+        &optional.to_string(),
+        "may not be set if oldSelf is not used in rule",
     )
 }
 
@@ -240,8 +246,21 @@ pub(super) fn compile(
     for (i, raw) in raw_rules.iter().enumerate() {
         let at = |field: &str| child(&index(&child(path, "x-kubernetes-validations"), i), field);
         let source = text(raw, "rule");
-        let program = match compile_expression(source, self_ty, &Kind::Bool) {
-            Ok((expression, estimate)) => {
+        let optional_old_self = raw.get("optionalOldSelf").and_then(Value::as_bool);
+        let optional = optional_old_self == Some(true);
+        let program = match compile_expression(source, self_ty, &Type::Bool, optional) {
+            Ok(Compiled {
+                expression,
+                estimate,
+                wrong_type,
+            }) => {
+                if wrong_type {
+                    findings.refused_on_write(invalid(
+                        at("rule"),
+                        &go_rule(raw),
+                        "cel expression must evaluate to a bool",
+                    ));
+                }
                 let cost = estimate.cost.saturating_mul(cardinality);
                 if cost > STATIC_ESTIMATED_COST_LIMIT {
                     findings.cost(FieldError::new(
@@ -255,21 +274,43 @@ pub(super) fn compile(
                 }
                 findings.observe(at("rule"), cost);
                 let runnable = instrument(&expression, &estimate);
-                Some((expression, runnable))
+                Some((expression, runnable, wrong_type))
             }
-            Err(refusal) => {
-                let detail = match refusal {
-                    Refusal::Report(report) => format!("compilation failed: {report}"),
-                    Refusal::Type => "cel expression must evaluate to a bool".to_string(),
-                };
+            Err(report) => {
+                let detail = format!("compilation failed: {report}");
                 findings.error(invalid(at("rule"), &go_rule(raw), &detail));
                 None
             }
         };
+        // As in Kubernetes, the message expression of a rule that does not compile is not
+        // compiled, and such a rule counts as one that does not use `oldSelf`.
+        let Some((expression, runnable, wrong_type)) = program else {
+            if let Some(optional) = optional_old_self {
+                findings.error(old_self_unused(at("optionalOldSelf"), optional));
+            }
+            continue;
+        };
+        // A rule of the wrong type is refused as one that does not compile, but only when the
+        // CRD is written; stored, it still runs, with its static message.
+        if wrong_type && let Some(optional) = optional_old_self {
+            findings.refused_on_write(old_self_unused(at("optionalOldSelf"), optional));
+        }
         let message_expression = match text(raw, "messageExpression") {
+            _ if wrong_type => Ok(None),
             "" => Ok(None),
-            source => match compile_expression(source, self_ty, &Kind::String) {
-                Ok((expression, estimate)) => {
+            source => match compile_expression(source, self_ty, &Type::String, optional) {
+                Ok(Compiled {
+                    expression,
+                    estimate,
+                    wrong_type,
+                }) => {
+                    if wrong_type {
+                        findings.refused_on_write(invalid(
+                            at("messageExpression"),
+                            &go_rule(raw),
+                            "messageExpression must evaluate to a string",
+                        ));
+                    }
                     if estimate.cost > STATIC_ESTIMATED_COST_LIMIT {
                         findings.cost(FieldError::new(
                             "FieldValueForbidden",
@@ -292,29 +333,16 @@ pub(super) fn compile(
                         runnable,
                     }))
                 }
-                Err(refusal) => {
-                    let detail = match refusal {
-                        Refusal::Report(report) => {
-                            format!("messageExpression compilation failed: {report}")
-                        }
-                        Refusal::Type => "messageExpression must evaluate to a string".to_string(),
-                    };
+                Err(report) => {
+                    let detail = format!("messageExpression compilation failed: {report}");
                     findings.error(invalid(at("messageExpression"), &go_rule(raw), &detail));
                     Err(())
                 }
             },
         };
-        let Some((expression, runnable)) = program else {
-            continue;
-        };
         let uses_old_self = expression.references().has_variable("oldSelf");
-        let optional_old_self = raw.get("optionalOldSelf").and_then(Value::as_bool);
         if !uses_old_self && let Some(optional) = optional_old_self {
-            findings.error(invalid(
-                at("optionalOldSelf"),
-                &optional.to_string(),
-                "may not be set if oldSelf is not used in rule",
-            ));
+            findings.error(old_self_unused(at("optionalOldSelf"), optional));
             continue;
         }
         let Ok(message_expression) = message_expression else {
@@ -346,7 +374,7 @@ pub(super) fn compile(
                 field_path => normalize_field_path(field_path, types).ok(),
             },
             uses_old_self,
-            optional_old_self: optional_old_self == Some(true),
+            optional_old_self: optional,
         });
     }
     rules
@@ -362,25 +390,41 @@ enum Step {
 /// against the schema it sits on and written as a field path (`spec.replicas`,
 /// `labels[app.kubernetes.io/name]`), as Kubernetes' `ValidFieldPath`.
 pub(super) fn normalize_field_path(path: &str, schema: &Value) -> Result<String, String> {
+    valid_field_path(path, schema, true).map(|(path, _)| path)
+}
+
+/// Kubernetes' `ValidFieldPath`: `path` checked against `schema`, written as a field path
+/// (see `normalize_field_path`), with the schema node it points to; or why it is not a valid
+/// path (kube's texts). Without `array_notation` (`WithFieldPathAllowArrayNotation(false)`,
+/// as for a CRD's `selectableFields`), a `[` step is refused.
+pub fn valid_field_path<'a>(
+    path: &str,
+    schema: &'a Value,
+    array_notation: bool,
+) -> Result<(String, &'a Value), String> {
     let mut steps = Vec::new();
     let mut node = schema;
     let mut rest = path;
     while !rest.is_empty() {
         let name = if let Some(after) = rest.strip_prefix('.') {
-            let end = after.find(['.', '[', ']']).unwrap_or(after.len());
-            if end == 0 {
+            if after.is_empty() {
                 return Err("unexpected end of JSON path".into());
             }
-            rest = &after[end..];
-            after[..end].to_string()
+            let name = token(after);
+            rest = &after[name.len()..];
+            name.to_string()
+        } else if !array_notation && rest.starts_with('[') {
+            return Err("array notation is not allowed".into());
         } else if let Some(after) = rest.strip_prefix("['") {
             let (name, after) = quoted(after)?;
-            rest = after
-                .strip_prefix(']')
-                .ok_or_else(|| format!("expected ] but got {after}"))?;
+            rest = match after.strip_prefix(']') {
+                Some(rest) => rest,
+                None if after.is_empty() => return Err("unexpected end of JSON path".into()),
+                None => return Err(format!("expected ] but got {}", token(after))),
+            };
             name
         } else {
-            return Err(format!("expected [ or . but got: {rest}"));
+            return Err(format!("expected [ or . but got: {}", token(rest)));
         };
         let properties = node.get("properties").and_then(Value::as_object);
         let additional = node.get("additionalProperties").filter(|a| a.is_object());
@@ -403,7 +447,24 @@ pub(super) fn normalize_field_path(path: &str, schema: &Value) -> Result<String,
             Step::Key(key) => out = format!("{out}[{key}]"),
         }
     }
-    Ok(out)
+    Ok((out, node))
+}
+
+/// The next token of a field path as Kubernetes' `ValidFieldPath` splits it: a delimiter
+/// (`.`, `[`, `]`), a single-quoted string (quotes included), or the text up to the next
+/// delimiter. A name after a `.` is one token, even a delimiter (`..a` names `.`).
+fn token(s: &str) -> &str {
+    let bytes = s.as_bytes();
+    if bytes.first() == Some(&b'\'') {
+        return (1..bytes.len())
+            .find(|&i| bytes[i] == b'\'' && bytes[i - 1] != b'\\')
+            .map_or(s, |i| &s[..=i]);
+    }
+    match s.find(['.', '[', ']']) {
+        Some(0) => &s[..1],
+        Some(end) => &s[..end],
+        None => s,
+    }
 }
 
 /// The single-quoted string at the start of `s` (after its opening quote), unescaped, and
