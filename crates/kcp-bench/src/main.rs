@@ -5,6 +5,7 @@
 //! against a bare TLS server and the raw embedded store; needs `cargo build --release -p kcp`),
 //! `workspaces` (a tree of workspaces created, held and deleted by the real `kcp` binary),
 //! `crds` (a big CRD updated and deleted by the real `kcp` binary, and the memory it leaves),
+//! `crd-corpus` (real-world CRDs created, held and deleted, and the memory throughout),
 //! `authz` (GETs by an RBAC-authorized user against the admin's), `lists` (a LIST of 100,000
 //! configmaps against a bare TLS server sending the same bytes, and the memory it takes),
 //! `watches` (10,000 watches over 1,000 workspaces: memory per idle watch, delivery latency),
@@ -47,6 +48,10 @@ enum Command {
     /// configmap updates of the same size; RSS before, peak and after against a target.
     /// Expects `cargo build --release -p kcp`.
     Crds(crds::Options),
+    /// Real-world CRDs (173 from 14 projects, from the Go module proxy) created one `kubectl
+    /// create` after the other, held and all deleted: peak RSS, RSS held against their weight,
+    /// RSS after against a target. Expects `cargo build --release -p kcp`.
+    CrdCorpus(crds::corpus::Options),
     /// Authorization's cost: GETs by a user RBAC authorizes (through 100 RoleBindings) against
     /// the admin's, in the same run. Expects `cargo build --release -p kcp`.
     Authz(authz::Options),
@@ -70,6 +75,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Api(options) => api::run(options).await,
         Command::Workspaces(options) => workspaces::run(options).await,
         Command::Crds(options) => crds::run(options).await,
+        Command::CrdCorpus(options) => crds::corpus::run(options).await,
         Command::Authz(options) => authz::run(options).await,
         Command::Lists(options) => lists::run(options).await,
         Command::Watches(options) => watches::run(options).await,

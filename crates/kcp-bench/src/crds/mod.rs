@@ -14,6 +14,7 @@
 //!   its peak during it (read after every update) and after the delete, against the target
 //!   after − before ≤ 64 MiB: a CRD's resources must be freed with it.
 
+pub mod corpus;
 mod spec;
 
 use std::net::{Ipv4Addr, SocketAddr};

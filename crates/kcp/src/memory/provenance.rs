@@ -2,10 +2,12 @@
 //! never for serving).
 //!
 //! Every block carries a header in front of what the code asked for: when it was allocated
-//! (seconds since start) and the return addresses of the allocating call stack's first frames,
-//! taken with the unwinder on every allocation (slow: the server runs several times slower).
+//! (seconds since start) and the return addresses of the allocating call stack's first frames
+//! (a frame already kept is skipped, so recursion shows once and its caller follows), taken with
+//! the unwinder on every allocation (slow: the server runs several times slower).
 //! When the file named by `KCP_PROVENANCE_DUMP` appears, the census thread removes it and writes
-//! to stderr:
+//! to stderr (with `KCP_PROVENANCE_ALL` set, the call stacks of every live block, by the bytes
+//! they hold, instead of those in sparse pages):
 //! - mimalloc's pages by the age of their oldest live block and by how full they are: pages
 //!   filled during a burst and kept by a few older blocks show up as old, sparse pages;
 //! - for every call stack with blocks in sparse pages (less than a quarter in use), how many
@@ -73,8 +75,13 @@ pub fn align(layout: Layout) -> usize {
 #[repr(C)]
 struct Frames {
     seen: usize,
+    /// Frames walked, kept or not.
+    walked: usize,
     frames: [usize; FRAMES + 2],
 }
+
+/// The most frames walked per allocation (recursive ones are walked, not kept).
+const MAX_WALKED: usize = 256;
 
 #[allow(unsafe_code)]
 unsafe extern "C" {
@@ -89,13 +96,19 @@ unsafe extern "C" {
 extern "C" fn one_frame(context: *mut c_void, arg: *mut c_void) -> i32 {
     // SAFETY: `arg` is the `Frames` that `stamp` lent, and the unwinder passes a live context.
     let frames = unsafe { &mut *(arg as *mut Frames) };
-    if frames.seen < frames.frames.len() {
-        frames.frames[frames.seen] = unsafe { _Unwind_GetIP(context) };
-        frames.seen += 1;
-        0
-    } else {
-        9
+    frames.walked += 1;
+    if frames.seen >= frames.frames.len() || frames.walked > MAX_WALKED {
+        return 9;
     }
+    // SAFETY: as above.
+    let ip = unsafe { _Unwind_GetIP(context) };
+    // A frame already kept is recursion (a JSON value decoded or cloned level by level):
+    // skipped, so that the frames kept reach the caller that holds the result.
+    if !frames.frames[..frames.seen].contains(&ip) {
+        frames.frames[frames.seen] = ip;
+        frames.seen += 1;
+    }
+    0
 }
 
 /// Writes the header at `base`.
@@ -110,6 +123,7 @@ pub unsafe fn stamp(base: *mut u8) {
     if !reentered {
         let mut frames = Frames {
             seen: 0,
+            walked: 0,
             frames: [0; FRAMES + 2],
         };
         // SAFETY: `one_frame` only writes into `frames`, which outlives the call.
@@ -248,7 +262,7 @@ fn load_address() -> usize {
 #[allow(unsafe_code)]
 fn dump() {
     let mut visit = Visit {
-        found: Vec::with_capacity(200_000),
+        found: Vec::with_capacity(2_000_000),
         blocks: 0,
     };
     // SAFETY: a null heap is the process's heap; `visit_block` only reads and pushes within
@@ -263,7 +277,12 @@ fn dump() {
     }
     let base = load_address();
     age_table(&visit.found);
-    visit.found.retain(|found| found.page_quarters_used() == 0);
+    // With `KCP_PROVENANCE_ALL` set, every live block counts, sites by the bytes they hold:
+    // for what is kept rather than for what fragments.
+    let all = std::env::var_os("KCP_PROVENANCE_ALL").is_some();
+    if !all {
+        visit.found.retain(|found| found.page_quarters_used() == 0);
+    }
     struct Site {
         blocks: usize,
         bytes: usize,
@@ -291,7 +310,10 @@ fn dump() {
         site.seconds.1 = site.seconds.1.max(found.header.second);
     }
     let mut sites: Vec<_> = sites.into_iter().collect();
-    sites.sort_by(|a, b| b.1.kept.total_cmp(&a.1.kept));
+    match all {
+        true => sites.sort_by(|a, b| b.1.bytes.cmp(&a.1.bytes)),
+        false => sites.sort_by(|a, b| b.1.kept.total_cmp(&a.1.kept)),
+    }
     eprintln!(
         "provenance: {} blocks visited; {} in {} sparse pages spanning {} KiB; load address {base:#x}",
         visit.blocks,
