@@ -20,6 +20,7 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use crate::builtin::{CRUD, Name, Names, Resource};
+use crate::frozen::{FrozenSchema, Warm};
 
 const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
@@ -33,8 +34,10 @@ pub struct CustomResource {
     pub storage_version: String,
     /// Every version of the CRD, served or not, in the CRD's order.
     pub versions: Vec<String>,
-    /// The version's `openAPIV3Schema`, if it has one.
-    pub schema: Option<Value>,
+    /// The version's `openAPIV3Schema`, if it has one, frozen as text ([`Self::schema`] parses
+    /// it): shared with the CRD's other versions whose schemas are the same (often most of a
+    /// multi-version CRD's).
+    schema: Option<FrozenSchema>,
     /// The schema's defaults, compiled, if it sets any: decoded requests and reads (of stored
     /// objects too) apply them.
     pub defaults: Option<Defaults>,
@@ -50,6 +53,12 @@ pub struct CustomResource {
     /// The Warning a request for a deprecated version gets.
     pub deprecation_warning: Option<String>,
     pub conversion: Conversion,
+    /// The SHA-256 of its CRD's spec, which everything here follows from (OpenAPI documents
+    /// are hashed with it, without making their text).
+    pub spec_digest: [u8; 32],
+    /// Its OpenAPI schemas as JSON text, made on first use
+    /// ([`crate::schema::custom_schema_members`]).
+    pub openapi: std::sync::OnceLock<Box<str>>,
 }
 
 impl std::fmt::Debug for CustomResource {
@@ -57,6 +66,24 @@ impl std::fmt::Debug for CustomResource {
         f.debug_struct("CustomResource")
             .field("crd_name", &self.crd_name)
             .finish_non_exhaustive()
+    }
+}
+
+impl CustomResource {
+    /// The version's `openAPIV3Schema`, if it has one, parsed (and kept so while its kind is
+    /// among those in use).
+    pub fn schema(&self) -> Option<Arc<Value>> {
+        self.schema.as_ref().map(FrozenSchema::get)
+    }
+
+    /// [`Self::schema`] for a one-off use that must not keep it parsed (building its OpenAPI).
+    pub fn schema_once(&self) -> Option<Arc<Value>> {
+        self.schema.as_ref().map(FrozenSchema::get_once)
+    }
+
+    /// Whether its schema is held parsed now: for tests.
+    pub fn schema_is_parsed(&self) -> bool {
+        self.schema.as_ref().is_some_and(FrozenSchema::is_parsed)
     }
 }
 
@@ -175,7 +202,46 @@ fn owned(text: &str) -> Name {
 }
 
 /// The served resources of a CRD spec, one per served version, built fresh (callers intern).
-pub(crate) fn build(spec: &Value) -> Vec<Resource> {
+/// A version's schema with its compiled defaults and rules.
+type CompiledSchema<'a> = (
+    &'a Value,
+    FrozenSchema,
+    Option<Defaults>,
+    Option<CelValidator>,
+);
+
+/// `schema` (frozen for `warm`, kept parsed without one), its defaults and its rules,
+/// compiled, or those of an earlier version with the same schema (`compiled`).
+fn compiled_schema<'a>(
+    compiled: &mut Vec<CompiledSchema<'a>>,
+    schema: Option<&'a Value>,
+    warm: Option<&Arc<Warm>>,
+) -> (Option<FrozenSchema>, Option<Defaults>, Option<CelValidator>) {
+    let Some(schema) = schema else {
+        return (None, None, None);
+    };
+    if let Some((_, shared, defaults, cel)) = compiled.iter().find(|(known, ..)| *known == schema) {
+        return (Some(shared.clone()), defaults.clone(), cel.clone());
+    }
+    let frozen = match warm {
+        Some(warm) => FrozenSchema::new(schema, warm),
+        None => FrozenSchema::parsed(schema.clone()),
+    };
+    let defaults = Defaults::compile(schema);
+    // A CRD whose rules do not compile is refused when it is written.
+    let cel = CelValidator::compile(schema).ok().flatten();
+    compiled.push((schema, frozen.clone(), defaults.clone(), cel.clone()));
+    (Some(frozen), defaults, cel)
+}
+
+/// The served resources of a CRD spec, their schemas frozen for `warm` (kept parsed without
+/// one: kcp's own kinds).
+pub(crate) fn build(spec: &Value, warm: Option<&Arc<Warm>>) -> Vec<Resource> {
+    build_digested(spec, digest(spec), warm)
+}
+
+/// [`build`] of a spec whose digest is known.
+fn build_digested(spec: &Value, spec_digest: Digest, warm: Option<&Arc<Warm>>) -> Vec<Resource> {
     let group = text(spec, "group");
     let names = &spec["names"];
     let plural = text(names, "plural");
@@ -232,11 +298,17 @@ pub(crate) fn build(spec: &Value) -> Vec<Resource> {
         }
         _ => Conversion::None,
     };
+    // Versions with the same schema share it, its defaults and its rules.
+    let mut compiled: Vec<CompiledSchema<'_>> = Vec::new();
     all_versions
         .iter()
         .filter(|v| v["served"].as_bool() == Some(true))
         .map(|version| {
-            let schema = version["schema"].get("openAPIV3Schema").cloned();
+            let (schema, defaults, cel) = compiled_schema(
+                &mut compiled,
+                version["schema"].get("openAPIV3Schema"),
+                warm,
+            );
             let subresources = &version["subresources"];
             let status = subresources.get("status").is_some_and(Value::is_object);
             let scale = subresources
@@ -288,11 +360,8 @@ pub(crate) fn build(spec: &Value) -> Vec<Resource> {
                 list_kind: list_kind.clone(),
                 storage_version: storage_version.to_string(),
                 versions: versions.clone(),
-                defaults: schema.as_ref().and_then(Defaults::compile),
-                // A CRD whose rules do not compile is refused when it is written.
-                cel: schema
-                    .as_ref()
-                    .and_then(|schema| CelValidator::compile(schema).ok().flatten()),
+                defaults,
+                cel,
                 schema,
                 status,
                 scale,
@@ -300,6 +369,8 @@ pub(crate) fn build(spec: &Value) -> Vec<Resource> {
                 selectable_fields,
                 deprecation_warning,
                 conversion: conversion.clone(),
+                spec_digest,
+                openapi: std::sync::OnceLock::new(),
             };
             Resource {
                 group: owned(group),
@@ -342,6 +413,8 @@ fn digest(spec: &Value) -> Digest {
 #[derive(Default)]
 pub struct Interner {
     specs: Mutex<Specs>,
+    /// The schemas kept parsed.
+    warm: Arc<Warm>,
 }
 
 #[derive(Default)]
@@ -381,7 +454,10 @@ impl Interner {
             return live;
         }
         // Built outside the lock: compiling a big schema must not stall every other cluster.
-        let built: Resources = build(spec).into_iter().map(Arc::new).collect();
+        let built: Resources = build_digested(spec, digest, Some(&self.warm))
+            .into_iter()
+            .map(Arc::new)
+            .collect();
         let mut specs = self.lock();
         if let Some(raced) = specs.live(&digest) {
             return raced;
@@ -515,6 +591,26 @@ mod tests {
         assert!(d[0].custom().unwrap().cel.is_some());
         assert_ne!(a[0], c[0]);
         assert_eq!(interner.live(), 3);
+    }
+
+    #[test]
+    fn schemas_are_kept_as_text_parsed_on_use_and_shared_by_equal_versions() {
+        let interner = Interner::default();
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object"}}});
+        let mut two_versions = spec(schema.clone());
+        two_versions["versions"][2]["schema"] = json!({"openAPIV3Schema": schema});
+        let resources = interner.resources(&two_versions);
+        let (v1, v0) = (
+            resources[0].custom().unwrap(),
+            resources[1].custom().unwrap(),
+        );
+        assert!(!v1.schema_is_parsed());
+        let parsed = v1.schema().unwrap();
+        assert_eq!(*parsed, schema);
+        assert!(Arc::ptr_eq(&parsed, &v0.schema().unwrap()));
+        drop(parsed);
+        // Kept parsed while in use lately.
+        assert!(v0.schema_is_parsed());
     }
 
     #[test]

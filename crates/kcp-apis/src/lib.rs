@@ -6,6 +6,7 @@
 
 pub mod builtin;
 pub mod custom;
+pub mod frozen;
 pub mod messages;
 pub mod schema;
 pub mod system;

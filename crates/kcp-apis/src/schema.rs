@@ -87,15 +87,17 @@ impl Catalogue {
     }
 
     /// The schema of `resource`'s kind server-side apply merges by (a custom resource's
-    /// version schema, else the built-in kind's), and ObjectMeta's.
+    /// version schema, `custom_schema` as [`crate::custom::CustomResource::schema`] parsed it,
+    /// else the built-in kind's), and ObjectMeta's.
     pub fn apply_schema<'a>(
         &'a self,
         resource: &'a Resource,
+        custom_schema: Option<&'a Value>,
     ) -> kcp_apimachinery::managedfields::Schema<'a> {
         use kcp_apimachinery::managedfields::Schema;
         let metadata = self.get(OBJECT_META);
         let root = match resource.custom() {
-            Some(custom) => custom.schema.as_ref(),
+            Some(_) => custom_schema,
             None => self.get(&component_name(resource)),
         };
         let schema = match root {
@@ -167,8 +169,8 @@ impl Catalogue {
         let mut unknown = Vec::new();
         if let Some(custom) = resource.custom() {
             // The CRD's schema below the root, ObjectMeta's for the metadata.
-            if let Some(schema) = &custom.schema {
-                unknown = kcp_apimachinery::schema::prune(schema, object);
+            if let Some(schema) = custom.schema() {
+                unknown = kcp_apimachinery::schema::prune(&schema, object);
             }
             if let (Some(meta), Some(metadata)) =
                 (self.schemas.get(OBJECT_META), object.get_mut("metadata"))
@@ -416,7 +418,8 @@ pub fn custom_schemas(resource: &Resource) -> Vec<(String, Value)> {
     let name = component_name(resource);
     let mut schema = resource
         .custom()
-        .and_then(|custom| custom.schema.clone())
+        .and_then(|custom| custom.schema_once())
+        .map(|schema| Value::clone(&schema))
         .unwrap_or_else(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
     if let Value::Object(fields) = &mut schema {
         let properties = fields.entry("properties").or_insert_with(|| json!({}));
@@ -441,6 +444,28 @@ pub fn custom_schemas(resource: &Resource) -> Vec<(String, Value)> {
     }
     let list = list_schema(resource, &name);
     vec![(format!("{name}List"), list), (name, schema)]
+}
+
+/// [`custom_schemas`] of a custom resource as the JSON members of an OpenAPI document's
+/// `components.schemas` (`"<name>List":{...},"<name>":{...}`): made on first use and kept with
+/// the resource, so a document of its group version is put together from its resources' texts
+/// without a cache of documents, and what it costs lives and dies with the resource (about the
+/// weight of its schema). `None` for built-in resources.
+pub fn custom_schema_members(resource: &Resource) -> Option<&str> {
+    let custom = resource.custom()?;
+    let text = custom.openapi.get_or_init(|| {
+        let mut text = String::new();
+        for (name, schema) in custom_schemas(resource) {
+            if !text.is_empty() {
+                text.push(',');
+            }
+            text.push_str(&Value::String(name).to_string());
+            text.push(':');
+            text.push_str(&schema.to_string());
+        }
+        text.into_boxed_str()
+    });
+    Some(text)
 }
 
 fn list_schema(resource: &Resource, item: &str) -> Value {

@@ -23,7 +23,7 @@ static RESOURCES: LazyLock<Vec<Resource>> = LazyLock::new(|| {
         .flat_map(|yaml| {
             let spec: serde_json::Value =
                 serde_saphyr::from_str(yaml).expect("the system CRD specs are valid YAML");
-            crate::custom::build(&spec)
+            crate::custom::build(&spec, None)
         })
         .collect()
 });

@@ -7,18 +7,22 @@
 //! JSON patch, merge patch and apply patch bodies but not strategic merge patch, so kubectl
 //! computes strategic patches from its compiled-in types rather than from these schemas.
 //!
-//! Documents are built once per group version and served with a content hash: the root names
-//! each document by `?hash=`, a request with the current hash may be cached for good, and
-//! `If-None-Match` answers 304. Those of custom resources are cached by the identity of their
-//! resources ([`CustomDocuments`]): weakly, so the cache neither keeps a deleted CRD's resources
-//! alive nor grows with CRD churn, and within a byte budget.
+//! Documents are served with a content hash: the root names each document by `?hash=`, a
+//! request with the current hash may be cached for good, and `If-None-Match` answers 304. Those
+//! of the built-in group versions are built once. Those of custom resources are put together
+//! when asked for ([`CustomDocument`]) from texts each resource keeps
+//! (`kcp_apis::schema::custom_schema_members`, made on its first use), the schemas every
+//! document shares (built once) and the resources' paths (small, made each time): there is no
+//! cache of documents to bound or to prune, and what a CRD's document costs lives and dies with
+//! its resources. Their hash is made of their CRDs' spec digests, so the root index (which
+//! kubectl reads before every `create -f`) makes no text.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, OnceLock, Weak};
+use std::sync::OnceLock;
 
 use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode, header};
-use kcp_apis::builtin::{self, Resource, ResourceRef};
+use kcp_apis::builtin::{self, Resource};
 use kcp_apis::schema::{self, REF_PREFIX};
 use serde_json::{Map, Value, json};
 
@@ -35,128 +39,92 @@ impl Document {
     fn new(value: &Value) -> Document {
         let bytes = Bytes::from(serde_json::to_vec(value).unwrap_or_default());
         let digest = ring::digest::digest(&ring::digest::SHA512_256, &bytes);
-        let hash = digest.as_ref().iter().map(|b| format!("{b:02X}")).collect();
-        Document { bytes, hash }
-    }
-}
-
-/// The most bytes of custom documents [`CUSTOM_DOCUMENTS`] keeps.
-const CUSTOM_DOCUMENTS_BYTES: usize = 32 << 20;
-
-/// The documents of custom group versions of every server in the process.
-static CUSTOM_DOCUMENTS: LazyLock<Mutex<CustomDocuments>> =
-    LazyLock::new(|| Mutex::new(CustomDocuments::new(CUSTOM_DOCUMENTS_BYTES)));
-
-/// The documents of custom group versions, one per distinct set of (interned) resources, so
-/// every cluster with the same CRDs shares one.
-///
-/// Entries are keyed by the addresses of their resources and hold them weakly: an entry is
-/// used only while all its resources are alive (so a freed address that a new resource reuses
-/// can never match), dead entries are dropped at every insert, and the least recently used
-/// ones go once the documents exceed the byte budget.
-struct CustomDocuments {
-    entries: HashMap<Vec<usize>, CachedDocument>,
-    /// The bytes of the documents held.
-    bytes: usize,
-    budget: usize,
-    /// Counts lookups, to tell which entry was used least recently.
-    clock: u64,
-}
-
-struct CachedDocument {
-    /// The custom resources whose addresses make the key (static ones need no check).
-    resources: Vec<Weak<Resource>>,
-    document: Arc<Document>,
-    used: u64,
-}
-
-impl CachedDocument {
-    fn alive(&self) -> bool {
-        self.resources.iter().all(|r| r.strong_count() > 0)
-    }
-}
-
-/// What identifies a served resource while it lives: its address.
-fn identity(resource: &ResourceRef) -> usize {
-    match resource {
-        ResourceRef::Static(resource) => std::ptr::from_ref::<Resource>(resource) as usize,
-        ResourceRef::Shared(resource) => Arc::as_ptr(resource) as usize,
-    }
-}
-
-impl CustomDocuments {
-    fn new(budget: usize) -> CustomDocuments {
-        CustomDocuments {
-            entries: HashMap::new(),
-            bytes: 0,
-            budget,
-            clock: 0,
+        Document {
+            bytes,
+            hash: hex(digest.as_ref()),
         }
     }
+}
 
-    fn get(&mut self, key: &[usize]) -> Option<Arc<Document>> {
-        self.clock += 1;
-        let entry = self.entries.get_mut(key).filter(|entry| entry.alive())?;
-        entry.used = self.clock;
-        Some(Arc::clone(&entry.document))
-    }
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02X}")).collect()
+}
 
-    fn insert(&mut self, key: Vec<usize>, resources: &[&ResourceRef], document: &Arc<Document>) {
-        let size = document.bytes.len();
-        if size > self.budget {
-            return;
+/// The document of one group version of custom resources, to be put together when asked for:
+/// the shared schemas ([`shared_custom_members`]), each resource's schemas (the text it keeps)
+/// and the resources' paths. Its hash digests the same parts.
+struct CustomDocument<'a> {
+    resources: Vec<&'a Resource>,
+    /// `paths` as JSON.
+    paths: String,
+    hash: String,
+}
+
+impl<'a> CustomDocument<'a> {
+    fn new(resources: Vec<&'a Resource>) -> CustomDocument<'a> {
+        let mut paths = Map::new();
+        for resource in &resources {
+            add_resource_paths(&mut paths, resource);
         }
-        self.entries.retain(|_, entry| entry.alive());
-        self.entries.remove(&key);
-        self.bytes = self.entries.values().map(|e| e.document.bytes.len()).sum();
-        while self.bytes + size > self.budget {
-            let Some(oldest) = self
-                .entries
-                .iter()
-                .min_by_key(|(_, entry)| entry.used)
-                .map(|(key, _)| key.clone())
-            else {
-                break;
-            };
-            if let Some(evicted) = self.entries.remove(&oldest) {
-                self.bytes -= evicted.document.bytes.len();
+        let paths = Value::Object(paths).to_string();
+        let mut context = ring::digest::Context::new(&ring::digest::SHA512_256);
+        context.update(shared_custom_members().as_bytes());
+        // A resource's schemas follow from its CRD's spec and its version: no text is made.
+        for resource in &resources {
+            if let Some(custom) = resource.custom() {
+                context.update(&custom.spec_digest);
+                context.update(resource.version.as_bytes());
             }
         }
-        let resources = resources
-            .iter()
-            .filter_map(|r| match r {
-                ResourceRef::Static(_) => None,
-                ResourceRef::Shared(resource) => Some(Arc::downgrade(resource)),
-            })
-            .collect();
-        self.bytes += size;
-        self.entries.insert(
-            key,
-            CachedDocument {
-                resources,
-                document: Arc::clone(document),
-                used: self.clock,
-            },
-        );
+        context.update(paths.as_bytes());
+        CustomDocument {
+            resources,
+            paths,
+            hash: hex(context.finish().as_ref()),
+        }
     }
 
-    /// The document of these resources: cached, or built (outside the lock) and cached.
-    fn document(cache: &Mutex<CustomDocuments>, resources: &[&ResourceRef]) -> Arc<Document> {
-        let lock = || cache.lock().unwrap_or_else(|e| e.into_inner());
-        let key: Vec<usize> = resources.iter().map(|r| identity(r)).collect();
-        if let Some(document) = lock().get(&key) {
-            return document;
+    /// The document's JSON, as [`Document::new`] would write its value.
+    fn bytes(&self) -> Bytes {
+        let members: Vec<&str> = self
+            .resources
+            .iter()
+            .filter_map(|resource| schema::custom_schema_members(resource))
+            .collect();
+        let shared = shared_custom_members();
+        let size = shared.len() + members.iter().map(|m| m.len() + 1).sum::<usize>();
+        let mut out = String::with_capacity(size + self.paths.len() + 128);
+        out.push_str(r#"{"components":{"schemas":{"#);
+        out.push_str(shared);
+        for text in members {
+            out.push(',');
+            out.push_str(text);
         }
-        let plain: Vec<&Resource> = resources.iter().map(|r| &***r).collect();
-        let document = Arc::new(Document::new(&custom_group_version_document(&plain)));
-        lock().insert(key, resources, &document);
-        document
+        out.push_str(r#"}},"info":{"title":"Kubernetes CRD Swagger","version":"v0.1.0"},"openapi":"3.0.0","paths":"#);
+        out.push_str(&self.paths);
+        out.push('}');
+        Bytes::from(out)
     }
+}
+
+/// The schemas every custom group version's document holds (ObjectMeta and what it refers
+/// to, the shared list and status kinds), as JSON object members; built once.
+fn shared_custom_members() -> &'static str {
+    static SHARED: OnceLock<String> = OnceLock::new();
+    SHARED.get_or_init(|| {
+        let roots = schema::COMMON.iter().copied().chain([
+            "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+            "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta",
+        ]);
+        let schemas = Value::Object(schema::catalogue().closure(roots)).to_string();
+        // Their members, without the braces of the object.
+        schemas[1..schemas.len() - 1].to_string()
+    })
 }
 
 /// The documents `served` has: the built-in ones, then one per custom group version.
-fn served_documents(served: &Served) -> Vec<(String, DocumentRef)> {
-    let mut all: Vec<(String, DocumentRef)> = documents()
+fn served_documents<'a>(served: &'a Served) -> Vec<(String, DocumentRef<'a>)> {
+    let mut all: Vec<(String, DocumentRef<'a>)> = documents()
         .iter()
         .map(|(path, document)| (path.clone(), DocumentRef::Builtin(document)))
         .collect();
@@ -165,12 +133,13 @@ fn served_documents(served: &Served) -> Vec<(String, DocumentRef)> {
             continue;
         }
         for version in versions {
-            let resources: Vec<&ResourceRef> = served
+            let resources: Vec<&Resource> = served
                 .non_builtin_in_group_version(group, version)
+                .map(|r| &**r)
                 .collect();
             all.push((
                 gv_path(group, version),
-                DocumentRef::Custom(CustomDocuments::document(&CUSTOM_DOCUMENTS, &resources)),
+                DocumentRef::Custom(CustomDocument::new(resources)),
             ));
         }
     }
@@ -184,22 +153,28 @@ pub(crate) fn v3_documents(served: &Served) -> Vec<(bool, Value)> {
         .iter()
         .filter_map(|(_, document)| {
             let custom = matches!(document, DocumentRef::Custom(_));
-            Some((custom, serde_json::from_slice(&document.bytes).ok()?))
+            Some((custom, serde_json::from_slice(&document.bytes()).ok()?))
         })
         .collect()
 }
 
-enum DocumentRef {
+enum DocumentRef<'a> {
     Builtin(&'static Document),
-    Custom(Arc<Document>),
+    Custom(CustomDocument<'a>),
 }
 
-impl std::ops::Deref for DocumentRef {
-    type Target = Document;
-    fn deref(&self) -> &Document {
+impl DocumentRef<'_> {
+    fn hash(&self) -> &str {
         match self {
-            DocumentRef::Builtin(document) => document,
-            DocumentRef::Custom(document) => document,
+            DocumentRef::Builtin(document) => &document.hash,
+            DocumentRef::Custom(document) => &document.hash,
+        }
+    }
+
+    fn bytes(&self) -> Bytes {
+        match self {
+            DocumentRef::Builtin(document) => document.bytes.clone(),
+            DocumentRef::Custom(document) => document.bytes(),
         }
     }
 }
@@ -245,7 +220,7 @@ pub fn serve(
         let paths: Map<String, Value> = documents
             .iter()
             .map(|(path, document)| {
-                let url = format!("{prefix}/openapi/v3/{path}?hash={}", document.hash);
+                let url = format!("{prefix}/openapi/v3/{path}?hash={}", document.hash());
                 (path.clone(), json!({"serverRelativeURL": url}))
             })
             .collect();
@@ -258,8 +233,8 @@ pub fn serve(
             "the server could not find the requested resource",
         );
     };
-    let etag = format!("\"{}\"", document.hash);
-    let cache_control = if hash_param(query) == Some(document.hash.as_str()) {
+    let etag = format!("\"{}\"", document.hash());
+    let cache_control = if hash_param(query) == Some(document.hash()) {
         "public, immutable, max-age=31536000"
     } else {
         "no-cache, private"
@@ -277,9 +252,7 @@ pub fn serve(
             .status(StatusCode::NOT_MODIFIED)
             .body(full(Bytes::new()))
     } else {
-        builder
-            .status(StatusCode::OK)
-            .body(full(document.bytes.clone()))
+        builder.status(StatusCode::OK).body(full(document.bytes()))
     };
     response.unwrap_or_else(|_| Response::new(full(Bytes::new())))
 }
@@ -288,27 +261,6 @@ fn hash_param(query: Option<&str>) -> Option<&str> {
     query?
         .split('&')
         .find_map(|pair| pair.strip_prefix("hash="))
-}
-
-/// The OpenAPI v3 document of one group version of custom resources: their schemas, the
-/// shared ones their operations refer to, and their paths.
-fn custom_group_version_document(resources: &[&Resource]) -> Value {
-    let mut paths = Map::new();
-    let roots = schema::COMMON.iter().copied().chain([
-        "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
-        "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta",
-    ]);
-    let mut schemas = schema::catalogue().closure(roots);
-    for resource in resources {
-        schemas.extend(schema::custom_schemas(resource));
-        add_resource_paths(&mut paths, resource);
-    }
-    json!({
-        "openapi": "3.0.0",
-        "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
-        "paths": paths,
-        "components": {"schemas": schemas},
-    })
 }
 
 /// The OpenAPI v3 document of one group version.
@@ -673,6 +625,7 @@ fn pascal(word: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kcp_apis::builtin::ResourceRef;
 
     fn document(path: &str) -> Value {
         serde_json::from_slice(&documents()[path].bytes).unwrap()
@@ -791,67 +744,44 @@ mod tests {
         resources.iter().cloned().map(ResourceRef::from).collect()
     }
 
-    fn document_of(cache: &Mutex<CustomDocuments>, resources: &[ResourceRef]) -> Arc<Document> {
-        CustomDocuments::document(cache, &resources.iter().collect::<Vec<_>>())
-    }
-
-    fn key(resources: &[ResourceRef]) -> Vec<usize> {
-        resources.iter().map(identity).collect()
-    }
-
     #[test]
-    fn custom_documents_are_shared_and_hold_their_resources_weakly() {
-        let served = Served::with(widgets("a"));
-        let listed = served_documents(&served);
-        assert!(listed.iter().any(|(path, _)| path == "apis/example.com/v1"));
-
-        let cache = Mutex::new(CustomDocuments::new(CUSTOM_DOCUMENTS_BYTES));
+    fn custom_documents_are_put_together_from_their_resources_texts() {
         let resources = widgets("a");
-        let first = document_of(&cache, &resources);
-        assert!(Arc::ptr_eq(&first, &document_of(&cache, &resources)));
-        let doc: Value = serde_json::from_slice(&first.bytes).unwrap();
-        assert!(doc["components"]["schemas"]["com.example.v1.Widget"].is_object());
-        let dead_key = key(&resources);
-        let weak = match &resources[0] {
-            ResourceRef::Shared(resource) => Arc::downgrade(resource),
-            ResourceRef::Static(_) => unreachable!("custom resources are shared"),
-        };
-        drop(resources);
+        let served = Served::with(resources.clone());
+        let listed = served_documents(&served);
+        // Listing (and hashing) them makes no text.
+        let custom = resources[0].custom().unwrap();
+        assert!(custom.openapi.get().is_none() && !custom.schema_is_parsed());
+        let (_, document) = listed
+            .iter()
+            .find(|(path, _)| path == "apis/example.com/v1")
+            .expect("the custom group version is listed");
+        let bytes = document.bytes();
+        let doc: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(doc["openapi"], "3.0.0");
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        assert_eq!(schemas["com.example.v1.Widget"]["description"], "a");
+        assert!(schemas.contains_key("com.example.v1.WidgetList"));
+        assert!(schemas.contains_key("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"));
         assert!(
-            weak.upgrade().is_none(),
-            "the cache keeps no resource alive"
+            doc["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets/{name}"]["patch"]
+                .is_object()
         );
-        assert!(
-            cache.lock().unwrap().get(&dead_key).is_none(),
-            "an entry of freed resources never matches (their addresses may be reused)"
-        );
-        let others = widgets("b");
-        document_of(&cache, &others);
-        let cache = cache.lock().unwrap();
-        assert_eq!(cache.entries.len(), 1, "dead entries are dropped");
-        assert!(cache.entries.contains_key(&key(&others)));
-    }
-
-    #[test]
-    fn custom_documents_stay_within_their_budget_least_recently_used_first() {
-        let size = document_of(
-            &Mutex::new(CustomDocuments::new(CUSTOM_DOCUMENTS_BYTES)),
-            &widgets("0"),
-        )
-        .bytes
-        .len();
-        let cache = Mutex::new(CustomDocuments::new(size * 5 / 2));
-        let sets: Vec<Vec<ResourceRef>> = (0..3).map(|n| widgets(&n.to_string())).collect();
-        document_of(&cache, &sets[0]);
-        document_of(&cache, &sets[1]);
-        document_of(&cache, &sets[0]);
-        document_of(&cache, &sets[2]);
-        let cache = cache.lock().unwrap();
-        assert!(cache.bytes <= cache.budget);
-        let mut kept: Vec<&Vec<usize>> = cache.entries.keys().collect();
-        kept.sort();
-        let mut expected = [key(&sets[0]), key(&sets[2])];
-        expected.sort();
-        assert_eq!(kept, expected.iter().collect::<Vec<_>>());
+        // Every reference resolves within the document.
+        let mut refs = Vec::new();
+        collect(&doc, &mut refs);
+        for reference in refs {
+            assert!(schemas.contains_key(&reference), "{reference}");
+        }
+        // The same resources hash the same; another schema hashes otherwise.
+        let again = served_documents(&served);
+        assert_eq!(again.last().unwrap().1.hash(), document.hash());
+        let other = Served::with(widgets("b"));
+        let other = served_documents(&other);
+        assert_ne!(other.last().unwrap().1.hash(), document.hash());
+        // The text is made once and kept with the resource.
+        let first = schema::custom_schema_members(&resources[0]).unwrap() as *const _;
+        let second = schema::custom_schema_members(&resources[0]).unwrap() as *const _;
+        assert_eq!(first, second);
     }
 }

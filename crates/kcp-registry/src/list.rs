@@ -162,6 +162,25 @@ impl Registry {
         })
     }
 
+    /// The part of every object of the collection `target` names that `T` describes, decoded
+    /// from the stored bytes with the rest skipped (`Registry::get_part` for a collection):
+    /// for a controller that compares one field of every object with its own, where decoding
+    /// them whole would cost their size many times over (CRDs, whose schemas are megabytes).
+    /// An object whose fields do not have `T`'s types is an error.
+    pub async fn list_parts<T: serde::de::DeserializeOwned>(
+        &self,
+        target: Target<'_>,
+    ) -> Result<Vec<T>, RegistryError> {
+        let page = self
+            .read_pages(&target, &ListOptions::default(), false, |kv| {
+                serde_json::from_slice(&kv.value).map(Some).map_err(|e| {
+                    RegistryError::Internal(format!("stored object is not as expected: {e}"))
+                })
+            })
+            .await?;
+        Ok(page.items)
+    }
+
     /// [`Registry::list`] with each object as its JSON answer, the bytes a GET of it answers
     /// ([`Registry::get_json`]), made from the stored bytes without decoding them where they
     /// allow ([`Presentation`]: custom resources, kcp's system kinds among them, where

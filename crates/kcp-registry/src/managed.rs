@@ -39,8 +39,13 @@ impl Registry {
         self.manager().unwrap_or(DEFAULT_MANAGER)
     }
 
-    /// The field manager of writes to `resource` through this view, now.
-    pub fn field_manager<'a>(&self, resource: &'a Resource) -> FieldManager<'a> {
+    /// The field manager of writes to `resource` through this view, now (`custom_schema`: the
+    /// parsed schema of a custom resource, [`kcp_apis::custom::CustomResource::schema`]).
+    pub fn field_manager<'a>(
+        &self,
+        resource: &'a Resource,
+        custom_schema: Option<&'a Value>,
+    ) -> FieldManager<'a> {
         let part = self.part();
         let has_status = resource.subresources.iter().any(|(n, _)| *n == "status");
         let (subresource, ignored): (&str, &'static [&'static str]) = match part {
@@ -51,7 +56,7 @@ impl Registry {
             Part::Approval => ("approval", &[]),
         };
         FieldManager {
-            schema: kcp_apis::schema::catalogue().apply_schema(resource),
+            schema: kcp_apis::schema::catalogue().apply_schema(resource, custom_schema),
             api_version: resource.group_version(),
             subresource,
             ignored,
@@ -63,7 +68,8 @@ impl Registry {
     /// create), for this view's manager.
     pub(crate) fn track_write(&self, target: &Target<'_>, live: Option<&Value>, next: &mut Value) {
         meta::remove_cluster_annotation(next);
-        let manager = self.field_manager(target.resource);
+        let schema = target.resource.custom().and_then(|custom| custom.schema());
+        let manager = self.field_manager(target.resource, schema.as_deref());
         match live {
             Some(live) => {
                 let mut live = live.clone();
@@ -84,7 +90,8 @@ impl Registry {
         force: bool,
     ) -> Result<Value, RegistryError> {
         check_apply_kind(resource, config)?;
-        let manager = self.field_manager(resource);
+        let schema = resource.custom().and_then(|custom| custom.schema());
+        let manager = self.field_manager(resource, schema.as_deref());
         let live = live.map(|live| {
             let mut live = live.clone();
             meta::remove_cluster_annotation(&mut live);

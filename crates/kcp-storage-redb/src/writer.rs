@@ -275,12 +275,15 @@ impl Compactions {
         if under_way.from < under_way.until {
             let removed = shared.db.guard().and_then(|db| {
                 let tx = db.begin_write().map_err(internal)?;
-                let next = compact_chunk(&tx, under_way.from, under_way.until)?;
+                let chunk = compact_chunk(&tx, under_way.from, under_way.until)?;
                 tx.commit().map_err(internal)?;
-                Ok(next)
+                Ok(chunk)
             });
             match removed {
-                Ok(next) => under_way.from = next,
+                Ok((next, bytes)) => {
+                    under_way.from = next;
+                    self.peak.removed(bytes);
+                }
                 Err(error) => {
                     let _ = under_way.reply.send(Err(error));
                     return;
@@ -411,6 +414,7 @@ fn apply_batch(
             current = response.revision;
             responses.push(response);
         }
+        peak.wrote(events.iter().map(|e| e.kv.value.len() as u64).sum());
         if current != start {
             let mut meta = tx.open_table(META).map_err(internal)?;
             meta.insert(META_CURRENT, current).map_err(internal)?;
@@ -552,12 +556,17 @@ fn history_versions(shared: &Shared) -> Result<u64> {
 }
 
 /// Removes the history that log revisions `[from, ..)` below `until` made obsolete, for at most
-/// [`COMPACTION_CHUNK`] revisions; returns where the next chunk starts.
-fn compact_chunk(tx: &WriteTransaction, from: Revision, until: Revision) -> Result<Revision> {
+/// [`COMPACTION_CHUNK`] revisions; returns where the next chunk starts and the bytes removed.
+fn compact_chunk(
+    tx: &WriteTransaction,
+    from: Revision,
+    until: Revision,
+) -> Result<(Revision, u64)> {
     let mut history = tx.open_table(HISTORY).map_err(internal)?;
     let mut log = tx.open_table(LOG).map_err(internal)?;
     let mut keys = std::collections::BTreeSet::new();
     let mut next = until;
+    let mut bytes = 0;
     let mut revisions = Vec::new();
     for entry in log
         .range(from..until)
@@ -587,15 +596,18 @@ fn compact_chunk(tx: &WriteTransaction, from: Revision, until: Revision) -> Resu
             obsolete.pop();
         }
         for revision in obsolete {
-            history
+            if let Some(removed) = history
                 .remove((key.as_slice(), revision))
-                .map_err(internal)?;
+                .map_err(internal)?
+            {
+                bytes += removed.value().len() as u64;
+            }
         }
     }
     for revision in revisions {
         log.remove(revision).map_err(internal)?;
     }
-    Ok(next)
+    Ok((next, bytes))
 }
 
 #[cfg(test)]
@@ -715,6 +727,36 @@ mod tests {
                 .as_ref(),
             b"v"
         );
+    }
+
+    /// Few but large versions count by their bytes: a compaction that leaves a quarter of the
+    /// most bytes written since the store opened reopens it, though the versions are too few.
+    #[tokio::test]
+    async fn a_compaction_that_leaves_a_fraction_of_the_bytes_reopens_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RedbStorage::open(&dir.path().join("store.redb")).unwrap();
+        let reopens = || store.shared.db.reopens();
+        let big = "x".repeat(2048);
+        store.txn(put("/k/keep", "kept")).await.unwrap();
+        for i in 0..4 {
+            store.txn(put(&format!("/k/{i}"), &big)).await.unwrap();
+        }
+        let revision = store.current_revision().await.unwrap();
+        store.compact(revision).await.unwrap();
+        assert_eq!(reopens(), 0, "reopened with every value still live");
+        for i in 0..4 {
+            let delete = Txn {
+                compares: vec![],
+                success: vec![Op::Delete(format!("/k/{i}").into_bytes())],
+                failure: vec![],
+            };
+            store.txn(delete).await.unwrap();
+        }
+        let revision = store.current_revision().await.unwrap();
+        store.compact(revision).await.unwrap();
+        assert_eq!(reopens(), 1, "not reopened after the big values went");
+        let kept = store.get(b"/k/keep", 0).await.unwrap().kv.unwrap();
+        assert_eq!(kept.value.as_ref(), b"kept");
     }
 
     /// A compaction that leaves a quarter of the most versions the store held reopens the

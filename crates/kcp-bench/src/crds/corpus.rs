@@ -12,9 +12,11 @@
 //!   the server lists them.
 //! - Reported: the RSS when fresh, its peak during the creates (read every 50 ms), once settled
 //!   with the CRDs held (its growth against their weight), and once settled after deleting them
-//!   all and after the watch cache's window has passed (target: at most fresh + 20% + 16 MiB, so
-//!   a workspace's CRDs leave nothing behind).
+//!   all, once their history is compacted (the server runs with a compaction every 10 s) and
+//!   the watch cache's window has passed (target: at most fresh + 20% + 16 MiB, so a
+//!   workspace's CRDs leave nothing behind).
 
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -24,9 +26,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::{mib, settle};
+use crate::api::client::Target;
 use crate::api::kcp_process::{self, KcpProcess};
 use crate::api::verdict;
 use crate::table;
+use crate::workspaces::compacted;
 
 /// The projects whose CRDs make the corpus: `<module>@<version>:<directory in the module>`.
 pub const CORPUS: &[&str] = &[
@@ -52,6 +56,9 @@ const SLACK_MIB: f64 = 16.0;
 /// kube-apiserver's watch cache keeps events this long; after it, what the server holds is
 /// what it keeps for good (the same window as `kcp-bench workspaces` waits).
 const WATCH_CACHE_WINDOW: Duration = Duration::from_secs(85);
+/// How often the server compacts its history here (`--etcd-compaction-interval`): what the
+/// deleted CRDs' versions held comes back once their history is compacted.
+const COMPACTION_INTERVAL: Duration = Duration::from_secs(10);
 
 #[derive(clap::Args)]
 pub struct Options {
@@ -132,31 +139,29 @@ struct Kubectl {
 }
 
 impl Kubectl {
-    /// Runs kubectl with `args`; whether it succeeded, and its stderr.
-    async fn run(&self, args: &[&str]) -> anyhow::Result<(bool, String)> {
-        let output = tokio::process::Command::new("kubectl")
+    async fn output(&self, args: &[&str]) -> anyhow::Result<std::process::Output> {
+        tokio::process::Command::new("kubectl")
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
             .args(args)
             .stdin(Stdio::null())
             .output()
             .await
-            .context("run kubectl (is it on PATH?)")?;
+            .context("run kubectl (is it on PATH?)")
+    }
+
+    /// Runs kubectl with `args`; whether it succeeded, and its stderr.
+    async fn run(&self, args: &[&str]) -> anyhow::Result<(bool, String)> {
+        let output = self.output(args).await?;
         Ok((
             output.status.success(),
             String::from_utf8_lossy(&output.stderr).into_owned(),
         ))
     }
 
+    /// Runs kubectl with `args`, which must succeed; its stdout.
     async fn ok(&self, args: &[&str]) -> anyhow::Result<String> {
-        let output = tokio::process::Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .await
-            .context("run kubectl (is it on PATH?)")?;
+        let output = self.output(args).await?;
         anyhow::ensure!(
             output.status.success(),
             "kubectl {args:?}: {}",
@@ -206,7 +211,13 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let binary = kcp_process::locate_binary(options.kcp_binary.as_deref())?;
     let dir = tempfile::tempdir()?;
     let root = dir.path().join("kcp");
-    let kcp = KcpProcess::start(&binary, &root).await?;
+    let interval = format!("{}s", COMPACTION_INTERVAL.as_secs());
+    let kcp =
+        KcpProcess::start_with(&binary, &root, &["--etcd-compaction-interval", &interval]).await?;
+    let ca_pem = std::fs::read(root.join("ca.crt")).context("read the kcp CA")?;
+    let target = Target::new(SocketAddr::from((Ipv4Addr::LOCALHOST, kcp.port)), &ca_pem)?;
+    let token = kcp_testing::kubeconfig::admin_token(&root, "kcp-admin");
+    let authorization = format!("Bearer {}", token.trim());
     let kubectl = Kubectl {
         kubeconfig: root.join("admin.kubeconfig"),
     };
@@ -272,6 +283,8 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let deleted_took = began.elapsed();
     let deleted_at = Instant::now();
     let peak_deleting = watch.stop();
+    compacted::wait(&kcp, &target, &authorization, 3 * COMPACTION_INTERVAL).await?;
+    let compacted_in = deleted_at.elapsed();
     tokio::time::sleep_until((deleted_at + WATCH_CACHE_WINDOW).into()).await;
     settle(&kcp, settle_for).await?;
     let rss_after = kcp.rss_bytes()?;
@@ -328,9 +341,10 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             "RSS after deleting them all".into(),
             format!("{:.1} MiB", mib(rss_after)),
             format!(
-                "{:.1} MiB fresh; deleted in {:.1} s",
+                "{:.1} MiB fresh; deleted in {:.1} s, their history compacted after {:.0} s",
                 mib(rss_fresh),
-                deleted_took.as_secs_f64()
+                deleted_took.as_secs_f64(),
+                compacted_in.as_secs_f64()
             ),
             verdict(
                 mib(rss_after) <= target,

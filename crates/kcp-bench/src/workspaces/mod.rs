@@ -41,7 +41,7 @@
 //! kube-apiserver. Every ten seconds a line reports the counts, the rate in
 //! that interval, the RSS and the store's size ([`progress`]).
 
-mod compacted;
+pub(crate) mod compacted;
 pub(crate) mod follow;
 mod org;
 mod progress;

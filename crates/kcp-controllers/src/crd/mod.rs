@@ -25,6 +25,9 @@ pub(crate) fn crds() -> &'static kcp_apis::builtin::Resource {
         .expect("the catalogue has customresourcedefinitions")
 }
 
+/// CRDs reconciled at once.
+const WORKERS: usize = 4;
+
 /// Runs the controller until `stop` turns true.
 pub async fn run(registry: Registry, context: Context) {
     Controller {
@@ -39,7 +42,10 @@ pub async fn run(registry: Registry, context: Context) {
                 cleanup::reconcile(&registry, &key.cluster, &key.name).await
             })
         },
-        workers: crate::driver::WORKERS,
+        // A CRD is read whole (its schemas, megabytes for real-world ones) by every reconcile:
+        // a few at once bound what a burst of them holds (kube-controller-manager's CRD
+        // controllers run with one to five workers).
+        workers: WORKERS,
         also: Vec::new(),
     }
     .run(registry, context)

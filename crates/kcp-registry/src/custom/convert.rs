@@ -5,6 +5,8 @@
 //! provides (the registry knows no HTTP). Reads also fill in the schema's defaults, so a default
 //! added to a CRD shows on objects stored before it.
 
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
 use kcp_apimachinery::object;
 use kcp_apimachinery::schema::{self, Defaults};
@@ -199,7 +201,7 @@ pub(crate) enum Presentation<'a> {
         version: Option<(&'a str, &'a str)>,
         /// The schema that must prune nothing (none where reads do not prune: system kinds,
         /// schemas that preserve unknown fields at their root).
-        schema: Option<&'a Value>,
+        schema: Option<Arc<Value>>,
         /// The defaults that must fill nothing in.
         defaults: Option<&'a Defaults>,
     },
@@ -220,7 +222,7 @@ impl<'a> Presentation<'a> {
         }
         Presentation::Checked {
             version: Some((&resource.group, &resource.version)),
-            schema: custom.schema.as_ref().filter(|schema| prunes(schema)),
+            schema: custom.schema().filter(|schema| prunes(schema)),
             defaults,
         }
     }
@@ -236,7 +238,9 @@ impl<'a> Presentation<'a> {
             } => {
                 version.is_none_or(|version| {
                     stored_api_version(stored).and_then(|api| api.split_once('/')) == Some(version)
-                }) && schema.is_none_or(|schema| schema::prune_nothing_in(schema, stored))
+                }) && schema
+                    .as_deref()
+                    .is_none_or(|schema| schema::prune_nothing_in(schema, stored))
                     && defaults.is_none_or(|defaults| defaults.fill_nothing_in(stored))
             }
         }
@@ -265,10 +269,10 @@ fn prunes(schema: &Value) -> bool {
 /// fields this version does not know.
 fn prune_as_read(resource: &Resource, object: &mut Value) {
     if let Some(custom) = resource.custom()
-        && let Some(schema) = &custom.schema
-        && prunes(schema)
+        && let Some(schema) = custom.schema()
+        && prunes(&schema)
     {
-        schema::prune(schema, object);
+        schema::prune(&schema, object);
     }
 }
 

@@ -71,8 +71,8 @@ impl Kind for Custom {
 
 /// The schema's problems with `object`.
 fn validate_schema(custom: &CustomResource, object: &Value, errs: &mut Errors) {
-    if let Some(schema) = &custom.schema {
-        let found = kcp_apimachinery::schema::validate(schema, object, "");
+    if let Some(schema) = custom.schema() {
+        let found = kcp_apimachinery::schema::validate(&schema, object, "");
         errs.extend(found.into_iter().map(cause));
     }
 }

@@ -302,10 +302,10 @@ impl Registry {
 /// the schema's messages (`spec: Invalid value: "string": spec in body must be of type object:
 /// "string"`).
 fn type_errors(resource: &Resource, object: &Value) -> Vec<Cause> {
-    let Some(schema) = resource.custom().and_then(|custom| custom.schema.as_ref()) else {
+    let Some(schema) = resource.custom().and_then(|custom| custom.schema()) else {
         return Vec::new();
     };
-    kcp_apimachinery::schema::validate(schema, object, "")
+    kcp_apimachinery::schema::validate(&schema, object, "")
         .into_iter()
         .filter(|error| error.message.contains(" in body must be of type "))
         .map(|error| Cause {

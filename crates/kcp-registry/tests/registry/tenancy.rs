@@ -471,16 +471,11 @@ async fn system_kinds_are_pruned_as_written_and_defaulted_as_read() {
         .await
         .unwrap();
     assert_eq!(listed.items.len(), 3);
-    let schema = system::workspaces()
-        .custom()
-        .unwrap()
-        .schema
-        .as_ref()
-        .unwrap();
+    let schema = system::workspaces().custom().unwrap().schema().unwrap();
     for object in &listed.items {
         let mut pruned_again = object.clone();
         assert_eq!(
-            kcp_apimachinery::schema::prune(schema, &mut pruned_again),
+            kcp_apimachinery::schema::prune(&schema, &mut pruned_again),
             Vec::<String>::new(),
             "{object}"
         );

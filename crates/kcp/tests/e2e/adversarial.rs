@@ -644,6 +644,28 @@ fn nobody_gets_a_home_without_credentials_or_outside_their_workspace() {
         "{missing}"
     );
 
+    // Nor is anything else made on their behalf: a token filled into a Secret, a
+    // TokenRequest, a Secret in a workspace that is not the service account's.
+    let secrets = format!("/clusters/{team}/api/v1/namespaces/default/secrets");
+    let token_secret = r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"taken","annotations":{"kubernetes.io/service-account.name":"robot"}},"type":"kubernetes.io/service-account-token"}"#;
+    let (code, body) = kcp.anonymous_post(&secrets, token_secret);
+    assert_eq!(code, "403", "{body}");
+    let token_request =
+        format!("/clusters/{team}/api/v1/namespaces/default/serviceaccounts/robot/token");
+    let (code, body) = kcp.anonymous_post(
+        &token_request,
+        r#"{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}}"#,
+    );
+    assert_eq!(code, "403", "{body}");
+    let foreign_secret = kcp.kubectl_in_as(
+        &token,
+        "root",
+        &["create", "secret", "generic", "taken", "-n", "default"],
+    );
+    assert!(!foreign_secret.status.success());
+    let stored = kcp.kubectl_in(&team, &["get", "secret", "taken", "-n", "default"]);
+    assert!(!stored.status.success());
+
     // Whoever is authenticated in their own right still has one made.
     let home = kcp.kubectl_in_ok("root", &["get", "--raw", HOME]);
     assert!(home.contains(r#""kind":"Workspace""#), "{home}");

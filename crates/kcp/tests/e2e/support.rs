@@ -387,8 +387,27 @@ impl Kcp {
 
     /// `curl` of `path` with no credentials: the status code and the body.
     pub fn anonymous_get(&self, path: &str) -> (String, String) {
+        self.anonymous_curl(path, &[])
+    }
+
+    /// A JSON `body` POSTed to `path` with no credentials: the status code and the body.
+    pub fn anonymous_post(&self, path: &str, body: &str) -> (String, String) {
+        let args = [
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+            "--data",
+            body,
+        ];
+        self.anonymous_curl(path, &args)
+    }
+
+    fn anonymous_curl(&self, path: &str, args: &[&str]) -> (String, String) {
         let output = Command::new("curl")
-            .args(["-sS", "-o", "-", "-w", "\n%{http_code}", "--cacert"])
+            .args(["-sS", "-o", "-", "-w", "\n%{http_code}"])
+            .args(args)
+            .arg("--cacert")
             .arg(self.root.join("ca.crt"))
             .arg(format!("{}{path}", self.base_url()))
             .output()
