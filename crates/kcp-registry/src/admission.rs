@@ -16,7 +16,7 @@
 //!   (`crate::escalation`).
 //!
 //! The server's own controllers write through [`Registry::privileged`], which only
-//! NamespaceLifecycle's create checks hold to. Authorization will join the chain here.
+//! NamespaceLifecycle's create checks hold to.
 
 use serde_json::Value;
 
