@@ -77,6 +77,12 @@ impl Resource {
     pub fn custom(&self) -> Option<&crate::custom::CustomResource> {
         self.custom.as_deref()
     }
+
+    /// The identity hash of the APIExport a bound resource comes from: its objects are stored
+    /// under `<resource>:<identity>`. Empty for built-in resources and local CRDs.
+    pub fn identity(&self) -> &str {
+        self.custom().map_or("", |custom| &custom.identity)
+    }
 }
 
 /// An owned handle on a served resource, what requests, watches and controllers hold while they

@@ -53,8 +53,11 @@ pub struct CustomResource {
     /// The Warning a request for a deprecated version gets.
     pub deprecation_warning: Option<String>,
     pub conversion: Conversion,
-    /// The SHA-256 of its CRD's spec, which everything here follows from (OpenAPI documents
-    /// are hashed with it, without making their text).
+    /// The identity hash of the APIExport it is bound from (its objects are stored under it,
+    /// apart from a local CRD's or another export's of the same name); empty for a local CRD.
+    pub identity: String,
+    /// The SHA-256 of its CRD's spec (and identity), which everything here follows from
+    /// (OpenAPI documents are hashed with it, without making their text).
     pub spec_digest: [u8; 32],
     /// Its OpenAPI schemas as JSON text, made on first use
     /// ([`crate::schema::custom_schema_members`]).
@@ -237,11 +240,16 @@ fn compiled_schema<'a>(
 /// The served resources of a CRD spec, their schemas frozen for `warm` (kept parsed without
 /// one: kcp's own kinds).
 pub(crate) fn build(spec: &Value, warm: Option<&Arc<Warm>>) -> Vec<Resource> {
-    build_digested(spec, digest(spec), warm)
+    build_digested(spec, "", digest(spec, ""), warm)
 }
 
-/// [`build`] of a spec whose digest is known.
-fn build_digested(spec: &Value, spec_digest: Digest, warm: Option<&Arc<Warm>>) -> Vec<Resource> {
+/// [`build`] of a spec whose digest is known, for `identity`.
+fn build_digested(
+    spec: &Value,
+    identity: &str,
+    spec_digest: Digest,
+    warm: Option<&Arc<Warm>>,
+) -> Vec<Resource> {
     let group = text(spec, "group");
     let names = &spec["names"];
     let plural = text(names, "plural");
@@ -369,6 +377,7 @@ fn build_digested(spec: &Value, spec_digest: Digest, warm: Option<&Arc<Warm>>) -
                 selectable_fields,
                 deprecation_warning,
                 conversion: conversion.clone(),
+                identity: identity.to_string(),
                 spec_digest,
                 openapi: std::sync::OnceLock::new(),
             };
@@ -394,11 +403,17 @@ fn build_digested(spec: &Value, spec_digest: Digest, warm: Option<&Arc<Warm>>) -
 pub type Resources = Arc<[Arc<Resource>]>;
 
 /// A SHA-256 digest of a spec's JSON text (serde_json writes object keys sorted, so equal
-/// values have equal digests).
+/// values have equal digests) and of the identity it is served under, if any.
 type Digest = [u8; 32];
 
-fn digest(spec: &Value) -> Digest {
+fn digest(spec: &Value, identity: &str) -> Digest {
     let mut hasher = Sha256::new();
+    if !identity.is_empty() {
+        // A JSON text never starts with a NUL: identities cannot collide with specs.
+        hasher.update([0]);
+        hasher.update(identity.as_bytes());
+        hasher.update([0]);
+    }
     // Writing into a hasher cannot fail, nor can serializing a `Value`.
     let _ = serde_json::to_writer(&mut hasher, spec);
     hasher.finalize().into()
@@ -449,12 +464,18 @@ impl Interner {
     /// The served resources of a CRD `spec`: the same `Arc`s for the same spec while anyone
     /// holds them, built (schema read, rules compiled) otherwise.
     pub fn resources(&self, spec: &Value) -> Resources {
-        let digest = digest(spec);
+        self.resources_with_identity(spec, "")
+    }
+
+    /// [`Interner::resources`] for a spec served under an APIExport's `identity` (empty: a
+    /// local CRD): the same spec under two identities is two sets of resources, stored apart.
+    pub fn resources_with_identity(&self, spec: &Value, identity: &str) -> Resources {
+        let digest = digest(spec, identity);
         if let Some(live) = self.lock().live(&digest) {
             return live;
         }
         // Built outside the lock: compiling a big schema must not stall every other cluster.
-        let built: Resources = build_digested(spec, digest, Some(&self.warm))
+        let built: Resources = build_digested(spec, identity, digest, Some(&self.warm))
             .into_iter()
             .map(Arc::new)
             .collect();

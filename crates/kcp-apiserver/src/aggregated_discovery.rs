@@ -8,8 +8,8 @@ use http::{HeaderValue, Response, StatusCode, header};
 use kcp_apis::builtin::Resource;
 use serde_json::{Value, json};
 
-use crate::served::Served;
 use crate::status::{Body, json_response};
+use kcp_registry::ServedResources;
 
 /// The Content-Type of an aggregated document of `version` (kubectl recognises it by these
 /// parameters, in any order).
@@ -72,7 +72,7 @@ fn resource_document(r: &Resource) -> Value {
     document
 }
 
-fn group_document(served: &Served, group: &str, versions: &[&str]) -> Value {
+fn group_document(served: &ServedResources, group: &str, versions: &[&str]) -> Value {
     let versions: Vec<Value> = versions
         .iter()
         .map(|version| {
@@ -93,7 +93,7 @@ fn group_document(served: &Served, group: &str, versions: &[&str]) -> Value {
 }
 
 /// The `APIGroupDiscoveryList` of `/api` (`core`) or `/apis`, in `version`.
-pub fn document(served: &Served, core: bool, version: &str) -> Value {
+pub fn document(served: &ServedResources, core: bool, version: &str) -> Value {
     let items: Vec<Value> = if core {
         vec![group_document(served, "", &["v1"])]
     } else {
@@ -112,7 +112,7 @@ pub fn document(served: &Served, core: bool, version: &str) -> Value {
 }
 
 /// The aggregated document as a response with its Content-Type.
-pub fn response(served: &Served, core: bool, version: &'static str) -> Response<Body> {
+pub fn response(served: &ServedResources, core: bool, version: &'static str) -> Response<Body> {
     let mut response = json_response(StatusCode::OK, &document(served, core, version));
     if let Ok(value) = HeaderValue::from_str(&content_type(version)) {
         response.headers_mut().insert(header::CONTENT_TYPE, value);
@@ -143,7 +143,7 @@ mod tests {
 
     #[test]
     fn core_group_carries_kubectls_fields() {
-        let core = document(&Served::builtin(), true, "v2");
+        let core = document(&ServedResources::builtin(), true, "v2");
         assert_eq!(core["apiVersion"], "apidiscovery.k8s.io/v2");
         assert_eq!(core["items"].as_array().unwrap().len(), 1);
         assert_eq!(core["items"][0]["versions"][0]["freshness"], "Current");
@@ -175,7 +175,7 @@ mod tests {
 
     #[test]
     fn other_groups_are_under_apis() {
-        let apis = document(&Served::builtin(), false, "v2beta1");
+        let apis = document(&ServedResources::builtin(), false, "v2beta1");
         assert_eq!(apis["apiVersion"], "apidiscovery.k8s.io/v2beta1");
         let crd = find(&apis, "apiextensions.k8s.io", "customresourcedefinitions");
         assert_eq!(crd["shortNames"], json!(["crd", "crds"]));
@@ -215,7 +215,7 @@ mod tests {
 
     #[test]
     fn responses_name_the_aggregated_type() {
-        let response = response(&Served::builtin(), false, "v2");
+        let response = response(&ServedResources::builtin(), false, "v2");
         assert_eq!(
             response.headers()[header::CONTENT_TYPE],
             "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"

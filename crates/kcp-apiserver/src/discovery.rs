@@ -4,7 +4,7 @@
 
 use kcp_apis::builtin::Resource;
 
-use crate::served::Served;
+use kcp_registry::ServedResources;
 use serde_json::{Value, json};
 
 /// `/api`, naming `address` (`host:port`, how the client reached the server) for every
@@ -34,7 +34,7 @@ fn group_document(name: &str, versions: &[&str]) -> Value {
 }
 
 /// `/apis`.
-pub fn api_group_list(served: &Served) -> Value {
+pub fn api_group_list(served: &ServedResources) -> Value {
     let groups: Vec<Value> = served
         .groups()
         .iter()
@@ -44,7 +44,7 @@ pub fn api_group_list(served: &Served) -> Value {
 }
 
 /// `/apis/<group>`, if the group is served.
-pub fn api_group(served: &Served, name: &str) -> Option<Value> {
+pub fn api_group(served: &ServedResources, name: &str) -> Option<Value> {
     let groups = served.groups();
     let (name, versions) = groups.iter().find(|(g, _)| *g == name)?;
     let mut document = group_document(name, versions);
@@ -54,7 +54,7 @@ pub fn api_group(served: &Served, name: &str) -> Option<Value> {
 }
 
 /// `/api/v1` (group "") or `/apis/<group>/<version>`, if served.
-pub fn resource_list(served: &Served, group: &str, version: &str) -> Option<Value> {
+pub fn resource_list(served: &ServedResources, group: &str, version: &str) -> Option<Value> {
     let mut resources = Vec::new();
     for r in served.in_group_version(group, version) {
         resources.push(resource_document(r));
@@ -157,7 +157,7 @@ mod tests {
             storage_version_hash("rbac.authorization.k8s.io", "v1", "ClusterRole"),
             "bYE5ZWDrJ44="
         );
-        let list = resource_list(&Served::builtin(), "", "v1").unwrap();
+        let list = resource_list(&ServedResources::builtin(), "", "v1").unwrap();
         let configmaps = list["resources"]
             .as_array()
             .unwrap()
@@ -165,7 +165,8 @@ mod tests {
             .find(|r| r["name"] == "configmaps")
             .unwrap();
         assert_eq!(configmaps["storageVersionHash"], "qFsyl6wFWjQ=");
-        let reviews = resource_list(&Served::builtin(), "authorization.k8s.io", "v1").unwrap();
+        let reviews =
+            resource_list(&ServedResources::builtin(), "authorization.k8s.io", "v1").unwrap();
         assert!(
             reviews["resources"]
                 .as_array()
@@ -177,7 +178,7 @@ mod tests {
 
     #[test]
     fn core_resources_and_their_subresources_are_listed() {
-        let list = resource_list(&Served::builtin(), "", "v1").unwrap();
+        let list = resource_list(&ServedResources::builtin(), "", "v1").unwrap();
         assert_eq!(list["groupVersion"], "v1");
         let names: Vec<&str> = list["resources"]
             .as_array()
@@ -206,7 +207,7 @@ mod tests {
 
     #[test]
     fn groups_name_their_preferred_version() {
-        let list = api_group_list(&Served::builtin());
+        let list = api_group_list(&ServedResources::builtin());
         let rbac = list["groups"]
             .as_array()
             .unwrap()
@@ -218,10 +219,10 @@ mod tests {
             "rbac.authorization.k8s.io/v1"
         );
         assert_eq!(
-            api_group(&Served::builtin(), "coordination.k8s.io").unwrap()["kind"],
+            api_group(&ServedResources::builtin(), "coordination.k8s.io").unwrap()["kind"],
             "APIGroup"
         );
-        assert!(api_group(&Served::builtin(), "apps").is_none());
-        assert!(resource_list(&Served::builtin(), "apps", "v1").is_none());
+        assert!(api_group(&ServedResources::builtin(), "apps").is_none());
+        assert!(resource_list(&ServedResources::builtin(), "apps", "v1").is_none());
     }
 }

@@ -35,7 +35,6 @@ mod resource_version;
 pub mod router;
 mod scope;
 mod serve;
-pub mod served;
 pub mod status;
 mod subresource;
 mod table;

@@ -26,8 +26,8 @@ use kcp_apis::builtin::{self, Resource};
 use kcp_apis::schema::{self, REF_PREFIX};
 use serde_json::{Map, Value, json};
 
-use crate::served::Served;
 use crate::status::{Body, failure, full, json_response};
+use kcp_registry::ServedResources;
 
 /// One rendered group-version document.
 struct Document {
@@ -123,7 +123,7 @@ fn shared_custom_members() -> &'static str {
 }
 
 /// The documents `served` has: the built-in ones, then one per custom group version.
-fn served_documents<'a>(served: &'a Served) -> Vec<(String, DocumentRef<'a>)> {
+fn served_documents<'a>(served: &'a ServedResources) -> Vec<(String, DocumentRef<'a>)> {
     let mut all: Vec<(String, DocumentRef<'a>)> = documents()
         .iter()
         .map(|(path, document)| (path.clone(), DocumentRef::Builtin(document)))
@@ -148,7 +148,7 @@ fn served_documents<'a>(served: &'a Served) -> Vec<(String, DocumentRef<'a>)> {
 
 /// Every OpenAPI v3 document `served` has, decoded, and whether it is of custom resources (for
 /// `/openapi/v2`, which converts their schemas as kube-apiserver converts CRDs' schemas).
-pub(crate) fn v3_documents(served: &Served) -> Vec<(bool, Value)> {
+pub(crate) fn v3_documents(served: &ServedResources) -> Vec<(bool, Value)> {
     served_documents(served)
         .iter()
         .filter_map(|(_, document)| {
@@ -208,7 +208,7 @@ fn gv_path(group: &str, version: &str) -> String {
 /// Answers `GET <prefix>/openapi/v3[/...]`; `rest` is the path after `/openapi/v3`, `prefix`
 /// the logical cluster part of the URL (`/clusters/root`) the index must point back into.
 pub fn serve(
-    served: &Served,
+    served: &ServedResources,
     prefix: &str,
     rest: &str,
     query: Option<&str>,
@@ -634,7 +634,7 @@ mod tests {
     #[test]
     fn the_root_points_into_the_cluster_with_hashes() {
         let response = serve(
-            &Served::builtin(),
+            &ServedResources::builtin(),
             "/clusters/root",
             "",
             None,
@@ -707,10 +707,16 @@ mod tests {
             format!("\"{hash}\"").parse().unwrap(),
         );
         let query = format!("hash={hash}");
-        let response = serve(&Served::builtin(), "", "/api/v1", Some(&query), &headers);
+        let response = serve(
+            &ServedResources::builtin(),
+            "",
+            "/api/v1",
+            Some(&query),
+            &headers,
+        );
         assert_eq!(response.status(), StatusCode::NOT_MODIFIED);
         let response = serve(
-            &Served::builtin(),
+            &ServedResources::builtin(),
             "",
             "/api/v1",
             Some(&query),
@@ -724,7 +730,7 @@ mod tests {
                 .contains("immutable")
         );
         let response = serve(
-            &Served::builtin(),
+            &ServedResources::builtin(),
             "",
             "/apis/nope/v1",
             None,
@@ -747,7 +753,7 @@ mod tests {
     #[test]
     fn custom_documents_are_put_together_from_their_resources_texts() {
         let resources = widgets("a");
-        let served = Served::with(resources.clone());
+        let served = ServedResources::with(resources.clone());
         let listed = served_documents(&served);
         // Listing (and hashing) them makes no text.
         let custom = resources[0].custom().unwrap();
@@ -776,7 +782,7 @@ mod tests {
         // The same resources hash the same; another schema hashes otherwise.
         let again = served_documents(&served);
         assert_eq!(again.last().unwrap().1.hash(), document.hash());
-        let other = Served::with(widgets("b"));
+        let other = ServedResources::with(widgets("b"));
         let other = served_documents(&other);
         assert_ne!(other.last().unwrap().1.hash(), document.hash());
         // The text is made once and kept with the resource.

@@ -24,8 +24,8 @@ use http::{HeaderMap, Response, StatusCode, header};
 use prost::Message;
 use serde_json::{Map, Value, json};
 
-use crate::served::Served;
 use crate::status::{Body, full};
+use kcp_registry::ServedResources;
 
 /// The media types clients ask the protobuf form by (the first is what kubectl sends), and the
 /// one the answer is labelled with (Go's media type parser refuses the `@`).
@@ -47,7 +47,7 @@ const STREAMS: [&str; 2] = [
 ];
 
 /// Answers `GET <prefix>/openapi/v2`.
-pub fn serve(served: &Served, headers: &HeaderMap) -> Response<Body> {
+pub fn serve(served: &ServedResources, headers: &HeaderMap) -> Response<Body> {
     let document = document(served);
     let wants_protobuf = headers
         .get(header::ACCEPT)
@@ -75,7 +75,7 @@ pub fn serve(served: &Served, headers: &HeaderMap) -> Response<Body> {
 }
 
 /// The Swagger 2.0 document (JSON) of what `served` serves.
-pub fn document(served: &Served) -> Value {
+pub fn document(served: &ServedResources) -> Value {
     let mut definitions = BTreeMap::new();
     let mut paths = BTreeMap::new();
     for (custom, mut v3) in crate::openapi::v3_documents(served) {
@@ -931,7 +931,7 @@ mod tests {
 
     #[test]
     fn paths_carry_operations_with_their_parameters_and_bodies() {
-        let document = document(&Served::builtin());
+        let document = document(&ServedResources::builtin());
         let path = &document["paths"]["/api/v1/namespaces/{namespace}/configmaps"];
         let list = &path["get"];
         assert_eq!(
@@ -995,7 +995,7 @@ mod tests {
 
     #[test]
     fn the_document_holds_every_built_in_definition() {
-        let document = document(&Served::builtin());
+        let document = document(&ServedResources::builtin());
         let definitions = document["definitions"].as_object().unwrap();
         assert!(
             definitions.contains_key("io.k8s.api.core.v1.ConfigMap"),

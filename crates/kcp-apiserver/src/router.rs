@@ -25,8 +25,8 @@ use crate::limits::{self, Class, LimitConfig, Limits};
 use crate::metrics::Metrics;
 use crate::negotiation::{self, Encoding, Negotiated, NotAcceptable};
 use crate::request_info::{self, RequestInfo, ResourceRequest};
-use crate::served::Served;
 use crate::status::{Body, encoded, failure_as, json_response, text_response};
+use kcp_registry::ServedResources;
 
 /// Request bodies above this size answer 413, as kube-apiserver's limit.
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -138,22 +138,19 @@ impl Router {
             request.version.as_str(),
             request.resource.as_str(),
         );
-        if kcp_apis::builtin::in_group_version(group, version).any(|r| r.name == plural)
-            || kcp_apis::system::find(group, version, plural).is_some()
-        {
-            return true;
-        }
         match request.cluster.as_deref() {
             Some(kcp_registry::ALL_CLUSTERS) => self
                 .registry
-                .resolve_in_any_cluster(group, version, plural)
+                .serves_anywhere(group, version, plural)
                 .is_some(),
             Some(cluster) => self
                 .registry
-                .custom_resources(cluster)
-                .iter()
-                .any(|r| r.group == group && r.version == version && r.name == plural),
-            None => false,
+                .serves(cluster, group, version, plural)
+                .is_some(),
+            None => {
+                kcp_apis::builtin::in_group_version(group, version).any(|r| r.name == plural)
+                    || kcp_apis::system::find(group, version, plural).is_some()
+            }
         }
     }
 
@@ -369,7 +366,7 @@ impl Router {
                 if read_only && path.trim_end_matches('/') == "/openapi/v2" =>
             {
                 crate::openapi_v2::serve(
-                    &Served::of(&self.registry, cluster.as_deref()),
+                    &ServedResources::of(&self.registry, cluster.as_deref()),
                     &parts.headers,
                 )
             }
@@ -381,7 +378,7 @@ impl Router {
                     .map(|name| format!("/clusters/{name}"))
                     .unwrap_or_default();
                 crate::openapi::serve(
-                    &Served::of(&self.registry, cluster.as_deref()),
+                    &ServedResources::of(&self.registry, cluster.as_deref()),
                     &prefix,
                     &path["/openapi/v3".len()..],
                     parts.uri.query(),
@@ -389,7 +386,7 @@ impl Router {
                 )
             }
             RequestInfo::NonResource { path, cluster, .. } => {
-                let served = Served::of(&self.registry, cluster.as_deref());
+                let served = ServedResources::of(&self.registry, cluster.as_deref());
                 let aggregated = negotiation::aggregated_discovery_version(&parts.headers);
                 match (path.trim_end_matches('/'), aggregated) {
                     ("/api", Some(version)) if read_only => {
@@ -592,7 +589,7 @@ impl Router {
 
 /// The discovery document at `path`, if there is one.
 fn discovery_document(
-    served: &Served,
+    served: &ServedResources,
     path: &str,
     address: Option<&str>,
 ) -> Option<serde_json::Value> {

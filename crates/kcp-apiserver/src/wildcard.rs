@@ -42,7 +42,7 @@ pub fn metadata_only_resource(
         conversion,
         Conversion::PartialObjectMetadata(_) | Conversion::PartialObjectMetadataList(_)
     )
-    .then(|| registry.resolve_in_any_cluster(&info.group, &info.version, &info.resource))
+    .then(|| registry.serves_anywhere(&info.group, &info.version, &info.resource))
     .flatten()
 }
 

@@ -40,6 +40,7 @@ pub mod ownership;
 pub mod quota;
 mod reserved_crds;
 pub mod room;
+pub mod served;
 pub mod serviceaccounts;
 mod store;
 pub mod strategy;
@@ -57,6 +58,7 @@ pub use error::{Cause, RegistryError};
 pub use list::{Filter, JsonAnswer, ListOptions, ListResult, as_list_item};
 pub use managed::{ApplyWith, DEFAULT_MANAGER};
 pub use meta::{now, seconds_since};
+pub use served::ServedResources;
 pub use store::{
     ALL_CLUSTERS, AccessCheck, DeleteOutcome, PatchWith, Place, Registry, Requester, Target,
 };

@@ -125,8 +125,7 @@ impl Registry {
         &self,
         resource: &kcp_apis::builtin::Resource,
     ) -> Result<u64, RegistryError> {
-        let prefix =
-            kcp_storage::keys::ResourceKeys::new(&resource.group, &resource.name).all_clusters();
+        let prefix = crate::store::resource_keys(resource).all_clusters();
         let page = self
             .storage()
             .range(RangeRequest::prefix(prefix).with_limit(1))

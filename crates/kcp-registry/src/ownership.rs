@@ -185,16 +185,7 @@ impl Registry {
         group: &str,
         matches: impl Fn(&Resource) -> bool,
     ) -> Option<ResourceRef> {
-        let builtin = kcp_apis::builtin::RESOURCES
-            .iter()
-            .chain(kcp_apis::system::resources())
-            .find(|r| r.group == group && matches(r));
-        if let Some(found) = builtin {
-            return Some(found.into());
-        }
-        self.custom_resources(cluster)
-            .into_iter()
-            .find(|r| r.group == group && matches(r))
+        self.serves_in_group(cluster, group, matches)
     }
 }
 

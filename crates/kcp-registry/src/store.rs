@@ -96,7 +96,7 @@ impl Target<'_> {
     }
 
     fn keys(&self) -> ResourceKeys {
-        ResourceKeys::new(&self.resource.group, &self.resource.name)
+        resource_keys(self.resource)
     }
 
     pub(crate) fn key(&self, name: &str) -> Vec<u8> {
@@ -1122,4 +1122,11 @@ pub(crate) fn listed_json_answer(kv: &KeyValue) -> Option<Vec<u8>> {
 pub(crate) fn cluster_of_key(key: &[u8]) -> Option<&str> {
     let key = std::str::from_utf8(key).ok()?.strip_prefix("/registry/")?;
     key.split('/').nth(2)
+}
+
+/// The key space of `resource`'s objects: under its APIExport's identity when it is bound
+/// (`<resource>:<identity>`), so it never mixes with a local CRD's or another export's.
+pub(crate) fn resource_keys(resource: &Resource) -> ResourceKeys {
+    let identity = Some(resource.identity()).filter(|identity| !identity.is_empty());
+    ResourceKeys::with_identity(&resource.group, &resource.name, identity)
 }

@@ -10,7 +10,6 @@
 use std::borrow::Cow;
 
 use kcp_apis::builtin::Resource;
-use kcp_storage::keys::ResourceKeys;
 use serde::Deserialize;
 
 use crate::error::RegistryError;
@@ -141,7 +140,7 @@ impl Registry {
         resource: &Resource,
         mut take: impl FnMut(&str, &Summary<'_>),
     ) -> Result<u64, RegistryError> {
-        let prefix = ResourceKeys::new(&resource.group, &resource.name).all_clusters();
+        let prefix = crate::store::resource_keys(resource).all_clusters();
         self.each_page(&prefix, |kv| {
             if let Some(cluster) = cluster_of(&prefix, &kv.key) {
                 take(cluster, &Summary::of_stored(&kv.value)?);

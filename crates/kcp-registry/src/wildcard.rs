@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
 use kcp_apis::builtin::Resource;
-use kcp_storage::keys::ResourceKeys;
 use kcp_storage::{Event, EventKind, KeyValue, RangeRequest, WatchRequest};
 use serde_json::Value;
 
@@ -68,7 +67,7 @@ impl Registry {
         resource: &Resource,
         filter: &Filter,
     ) -> Result<(Vec<ClusterObject>, u64), RegistryError> {
-        let prefix = ResourceKeys::new(&resource.group, &resource.name).all_clusters();
+        let prefix = crate::store::resource_keys(resource).all_clusters();
         let mut objects = Vec::new();
         let revision = self
             .each_page(&prefix, |kv| {
@@ -132,7 +131,7 @@ impl Registry {
         impl Stream<Item = Result<ClusterEvent, RegistryError>> + Send + 'static,
         RegistryError,
     > {
-        let prefix = ResourceKeys::new(&resource.group, &resource.name).all_clusters();
+        let prefix = crate::store::resource_keys(resource).all_clusters();
         let request = WatchRequest::prefix(prefix.clone(), resource_version.saturating_add(1));
         let events = self.storage().watch(request).await?;
         Ok(events.filter_map(move |event| {
@@ -189,7 +188,7 @@ mod tests {
             .find(|r| r.group.is_empty() && r.name == "namespaces")
             .expect("the catalogue has namespaces");
         let storage = Arc::new(MemoryStorage::new());
-        let keys = ResourceKeys::new("", "namespaces");
+        let keys = kcp_storage::keys::ResourceKeys::new("", "namespaces");
         let total = 2 * PAGE + 1;
         for i in 0..total {
             let name = format!("ns-{i:05}");

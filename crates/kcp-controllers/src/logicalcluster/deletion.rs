@@ -34,11 +34,12 @@ const REPORT_AFTER_SECONDS: i64 = 2;
 
 /// Every resource whose objects a cluster may hold, each storage once, in deletion order.
 fn resources(registry: &Registry, cluster: &str) -> Vec<ResourceRef> {
-    let custom = registry.non_builtin_resources(cluster);
+    let served = registry.served(cluster);
+    let custom = served.non_builtin().iter().cloned();
     let deletable = |r: &ResourceRef| r.verbs.contains(&"delete") && r.verbs.contains(&"list");
     let is = |r: &Resource, group: &str, name: &str| r.group == group && r.name == name;
     let mut ordered: Vec<ResourceRef> = Vec::new();
-    let custom_first = custom.into_iter().filter(|r| r.custom.is_some());
+    let custom_first = custom.filter(|r| r.custom.is_some());
     let builtin = RESOURCES.iter().map(ResourceRef::from);
     let all = custom_first.chain(builtin).filter(deletable).filter(|r| {
         !is(r, "", "namespaces")

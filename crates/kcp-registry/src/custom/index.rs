@@ -154,8 +154,26 @@ impl CustomResourceIndex {
             .cloned()
     }
 
+    /// The custom resource `plural` of `group/version` that `cluster` serves.
+    pub(crate) fn find_resource(
+        &self,
+        cluster: &str,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<ResourceRef> {
+        let served = self.find(cluster, group, version, plural)?;
+        let found = served.resources.iter().find(|r| r.version == version)?;
+        Some(ResourceRef::from(Arc::clone(found)))
+    }
+
     /// The served resource `plural` of `group/version` in whichever cluster serves it first.
-    fn find_anywhere(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Resource>> {
+    pub(crate) fn find_anywhere(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<ResourceRef> {
         let name = format!("{plural}.{group}");
         let clusters = self.clusters.read().unwrap_or_else(|e| e.into_inner());
         clusters.values().find_map(|crds| {
@@ -164,6 +182,7 @@ impl CustomResourceIndex {
                 .iter()
                 .find(|r| r.version == version)
                 .cloned()
+                .map(ResourceRef::from)
         })
     }
 
@@ -194,8 +213,9 @@ pub(crate) fn crds() -> &'static Resource {
 }
 
 impl Registry {
-    /// The resource `plural` of `group/version` in `cluster`: built in, or served for one of the
-    /// cluster's Established CRDs.
+    /// The resource `plural` of `group/version` in `cluster` ([`Registry::serves`]), reading
+    /// its CRD from storage when the index does not know it (yet): the CRD may have been
+    /// written by another server moments ago.
     pub async fn resolve(
         &self,
         cluster: &str,
@@ -203,22 +223,9 @@ impl Registry {
         version: &str,
         plural: &str,
     ) -> Option<ResourceRef> {
-        if let Some(builtin) =
-            kcp_apis::builtin::in_group_version(group, version).find(|r| r.name == plural)
-        {
-            return Some(builtin.into());
+        if let Some(served) = self.serves(cluster, group, version, plural) {
+            return Some(served);
         }
-        if let Some(system) = kcp_apis::system::find(group, version, plural) {
-            return Some(system.into());
-        }
-        let pick = |served: Served| {
-            let found = served.resources.iter().find(|r| r.version == version)?;
-            Some(ResourceRef::from(Arc::clone(found)))
-        };
-        if let Some(served) = self.custom_index().find(cluster, group, version, plural) {
-            return pick(served);
-        }
-        // Not known (yet): the CRD may have been written by another server moments ago.
         let target = Target {
             cluster,
             resource: crds(),
@@ -226,37 +233,8 @@ impl Registry {
         };
         let crd = self.get(target, &format!("{plural}.{group}")).await.ok()?;
         self.custom_index().observe(cluster, &crd);
-        pick(self.custom_index().find(cluster, group, version, plural)?)
-    }
-
-    /// A custom resource `plural` of `group/version` as some cluster's CRD serves it: what a
-    /// wildcard request for objects' metadata reads (kcp allows those across clusters whose
-    /// CRDs differ; full objects need one definition).
-    pub fn resolve_in_any_cluster(
-        &self,
-        group: &str,
-        version: &str,
-        plural: &str,
-    ) -> Option<ResourceRef> {
         self.custom_index()
-            .find_anywhere(group, version, plural)
-            .map(ResourceRef::from)
-    }
-
-    /// The custom resources `cluster` serves (every served version of each Established CRD).
-    pub fn custom_resources(&self, cluster: &str) -> Vec<ResourceRef> {
-        self.custom_index().served(cluster)
-    }
-
-    /// The resources `cluster` serves besides the built-in ones: kcp's own kinds
-    /// ([`kcp_apis::system`]), then its custom resources.
-    pub fn non_builtin_resources(&self, cluster: &str) -> Vec<ResourceRef> {
-        let mut served: Vec<ResourceRef> = kcp_apis::system::resources()
-            .iter()
-            .map(ResourceRef::from)
-            .collect();
-        served.extend(self.custom_index().served(cluster));
-        served
+            .find_resource(cluster, group, version, plural)
     }
 
     /// Whether the CRD behind `resource` is being deleted in `cluster`.

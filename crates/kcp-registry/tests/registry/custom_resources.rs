@@ -7,7 +7,7 @@ use std::sync::{Arc, Weak};
 
 use kcp_apis::builtin::{Resource, ResourceRef};
 use kcp_registry::{ListOptions, Registry};
-use kcp_storage::MemoryStorage;
+use kcp_storage::{MemoryStorage, Storage};
 use serde_json::{Value, json};
 
 use crate::support::{cluster_wide, crds, establish_crd};
@@ -260,4 +260,112 @@ async fn apis_kcp_io_groups_and_annotations_are_kcps() {
         .create(target, annotated)
         .await
         .unwrap();
+}
+
+/// Every question of what a cluster serves has one answer: a request's lookup, the listing
+/// discovery reads, a lookup by kind or by any version, and the wildcard cluster's.
+#[tokio::test]
+async fn what_a_cluster_serves_is_answered_in_one_place() {
+    let registry = Registry::new(Arc::new(MemoryStorage::new()));
+    create_established(&registry, "root:a").await;
+
+    for version in ["v1", "v1beta1"] {
+        let served = registry.serves("root:a", "example.com", version, "widgets");
+        assert_eq!(
+            served.map(|r| r.version.to_string()).as_deref(),
+            Some(version)
+        );
+        assert!(
+            registry
+                .serves("root:b", "example.com", version, "widgets")
+                .is_none()
+        );
+    }
+    let listed = registry.served("root:a");
+    assert!(
+        listed
+            .groups()
+            .iter()
+            .any(|(group, versions)| *group == "example.com" && *versions == ["v1", "v1beta1"])
+    );
+    assert!(
+        !registry
+            .served("root:b")
+            .groups()
+            .iter()
+            .any(|(g, _)| *g == "example.com")
+    );
+    let kinds: Vec<&str> = listed.non_builtin().iter().map(|r| &*r.kind).collect();
+    assert_eq!(kinds[..3], ["LogicalCluster", "Workspace", "WorkspaceType"]);
+    assert_eq!(kinds[3..], ["Widget", "Widget"]);
+
+    let by_kind = registry.serves_in_group("root:a", "example.com", |r| r.kind == "Widget");
+    assert_eq!(
+        by_kind.map(|r| r.version.to_string()).as_deref(),
+        Some("v1")
+    );
+    // Built-in and kcp's kinds come first and are the same in every cluster.
+    let configmaps = registry.serves("root:b", "", "v1", "configmaps").unwrap();
+    assert!(matches!(configmaps, ResourceRef::Static(_)));
+    assert!(
+        registry
+            .serves("root:b", "tenancy.kcp.io", "v1alpha1", "workspaces")
+            .is_some()
+    );
+
+    let anywhere = registry
+        .serves_anywhere("example.com", "v1", "widgets")
+        .unwrap();
+    let local = registry
+        .serves("root:a", "example.com", "v1", "widgets")
+        .unwrap();
+    assert!(std::ptr::eq(&*anywhere, &*local));
+    assert!(
+        registry
+            .serves_anywhere("example.com", "v2", "widgets")
+            .is_none()
+    );
+}
+
+/// A resource bound from an APIExport keeps its objects under the export's identity: the same
+/// spec as a local CRD's in the same cluster, and another export's, never share objects.
+#[tokio::test]
+async fn bound_resources_are_stored_under_their_identity() {
+    let storage = Arc::new(MemoryStorage::new());
+    let registry = Registry::new(storage.clone());
+    let interner = kcp_apis::custom::Interner::default();
+    let spec = &crd()["spec"];
+    let local = Arc::clone(&interner.resources(spec)[0]);
+    let first = Arc::clone(&interner.resources_with_identity(spec, "abc123")[0]);
+    let second = Arc::clone(&interner.resources_with_identity(spec, "def456")[0]);
+    assert_eq!((local.identity(), first.identity()), ("", "abc123"));
+    assert!(!Arc::ptr_eq(&first, &second));
+    let made = [(&local, "local"), (&first, "first"), (&second, "second")];
+    for (resource, name) in made {
+        let widget =
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}});
+        registry
+            .create(cluster_wide("root:a", resource), widget)
+            .await
+            .unwrap();
+    }
+    for (resource, name) in made {
+        let listed = registry
+            .list(cluster_wide("root:a", resource), ListOptions::default())
+            .await
+            .unwrap();
+        let names: Vec<&str> = listed
+            .items
+            .iter()
+            .filter_map(|item| item["metadata"]["name"].as_str())
+            .collect();
+        assert_eq!(names, [name]);
+    }
+    let bound =
+        kcp_storage::keys::ResourceKeys::with_identity("example.com", "widgets", Some("abc123"));
+    let stored = storage
+        .get(&bound.object("root:a", None, "first"), 0)
+        .await
+        .unwrap();
+    assert!(stored.kv.is_some());
 }
