@@ -1,19 +1,25 @@
-//! The admission chain: what every write passes after it is decoded and defaulted and before
-//! its kind validates it, whoever writes (the API server, the server's controllers), in one
-//! order written down in [`ORDER`], as kcp lists its admission plugins in order.
+//! The admission chain: what every write passes, whoever writes (the API server, the server's
+//! controllers), in two phases as Kubernetes runs them, each an ordered list of plugins:
 //!
-//! - [`Plugin::NamespaceLifecycle`], Kubernetes' plugin: objects of namespaced kinds are created
-//!   only in a namespace that exists (404 otherwise) and is not terminating (403 with cause
-//!   `NamespaceTerminating`); `default`, `kube-system` and `kube-public` are never deleted (403).
-//! - [`Plugin::Tenancy`], kcp's plugins for its own kinds: Workspaces, LogicalClusters,
-//!   WorkspaceTypes, their reserved metadata and finalizers ([`crate::tenancy`]).
-//! - [`Plugin::ReservedCrd`], kcp's `ReservedCRDGroups` and `ReservedCRDAnnotations`: CRDs
-//!   written through the API may not use `*apis.kcp.io` groups or `apis.kcp.io` annotations
-//!   (`crate::reserved_crds`).
-//! - [`Plugin::RbacEscalation`], Kubernetes' RBAC rules for users' writes of roles and
-//!   bindings: a role may hold only rules its writer holds (or verb `escalate`), a binding may
-//!   grant only a role whose rules its writer holds (or verb `bind` on it)
-//!   (`crate::escalation`).
+//! 1. [`MUTATING`], after the write is decoded and defaulted and before its kind validates it;
+//!    plugins may change the object (and refuse it). Mutating webhooks will run last here.
+//!    - [`Plugin::NamespaceLifecycle`], Kubernetes' plugin: objects of namespaced kinds are
+//!      created only in a namespace that exists (404 otherwise) and is not terminating (403
+//!      with cause `NamespaceTerminating`); `default`, `kube-system` and `kube-public` are
+//!      never deleted (403).
+//!    - [`Plugin::Tenancy`], kcp's plugins for its own kinds: Workspaces, LogicalClusters,
+//!      WorkspaceTypes, their reserved metadata and finalizers ([`crate::tenancy`]).
+//!    - [`Plugin::RbacEscalation`], Kubernetes' RBAC rules for users' writes of roles and
+//!      bindings: a role may hold only rules its writer holds (or verb `escalate`), a binding
+//!      may grant only a role whose rules its writer holds (or verb `bind` on it)
+//!      (`crate::escalation`; kube-apiserver checks them before the object is validated too).
+//! 2. [`VALIDATING`], once the kind has validated the object, just before it is stored;
+//!    plugins only refuse. Validating webhooks and admission policies will run here.
+//!    - [`Plugin::ReservedCrd`], kcp's `ReservedCRDGroups` and `ReservedCRDAnnotations`: CRDs
+//!      written through the API may not use `*apis.kcp.io` groups or `apis.kcp.io`
+//!      annotations (`crate::reserved_crds`).
+//!    - [`Plugin::ResourceQuota`], last, as in Kubernetes: a create takes its place in its
+//!      namespace's quotas only once everything else admitted it (`crate::quota`).
 //!
 //! The server's own controllers write through [`Registry::privileged`], which only
 //! NamespaceLifecycle's create checks hold to.
@@ -29,28 +35,52 @@ use crate::store::{Registry, Target, decode, namespaces};
 pub enum Plugin {
     NamespaceLifecycle,
     Tenancy,
-    ReservedCrd,
     RbacEscalation,
+    ReservedCrd,
+    ResourceQuota,
 }
 
-/// The order writes pass the plugins in.
-pub const ORDER: &[Plugin] = &[
+/// The two phases of admission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Before the object is validated: plugins may change it.
+    Mutating,
+    /// After: plugins only refuse.
+    Validating,
+}
+
+/// The plugins of the mutating phase, in order.
+pub const MUTATING: &[Plugin] = &[
     Plugin::NamespaceLifecycle,
     Plugin::Tenancy,
-    Plugin::ReservedCrd,
     Plugin::RbacEscalation,
 ];
 
+/// The plugins of the validating phase, in order.
+pub const VALIDATING: &[Plugin] = &[Plugin::ReservedCrd, Plugin::ResourceQuota];
+
+impl Phase {
+    /// Its plugins, in order.
+    pub fn plugins(self) -> &'static [Plugin] {
+        match self {
+            Phase::Mutating => MUTATING,
+            Phase::Validating => VALIDATING,
+        }
+    }
+}
+
 impl Registry {
-    /// Admits a new object; `sent_name` is its name as the client sent it (empty when the
-    /// server generated it), which NamespaceLifecycle names in its refusal as Kubernetes does.
+    /// Admits a new object in `phase` (the validating phase changes nothing); `sent_name` is
+    /// its name as the client sent it (empty when the server generated it), which
+    /// NamespaceLifecycle and ResourceQuota name in their refusals as Kubernetes does.
     pub(crate) async fn admit_create(
         &self,
+        phase: Phase,
         target: &Target<'_>,
         object: &mut Value,
         sent_name: &str,
     ) -> Result<(), RegistryError> {
-        for plugin in ORDER {
+        for plugin in phase.plugins() {
             match plugin {
                 Plugin::NamespaceLifecycle => match target.namespace {
                     Some(namespace) if target.resource.namespaced => {
@@ -60,39 +90,42 @@ impl Registry {
                     _ => {}
                 },
                 Plugin::Tenancy => self.admit_tenancy_create(target, object).await?,
-                Plugin::ReservedCrd => self.admit_reserved_crd(target, object)?,
                 Plugin::RbacEscalation => self.admit_rbac_write(target, object).await?,
+                Plugin::ReservedCrd => self.admit_reserved_crd(target, object)?,
+                Plugin::ResourceQuota => self.admit_quota(target, sent_name).await?,
             }
         }
         Ok(())
     }
 
-    /// Admits `next` replacing `stored` (updates and patches); a plugin may change `next`.
+    /// Admits `next` replacing `stored` (updates and patches) in `phase` (the validating phase
+    /// changes nothing).
     pub(crate) async fn admit_update(
         &self,
+        phase: Phase,
         target: &Target<'_>,
         name: &str,
         stored: &Value,
         next: &mut Value,
     ) -> Result<(), RegistryError> {
-        for plugin in ORDER {
+        for plugin in phase.plugins() {
             match plugin {
-                Plugin::NamespaceLifecycle => {}
+                Plugin::NamespaceLifecycle | Plugin::ResourceQuota => {}
                 Plugin::Tenancy => self.admit_tenancy_update(target, name, stored, next)?,
-                Plugin::ReservedCrd => self.admit_reserved_crd(target, next)?,
                 Plugin::RbacEscalation => self.admit_rbac_write(target, next).await?,
+                Plugin::ReservedCrd => self.admit_reserved_crd(target, next)?,
             }
         }
         Ok(())
     }
 
-    /// Admits deleting the object `name`.
+    /// Admits deleting the object `name`: both phases (there is no object to change).
     pub(crate) async fn admit_delete(
         &self,
         target: &Target<'_>,
         name: &str,
     ) -> Result<(), RegistryError> {
-        for plugin in ORDER {
+        for plugin in MUTATING.iter().chain(VALIDATING) {
             match plugin {
                 Plugin::NamespaceLifecycle => {
                     let resource = target.resource;
@@ -109,7 +142,7 @@ impl Registry {
                     }
                 }
                 Plugin::Tenancy => self.admit_tenancy_delete(target, name).await?,
-                Plugin::ReservedCrd | Plugin::RbacEscalation => {}
+                Plugin::RbacEscalation | Plugin::ReservedCrd | Plugin::ResourceQuota => {}
             }
         }
         Ok(())

@@ -6,8 +6,11 @@
 //!
 //! 1. decoding: the body is normalized to its target, fields its kind does not declare are
 //!    pruned, defaults are set (`validation::prepare`, the kind's `decode`);
-//! 2. admission: the plugins of [`admission::ORDER`] (NamespaceLifecycle, kcp's tenancy);
-//! 3. validation: metadata, then the kind's rules ([`kinds`]) and CRD schemas and CEL rules;
+//! 2. admission's mutating phase: the plugins of [`admission::MUTATING`] (NamespaceLifecycle,
+//!    kcp's tenancy, RBAC escalation);
+//! 3. validation: metadata, then the kind's rules ([`kinds`]) and CRD schemas and CEL rules,
+//!    then admission's validating phase ([`admission::VALIDATING`]: kcp's reserved CRD groups,
+//!    ResourceQuota);
 //! 4. what the server sets: uid, timestamps, generation, the parts a subresource may change
 //!    ([`strategy`]), the nesting limit, the storage version;
 //! 5. the generic store (`generic`): bytes at keys, written only at the revision read, dry runs

@@ -10,6 +10,7 @@ use kcp_storage::keys::ResourceKeys;
 use kcp_storage::{KeyValue, Storage, StorageError};
 use serde_json::{Value, json};
 
+use crate::admission::Phase;
 use crate::custom::WebhookConverter;
 use crate::custom::convert::Presentation;
 use crate::custom::index::CustomResourceIndex;
@@ -428,7 +429,8 @@ impl Registry {
         if !name.is_empty() {
             meta::metadata_mut(&mut object).insert("name".into(), json!(name));
         }
-        self.admit_create(&target, &mut object, &sent_name).await?;
+        self.admit_create(Phase::Mutating, &target, &mut object, &sent_name)
+            .await?;
         if let Some(requester) = self.requester() {
             kinds::rules(target.resource).record_requester(&mut object, requester);
         }
@@ -440,8 +442,9 @@ impl Registry {
         if !causes.is_empty() {
             return Err(target.invalid(&name, causes));
         }
-        // Last, as Kubernetes' validating plugin: a place is reserved only for a valid object.
-        self.admit_quota(&target, &sent_name).await?;
+        // A quota's place is reserved only for a valid object.
+        self.admit_create(Phase::Validating, &target, &mut object, &sent_name)
+            .await?;
         let metadata = meta::metadata_mut(&mut object);
         metadata.insert("uid".into(), json!(meta::new_uid()));
         metadata.insert("creationTimestamp".into(), json!(meta::now()));
@@ -632,9 +635,12 @@ impl Registry {
                 next,
             );
             carry_server_fields(target.resource, &stored, &mut next);
-            self.admit_update(&target, name, &stored, &mut next).await?;
+            self.admit_update(Phase::Mutating, &target, name, &stored, &mut next)
+                .await?;
             self.track_write(&target, Some(&stored), &mut next);
             check_update(&target, self.part, name, &next, &stored).await?;
+            self.admit_update(Phase::Validating, &target, name, &stored, &mut next)
+                .await?;
             if unchanged(target.resource, &stored, &next) {
                 return Ok(stored);
             }
@@ -712,7 +718,7 @@ impl Registry {
             patched,
         );
         carry_server_fields(target.resource, &stored, &mut patched);
-        self.admit_update(target, name, &stored, &mut patched)
+        self.admit_update(Phase::Mutating, target, name, &stored, &mut patched)
             .await?;
         match tracking {
             Tracking::Update => self.track_write(target, Some(&stored), &mut patched),
@@ -725,6 +731,8 @@ impl Registry {
             }
         }
         check_update(target, self.part, name, &patched, &stored).await?;
+        self.admit_update(Phase::Validating, target, name, &stored, &mut patched)
+            .await?;
         if unchanged(target.resource, &stored, &patched) {
             return Ok(Some((stored, found)));
         }

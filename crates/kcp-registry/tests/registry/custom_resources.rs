@@ -243,6 +243,14 @@ async fn apis_kcp_io_groups_and_annotations_are_kcps() {
         error.to_string(),
         r#"customresourcedefinitions.apiextensions.k8s.io "widgets.things.apis.kcp.io" is forbidden: things.apis.kcp.io is a reserved group"#
     );
+    // A validating plugin, as in kcp: an invalid CRD is refused as invalid first.
+    let mut invalid = reserved_group.clone();
+    invalid["spec"]["scope"] = json!("Galaxy");
+    let error = registry.create(target, invalid).await.unwrap_err();
+    assert!(
+        matches!(error, kcp_registry::RegistryError::Invalid { .. }),
+        "{error}"
+    );
     let mut annotated = crd();
     annotated["metadata"]["annotations"] =
         json!({"apis.kcp.io/bound-crd": "", "example.com/ok": "yes"});
