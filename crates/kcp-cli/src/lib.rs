@@ -1,6 +1,7 @@
 //! The kcp kubectl plugins, as kcp ships them: `kubectl ws` (move between workspaces, show the
 //! current one, draw the tree, create), `kubectl create-workspace`, and `kubectl kcp`, whose
-//! `workspace` (`ws`) command is `kubectl ws`. The binaries live in the `kcp` package and call
+//! `workspace` (`ws`) command is `kubectl ws` and whose `crd snapshot` writes a CRD as an
+//! APIResourceSchema ([`snapshot`]). The binaries live in the `kcp` package and call
 //! [`ws_main`], [`create_workspace_main`] and [`kcp_main`].
 //!
 //! - [`paths`]: workspace path arithmetic (`..`, `:absolute`, server URLs);
@@ -15,11 +16,13 @@ pub mod kubeconfig;
 mod output;
 pub mod paths;
 mod server;
+pub mod snapshot;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
 use crate::commands::CreateOptions;
@@ -102,6 +105,44 @@ struct CreateWorkspaceCli {
     create: CreateArgs,
 }
 
+#[derive(Parser)]
+#[command(name = "kubectl kcp crd", about = "CRD related operations")]
+struct CrdCli {
+    #[command(subcommand)]
+    command: CrdCommand,
+}
+
+#[derive(Subcommand)]
+enum CrdCommand {
+    /// Snapshot a CRD and convert it to an APIResourceSchema.
+    Snapshot {
+        /// Path to a file containing the CRD to convert to an APIResourceSchema, or - for stdin.
+        #[arg(short = 'f', long = "filename")]
+        filename: String,
+        /// Prefix to use for the APIResourceSchema's name, before <resource>.<group>.
+        #[arg(long)]
+        prefix: String,
+        /// Output format. Valid values are 'json' and 'yaml'.
+        #[arg(short = 'o', long = "output", default_value = "yaml", value_parser = ["json", "yaml"])]
+        output: String,
+    },
+}
+
+fn crd(cli: CrdCli) -> anyhow::Result<()> {
+    let CrdCommand::Snapshot {
+        filename,
+        prefix,
+        output,
+    } = cli.command;
+    let text = if filename == "-" {
+        std::io::read_to_string(std::io::stdin()).context("reading standard input")?
+    } else {
+        std::fs::read_to_string(&filename).with_context(|| format!("error opening {filename}"))?
+    };
+    print!("{}", snapshot::snapshot_text(&text, &prefix, &output)?);
+    Ok(())
+}
+
 fn load(global: &Global) -> anyhow::Result<KubeconfigFile> {
     KubeconfigFile::load(kubeconfig::locate(global.kubeconfig.as_deref())?)
 }
@@ -173,9 +214,14 @@ pub fn kcp_main() -> ExitCode {
                 commands::create(&mut file, cli.create.into()).await
             }))
         }
+        Some("crd") => {
+            args.remove(1);
+            let cli = CrdCli::parse_from(args);
+            finish(crd(cli))
+        }
         _ => {
             eprintln!(
-                "kubectl kcp: kcp's kubectl plugin\n\nCommands:\n  workspace (ws)     manage workspaces, as `kubectl ws`\n  create-workspace   create a workspace, as `kubectl create-workspace`"
+                "kubectl kcp: kcp's kubectl plugin\n\nCommands:\n  workspace (ws)     manage workspaces, as `kubectl ws`\n  create-workspace   create a workspace, as `kubectl create-workspace`\n  crd snapshot       convert a CRD to an APIResourceSchema"
             );
             ExitCode::FAILURE
         }
