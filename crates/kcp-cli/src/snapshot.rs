@@ -32,18 +32,16 @@ pub fn snapshot(crd: &Value, prefix: &str) -> anyhow::Result<Value> {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    if !names
-        .get("singular")
-        .and_then(Value::as_str)
-        .is_some_and(|s| !s.is_empty())
-    {
+    let unset = |names: &Map<String, Value>, key: &str| {
+        names
+            .get(key)
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+    };
+    if unset(&names, "singular") {
         names.insert("singular".into(), json!(kind.to_lowercase()));
     }
-    if !names
-        .get("listKind")
-        .and_then(Value::as_str)
-        .is_some_and(|s| !s.is_empty())
-    {
+    if unset(&names, "listKind") {
         names.insert("listKind".into(), json!(format!("{kind}List")));
     }
     let versions: Vec<Value> = versions.iter().map(version_of).collect();
