@@ -631,6 +631,14 @@ mod tests {
         }
     }
 
+    fn delete(key: &str) -> Txn {
+        Txn {
+            compares: vec![],
+            success: vec![Op::Delete(key.as_bytes().to_vec())],
+            failure: vec![],
+        }
+    }
+
     /// A write queued behind a compaction of fifty chunks is committed before the compaction
     /// ends (each chunk is a durable commit, so the writer cannot finish them all before the
     /// write arrives); the compaction still finishes and removes the history.
@@ -745,12 +753,7 @@ mod tests {
         store.compact(revision).await.unwrap();
         assert_eq!(reopens(), 0, "reopened with every value still live");
         for i in 0..4 {
-            let delete = Txn {
-                compares: vec![],
-                success: vec![Op::Delete(format!("/k/{i}").into_bytes())],
-                failure: vec![],
-            };
-            store.txn(delete).await.unwrap();
+            store.txn(delete(&format!("/k/{i}"))).await.unwrap();
         }
         let revision = store.current_revision().await.unwrap();
         store.compact(revision).await.unwrap();
@@ -793,12 +796,7 @@ mod tests {
             }
         });
         for i in 0..200 {
-            let delete = Txn {
-                compares: vec![],
-                success: vec![Op::Delete(format!("/k/{i}").into_bytes())],
-                failure: vec![],
-            };
-            store.txn(delete).await.unwrap();
+            store.txn(delete(&format!("/k/{i}"))).await.unwrap();
         }
         let revision = store.current_revision().await.unwrap();
         let mut watch = store
