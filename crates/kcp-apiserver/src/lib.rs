@@ -24,6 +24,7 @@ mod handlers;
 pub mod limits;
 mod list_frame;
 pub mod metrics;
+pub mod mount;
 mod negotiation;
 pub mod openapi;
 pub mod openapi_v2;

@@ -2,8 +2,10 @@
 //!
 //! Health checks and `/version` answer anyone, as kube-apiserver's `system:public-info-viewer`
 //! allows, and are never limited. Everything else needs an authenticated user, is then admitted
-//! by the in-flight limits and answered within the request timeout ([`crate::limits`]):
-//! discovery documents, then resource requests (handed to [`crate::handlers`]); other paths
+//! by the in-flight limits and answered within the request timeout ([`crate::limits`]), after
+//! the layers of its URL tree's mount ([`crate::mount`]: path resolution, identity,
+//! authorization): discovery documents, then resource requests (handed to
+//! [`crate::handlers`]); other paths
 //! answer 404 with Kubernetes' message. Metrics name a group and resource only for
 //! authenticated requests whose resource something serves, so made-up paths add no series.
 //! The response representation is negotiated once here, from the `Accept` header: API
@@ -15,6 +17,7 @@ use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use kcp_registry::Registry;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -23,6 +26,7 @@ use crate::authz::{Authorizer, Decision};
 use crate::discovery;
 use crate::limits::{self, Class, LimitConfig, Limits};
 use crate::metrics::Metrics;
+use crate::mount::Layer;
 use crate::negotiation::{self, Encoding, Negotiated, NotAcceptable};
 use crate::request_info::{self, RequestInfo, ResourceRequest};
 use crate::status::{Body, encoded, failure_as, json_response, text_response};
@@ -255,7 +259,7 @@ impl Router {
     async fn answer<B>(
         &self,
         request: Request<B>,
-        mut info: RequestInfo,
+        info: RequestInfo,
         user: &User,
         negotiated: Result<Negotiated, NotAcceptable>,
         served: &mut bool,
@@ -267,80 +271,27 @@ impl Router {
         let (parts, body) = request.into_parts();
         let read_only = matches!(parts.method, Method::GET | Method::HEAD);
         let encoding = negotiated.as_ref().map_or(Encoding::Json, |n| n.encoding);
-        // A service account's request without a cluster path is for its own logical cluster
-        // (in-cluster clients know no `/clusters/` prefix), as kcp rewrites it.
-        if let Some(origin) = crate::authn::service_account_cluster(user) {
-            match &mut info {
-                RequestInfo::Resource(r) if r.cluster.is_none() => r.cluster = Some(origin),
-                RequestInfo::NonResource { cluster, .. } if cluster.is_none() => {
-                    *cluster = Some(origin)
-                }
-                _ => {}
+        let requested_cluster = cluster_of(&info).map(str::to_string);
+        let mut flow = Flow {
+            info,
+            user: Cow::Borrowed(user),
+            requested_cluster,
+        };
+        let mount = crate::mount::of(parts.uri.path());
+        for layer in mount.layers {
+            if let Some(answered) = self
+                .pass(*layer, &mut flow, &parts.headers, encoding, served)
+                .await
+            {
+                return answered;
             }
         }
-        // The OpenAPI index points back at the path the client used.
-        let requested_cluster = match &info {
-            RequestInfo::Resource(r) => r.cluster.clone(),
-            RequestInfo::NonResource { cluster, .. } => cluster.clone(),
-        };
-        if let Err(error) = crate::workspaces::resolve(&self.registry, &mut info).await {
-            return error.into_response(encoding);
-        }
-        // Where a user is scoped to other clusters, they are a foreign identity here.
-        let foreign = {
-            let cluster = match &info {
-                RequestInfo::Resource(r) => r.cluster.as_deref(),
-                RequestInfo::NonResource { cluster, .. } => cluster.as_deref(),
-            };
-            crate::authn::TokenAuthenticator::as_seen_in(user, cluster.unwrap_or("root"))
-        };
-        let user = foreign.as_ref().unwrap_or(user);
-        if let RequestInfo::Resource(resource) = &info {
-            *served = self.serves(resource);
-        }
-        // Acting as another user (`kubectl --as`), if the caller may.
-        let impersonated;
-        let user = match crate::authz::impersonation::requested(&parts.headers) {
-            Ok(None) => user,
-            Ok(Some(wanted)) => {
-                let cluster = match &info {
-                    RequestInfo::Resource(r) => r.cluster.as_deref(),
-                    RequestInfo::NonResource { cluster, .. } => cluster.as_deref(),
-                }
-                .unwrap_or("root");
-                match self.authz.impersonate(user, cluster, &wanted).await {
-                    Ok(Ok(acting)) => {
-                        impersonated = acting;
-                        &impersonated
-                    }
-                    Ok(Err(refused)) => {
-                        return crate::error::ApiError::from(
-                            kcp_registry::RegistryError::Forbidden {
-                                qualified_resource: refused.resource,
-                                name: refused.name,
-                                message: refused.message,
-                                causes: Vec::new(),
-                            },
-                        )
-                        .into_response(encoding);
-                    }
-                    Err(error) => {
-                        return crate::error::ApiError::from(error).into_response(encoding);
-                    }
-                }
-            }
-            Err(error) => return crate::error::ApiError::from(error).into_response(encoding),
-        };
-        if let RequestInfo::Resource(resource) = &info
-            && crate::workspaces::is_home(resource)
-        {
-            return crate::workspaces::home(&self.registry, &self.authz, user, encoding).await;
-        }
-        match self.authz.authorize(user, &info).await {
-            Ok(Decision::Allow) => {}
-            Ok(Decision::Deny(denial)) => return forbidden(&info, &denial.message, encoding),
-            Err(error) => return crate::error::ApiError::from(error).into_response(encoding),
-        }
+        let Flow {
+            info,
+            user,
+            requested_cluster,
+        } = flow;
+        let user: &User = &user;
         match info {
             RequestInfo::NonResource { path, .. } if path == "/metrics" && read_only => {
                 let text = self.metrics.render(&self.registry).await;
@@ -464,6 +415,114 @@ impl Router {
                 .await
             }
         }
+    }
+}
+
+/// A request on its way through its mount's layers.
+struct Flow<'u> {
+    info: RequestInfo,
+    /// Who the request is from, as the layers so far see them.
+    user: Cow<'u, User>,
+    /// The cluster as the client named it (a service account's own where it named none),
+    /// before its path was resolved: the OpenAPI index points back at it.
+    requested_cluster: Option<String>,
+}
+
+/// The logical cluster (or path, before resolution) a request names.
+fn cluster_of(info: &RequestInfo) -> Option<&str> {
+    match info {
+        RequestInfo::Resource(r) => r.cluster.as_deref(),
+        RequestInfo::NonResource { cluster, .. } => cluster.as_deref(),
+    }
+}
+
+impl Router {
+    /// Passes `flow` through `layer`: an answer ends the request.
+    async fn pass(
+        &self,
+        layer: Layer,
+        flow: &mut Flow<'_>,
+        headers: &http::HeaderMap,
+        encoding: Encoding,
+        served: &mut bool,
+    ) -> Option<Response<Body>> {
+        match layer {
+            Layer::ServiceAccountCluster => {
+                if let Some(origin) = crate::authn::service_account_cluster(&flow.user) {
+                    let cluster = match &mut flow.info {
+                        RequestInfo::Resource(r) => &mut r.cluster,
+                        RequestInfo::NonResource { cluster, .. } => cluster,
+                    };
+                    if cluster.is_none() {
+                        *cluster = Some(origin.clone());
+                        flow.requested_cluster = Some(origin);
+                    }
+                }
+            }
+            Layer::ResolvePath => {
+                if let Err(error) = crate::workspaces::resolve(&self.registry, &mut flow.info).await
+                {
+                    return Some(error.into_response(encoding));
+                }
+                if let RequestInfo::Resource(resource) = &flow.info {
+                    *served = self.serves(resource);
+                }
+            }
+            Layer::ForeignIdentity => {
+                let cluster = cluster_of(&flow.info).unwrap_or("root");
+                if let Some(foreign) = TokenAuthenticator::as_seen_in(&flow.user, cluster) {
+                    flow.user = Cow::Owned(foreign);
+                }
+            }
+            Layer::Impersonation => match crate::authz::impersonation::requested(headers) {
+                Ok(None) => {}
+                Ok(Some(wanted)) => {
+                    let cluster = cluster_of(&flow.info).unwrap_or("root");
+                    match self.authz.impersonate(&flow.user, cluster, &wanted).await {
+                        Ok(Ok(acting)) => flow.user = Cow::Owned(acting),
+                        Ok(Err(refused)) => {
+                            let error = kcp_registry::RegistryError::Forbidden {
+                                qualified_resource: refused.resource,
+                                name: refused.name,
+                                message: refused.message,
+                                causes: Vec::new(),
+                            };
+                            return Some(
+                                crate::error::ApiError::from(error).into_response(encoding),
+                            );
+                        }
+                        Err(error) => {
+                            return Some(
+                                crate::error::ApiError::from(error).into_response(encoding),
+                            );
+                        }
+                    }
+                }
+                Err(error) => {
+                    return Some(crate::error::ApiError::from(error).into_response(encoding));
+                }
+            },
+            Layer::HomeWorkspace => {
+                if let RequestInfo::Resource(resource) = &flow.info
+                    && crate::workspaces::is_home(resource)
+                {
+                    return Some(
+                        crate::workspaces::home(&self.registry, &self.authz, &flow.user, encoding)
+                            .await,
+                    );
+                }
+            }
+            Layer::Authorize => match self.authz.authorize(&flow.user, &flow.info).await {
+                Ok(Decision::Allow) => {}
+                Ok(Decision::Deny(denial)) => {
+                    return Some(forbidden(&flow.info, &denial.message, encoding));
+                }
+                Err(error) => {
+                    return Some(crate::error::ApiError::from(error).into_response(encoding));
+                }
+            },
+        }
+        None
     }
 }
 
