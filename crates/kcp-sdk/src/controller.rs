@@ -38,7 +38,7 @@ pub struct Controller<K: Resource + Clone> {
 
 impl<K> Controller<K>
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     /// A controller of what `api` (a wildcard one) watches.
     pub fn new(api: Api<K>) -> Self {

@@ -12,8 +12,9 @@
 //!   one);
 //! - [`ClusterStore`] and [`reflect`]: a cache of a wildcard watch keyed by [`ClusterKey`],
 //!   rebuilt whole when kube-rs's watcher lists again (after a 410 or a restart of the server);
-//! - [`Controller`]: a loop over one wildcard watch, with a work queue of [`ClusterKey`]s, at
-//!   most one reconcile per key at a time, and rate-limited retries;
+//! - [`Controller`]: a loop over one wildcard watch (of a typed kind, or of
+//!   `kube::api::DynamicObject`s of a kind known at run time), with a work queue of
+//!   [`ClusterKey`]s, at most one reconcile per key at a time, and rate-limited retries;
 //! - [`LeaderElector`]: one active replica of several, through a coordination.k8s.io Lease;
 //! - [`kinds`]: kcp's Workspace, WorkspaceType and LogicalCluster as typed kube-rs resources.
 //!

@@ -180,3 +180,56 @@ async fn the_example_controller_reconciles_every_workspace_survives_a_restart_an
     let (_, by) = stamped(&kcp, &workspaces[2], "after-failover").await;
     assert_eq!(by, other);
 }
+
+/// A controller over dynamic objects (`kube::api::DynamicObject`, a kind known only at run time,
+/// as a provider's controller of an exported API sees it) reconciles every workspace's objects
+/// through one wildcard watch, with their logical clusters in its keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_of_dynamic_objects_sees_every_workspace() {
+    use kube::api::{ApiResource, DynamicObject};
+    use kube::runtime::watcher;
+
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(&dir.path().join("root"), &[]);
+    let workspaces: Vec<String> = ["d1", "d2"].iter().map(|w| kcp.workspace(w)).collect();
+    let clusters: Vec<String> = workspaces.iter().map(|w| kcp.logical_cluster(w)).collect();
+    for workspace in &workspaces {
+        create(&kcp, workspace, "dynamic", true).await;
+    }
+    let config = ClusterConfig::new(system_admin(&kcp).await);
+    let resource = ApiResource::erase::<ConfigMap>(&());
+    let wildcard: Api<DynamicObject> = Api::all_with(config.wildcard().unwrap(), &resource);
+    let controller = kcp_sdk::Controller::new(wildcard)
+        .with_config(watcher::Config::default().labels(&format!("{}=true", stamper::LABEL)));
+    let (seen_tx, mut seen_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(controller.run(
+        move |object: std::sync::Arc<DynamicObject>, key| {
+            let seen_tx = seen_tx.clone();
+            async move {
+                let _ = seen_tx.send((key.cluster.clone(), object.metadata.name.clone()));
+                Ok::<_, String>(kcp_sdk::Action::AwaitChange)
+            }
+        },
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let mut seen = Vec::new();
+    while seen.len() < clusters.len() {
+        let next = tokio::time::timeout(Duration::from_secs(30), seen_rx.recv())
+            .await
+            .expect("the controller reconciles every workspace's object")
+            .unwrap();
+        seen.push(next);
+    }
+    seen.sort();
+    let mut expected: Vec<(String, Option<String>)> = clusters
+        .iter()
+        .map(|cluster| (cluster.clone(), Some("dynamic".to_string())))
+        .collect();
+    expected.sort();
+    assert_eq!(seen, expected);
+    let _ = stop.send(());
+    task.await.unwrap();
+}
