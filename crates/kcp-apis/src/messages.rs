@@ -197,22 +197,14 @@ fn write(value: &Value, message: Option<&str>, out: &mut Vec<u8>) {
         return;
     };
     out.push(b'{');
-    let mut first = true;
-    let mut key = |name: &str, out: &mut Vec<u8>| {
-        if !first {
-            out.push(b',');
-        }
-        first = false;
-        write_plain(&Value::String(name.to_string()), out);
-        out.push(b':');
-    };
+    let mut key = MemberKeys::default();
     let declares = |name: &str| fields.iter().any(|f| f.1 == name);
     // TypeMeta first where it is not a field of the message itself.
     for type_field in ["kind", "apiVersion"] {
         if let Some(v) = object.get(type_field)
             && !declares(type_field)
         {
-            key(type_field, out);
+            key.write(type_field, out);
             write_plain(v, out);
         }
     }
@@ -220,7 +212,7 @@ fn write(value: &Value, message: Option<&str>, out: &mut Vec<u8>) {
         let Some(v) = object.get(name) else {
             continue;
         };
-        key(name, out);
+        key.write(name, out);
         let child = kind.contains('.').then_some(kind.as_str());
         match (label.as_str(), v) {
             ("repeated", Value::Array(items)) => {
@@ -251,11 +243,28 @@ fn write(value: &Value, message: Option<&str>, out: &mut Vec<u8>) {
     // Anything the message does not declare (a newer field), sorted, after.
     for (name, v) in object {
         if !declares(name) && name != "kind" && name != "apiVersion" {
-            key(name, out);
+            key.write(name, out);
             write_plain(v, out);
         }
     }
     out.push(b'}');
+}
+
+/// Writes the keys of an object's members, with the commas between members.
+#[derive(Default)]
+struct MemberKeys {
+    written: bool,
+}
+
+impl MemberKeys {
+    fn write(&mut self, name: &str, out: &mut Vec<u8>) {
+        if self.written {
+            out.push(b',');
+        }
+        self.written = true;
+        write_plain(&Value::String(name.to_string()), out);
+        out.push(b':');
+    }
 }
 
 /// The JSON text `raw` of an object of `message` (the name of a message, such as
@@ -283,21 +292,13 @@ fn write_raw(raw: &RawValue, message: Option<&str>, out: &mut Vec<u8>) -> Option
     };
     let object: Vec<(&str, &RawValue)> = borrowed_members(text)?;
     out.push(b'{');
-    let mut first = true;
-    let mut key = |name: &str, out: &mut Vec<u8>| {
-        if !first {
-            out.push(b',');
-        }
-        first = false;
-        write_plain(&Value::String(name.to_string()), out);
-        out.push(b':');
-    };
+    let mut key = MemberKeys::default();
     let get = |name: &str| object.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
     for (_, name, label, kind) in fields {
         let Some(value) = get(name) else {
             continue;
         };
-        key(name, out);
+        key.write(name, out);
         let child = kind.contains('.').then_some(kind.as_str());
         match label.as_str() {
             "repeated" if value.get().starts_with('[') => {
@@ -317,7 +318,7 @@ fn write_raw(raw: &RawValue, message: Option<&str>, out: &mut Vec<u8>) -> Option
     }
     for (name, value) in &object {
         if !fields.iter().any(|f| f.1 == *name) {
-            key(name, out);
+            key.write(name, out);
             out.extend_from_slice(value.get().as_bytes());
         }
     }

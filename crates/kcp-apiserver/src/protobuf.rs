@@ -49,6 +49,23 @@ pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
     Ok(Value::Object(object))
 }
 
+/// The body a client sends for the protobuf message `raw` of `kind` in `api_version`: what
+/// [`decode`] reads (client-go's typed clients, and tests that play them).
+pub fn envelope(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
+    let unknown = Unknown {
+        type_meta: Some(k8s_pb::apimachinery::pkg::runtime::TypeMeta {
+            api_version: Some(api_version.into()),
+            kind: Some(kind.into()),
+        }),
+        raw: Some(raw),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
+    };
+    let mut body = MAGIC.to_vec();
+    body.extend(unknown.encode_to_vec());
+    body
+}
+
 fn malformed(error: prost::DecodeError) -> ProtobufError {
     ProtobufError::Malformed(format!("the protobuf body could not be decoded: {error}"))
 }
@@ -58,24 +75,8 @@ mod tests {
     use k8s_pb::api::core::v1 as core;
     use k8s_pb::api::rbac::v1 as rbac;
     use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
-    use k8s_pb::apimachinery::pkg::runtime::TypeMeta;
 
     use super::*;
-
-    fn envelope(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
-        let unknown = Unknown {
-            type_meta: Some(TypeMeta {
-                api_version: Some(api_version.into()),
-                kind: Some(kind.into()),
-            }),
-            raw: Some(raw),
-            content_encoding: Some(String::new()),
-            content_type: Some(String::new()),
-        };
-        let mut body = MAGIC.to_vec();
-        body.extend(unknown.encode_to_vec());
-        body
-    }
 
     #[test]
     fn configmaps_and_secrets_become_their_json_form() {

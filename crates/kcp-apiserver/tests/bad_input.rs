@@ -218,24 +218,6 @@ async fn values_of_the_wrong_type_are_bad_requests() {
     assert_eq!(code, 400);
 }
 
-/// A protobuf body as client-go's typed clients send it: `k8s\0` and a `runtime.Unknown`.
-fn protobuf(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
-    use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
-    use prost::Message;
-    let unknown = Unknown {
-        type_meta: Some(TypeMeta {
-            api_version: Some(api_version.into()),
-            kind: Some(kind.into()),
-        }),
-        raw: Some(raw),
-        content_encoding: Some(String::new()),
-        content_type: Some(String::new()),
-    };
-    let mut body = b"k8s\0".to_vec();
-    body.extend(unknown.encode_to_vec());
-    body
-}
-
 /// DeleteOptions in the body of a delete or deletecollection, in JSON, YAML and protobuf, of
 /// kind DeleteOptions under any group's version (client-go sends its client's: Helm's release
 /// storage deletes its Secrets so), as kube-apiserver reads them; other kinds are refused.
@@ -285,10 +267,17 @@ async fn delete_options_are_read_in_every_format() {
     };
     let pb = "application/vnd.kubernetes.protobuf";
     for (content_type, body) in [
-        (pb, protobuf("v1", "DeleteOptions", dry_run.encode_to_vec())),
         (
             pb,
-            protobuf("meta.k8s.io/v1", "DeleteOptions", dry_run.encode_to_vec()),
+            kcp_apiserver::protobuf::envelope("v1", "DeleteOptions", dry_run.encode_to_vec()),
+        ),
+        (
+            pb,
+            kcp_apiserver::protobuf::envelope(
+                "meta.k8s.io/v1",
+                "DeleteOptions",
+                dry_run.encode_to_vec(),
+            ),
         ),
         (
             "application/yaml",
@@ -318,7 +307,7 @@ async fn delete_options_are_read_in_every_format() {
         &Method::DELETE,
         &kept,
         pb,
-        &protobuf("v1", "DeleteOptions", bogus.encode_to_vec()),
+        &kcp_apiserver::protobuf::envelope("v1", "DeleteOptions", bogus.encode_to_vec()),
     )
     .await;
     assert_eq!(code, 422, "{status}");
@@ -363,7 +352,7 @@ async fn delete_options_are_read_in_every_format() {
         &Method::DELETE,
         &format!("{configmaps}/gone"),
         pb,
-        &protobuf(
+        &kcp_apiserver::protobuf::envelope(
             "v1",
             "DeleteOptions",
             DeleteOptions::default().encode_to_vec(),
@@ -377,7 +366,7 @@ async fn delete_options_are_read_in_every_format() {
         &Method::DELETE,
         &format!("{configmaps}?labelSelector=set%3Dtrue"),
         pb,
-        &protobuf(
+        &kcp_apiserver::protobuf::envelope(
             "apps/v1",
             "DeleteOptions",
             DeleteOptions::default().encode_to_vec(),

@@ -357,12 +357,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let seconds = |d: Duration| format!("{:.2} s", d.as_secs_f64());
     let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
     let rows = vec![
-        vec![
-            "figure".into(),
-            "kcp-rs".into(),
-            "baseline in this run".into(),
-            "target".into(),
-        ],
+        crate::table::figures_header(),
         vec![
             format!("GC of {} dependents of one owner", options.dependents),
             seconds(collected),

@@ -1,5 +1,12 @@
 //! Plain-text tables for benchmark results.
 
+/// The header of a table of figures against a baseline of the same run and a target.
+pub fn figures_header() -> Vec<String> {
+    ["figure", "kcp-rs", "baseline in this run", "target"]
+        .map(String::from)
+        .to_vec()
+}
+
 /// Renders rows as aligned columns, the first row being the header.
 pub fn render(rows: &[Vec<String>]) -> String {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);

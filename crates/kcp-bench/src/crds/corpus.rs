@@ -300,12 +300,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         binary.display()
     );
     let rows = vec![
-        vec![
-            "figure".to_string(),
-            "kcp-rs".to_string(),
-            "baseline in this run".to_string(),
-            "target".to_string(),
-        ],
+        crate::table::figures_header(),
         vec![
             "creating them".into(),
             format!("{:.1} s", crds_took.as_secs_f64()),

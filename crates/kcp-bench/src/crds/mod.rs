@@ -264,12 +264,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         binary.display()
     );
     let rows = vec![
-        vec![
-            "figure".to_string(),
-            "kcp-rs".to_string(),
-            "baseline in this run".to_string(),
-            "target".to_string(),
-        ],
+        crate::table::figures_header(),
         vec![
             "CRD updates, each a distinct spec".into(),
             crds.cell(),

@@ -330,13 +330,11 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         binary.display()
     );
     let mut rows = vec![
-        vec![
-            "figure".to_string(),
-            "kcp-rs".to_string(),
-            "baseline in this run".to_string(),
-            "target".to_string(),
-            "kcp (Go), published".to_string(),
-        ],
+        {
+            let mut header = crate::table::figures_header();
+            header.push("kcp (Go), published".to_string());
+            header
+        },
         vec![
             "workspaces created to Ready".into(),
             format!(
