@@ -146,15 +146,20 @@ fn served_documents<'a>(served: &'a ServedResources) -> Vec<(String, DocumentRef
     all
 }
 
-/// Every OpenAPI v3 document `served` has, decoded, and whether it is of custom resources (for
-/// `/openapi/v2`, which converts their schemas as kube-apiserver converts CRDs' schemas).
-pub(crate) fn v3_documents(served: &ServedResources) -> Vec<(bool, Value)> {
+/// The OpenAPI v3 documents of the built-in group versions, decoded (for `/openapi/v2`).
+pub(crate) fn builtin_v3_documents() -> impl Iterator<Item = Value> {
+    documents()
+        .values()
+        .filter_map(|document| serde_json::from_slice(&document.bytes).ok())
+}
+
+/// The OpenAPI v3 documents of the group versions of `served` that are not built in, decoded
+/// (for `/openapi/v2`, which converts their schemas as kube-apiserver converts CRDs' schemas).
+pub(crate) fn custom_v3_documents(served: &ServedResources) -> Vec<Value> {
     served_documents(served)
         .iter()
-        .filter_map(|(_, document)| {
-            let custom = matches!(document, DocumentRef::Custom(_));
-            Some((custom, serde_json::from_slice(&document.bytes()).ok()?))
-        })
+        .filter(|(_, document)| matches!(document, DocumentRef::Custom(_)))
+        .filter_map(|(_, document)| serde_json::from_slice(&document.bytes()).ok())
         .collect()
 }
 

@@ -18,6 +18,7 @@
 //! `...spec.v2.v1.0+protobuf` as kube-apiserver labels it.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode, header};
@@ -74,31 +75,50 @@ pub fn serve(served: &ServedResources, headers: &HeaderMap) -> Response<Body> {
         .unwrap_or_else(|_| Response::new(full(Bytes::new())))
 }
 
-/// The Swagger 2.0 document (JSON) of what `served` serves.
+/// Swagger 2.0 `definitions` and `paths`.
+type Parts = (BTreeMap<String, Value>, BTreeMap<String, Value>);
+
+/// The Swagger 2.0 document (JSON) of what `served` serves: the built-in group versions'
+/// parts, converted once, then those of its custom resources.
 pub fn document(served: &ServedResources) -> Value {
-    let mut definitions = BTreeMap::new();
-    let mut paths = BTreeMap::new();
-    for (custom, mut v3) in crate::openapi::v3_documents(served) {
-        if let Value::Object(schemas) = v3["components"]["schemas"].take() {
-            for (name, schema) in schemas {
-                definitions.entry(name).or_insert_with(|| match custom {
-                    true => to_v2(&structural_v2(schema)),
-                    false => to_v2(&schema),
-                });
+    static BUILTIN: OnceLock<Parts> = OnceLock::new();
+    let mut parts = BUILTIN
+        .get_or_init(|| {
+            let mut parts = Parts::default();
+            for v3 in crate::openapi::builtin_v3_documents() {
+                add(&mut parts, v3, false);
             }
-        }
-        if let Value::Object(v3_paths) = v3["paths"].take() {
-            for (path, item) in v3_paths {
-                paths.entry(path).or_insert_with(|| path_item(&item));
-            }
-        }
+            parts
+        })
+        .clone();
+    for v3 in crate::openapi::custom_v3_documents(served) {
+        add(&mut parts, v3, true);
     }
+    let (definitions, paths) = parts;
     json!({
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": crate::version::GIT_VERSION},
         "paths": paths,
         "definitions": definitions,
     })
+}
+
+/// Adds the schemas and paths of the v3 document `v3` to `parts`, where not there already;
+/// a custom resource's schema as kube-apiserver reduces a CRD's for v2.
+fn add((definitions, paths): &mut Parts, mut v3: Value, custom: bool) {
+    if let Value::Object(schemas) = v3["components"]["schemas"].take() {
+        for (name, schema) in schemas {
+            definitions.entry(name).or_insert_with(|| match custom {
+                true => to_v2(&structural_v2(schema)),
+                false => to_v2(&schema),
+            });
+        }
+    }
+    if let Value::Object(v3_paths) = v3["paths"].take() {
+        for (path, item) in v3_paths {
+            paths.entry(path).or_insert_with(|| path_item(&item));
+        }
+    }
 }
 
 /// A v3 path item as v2 writes it: its parameters and operations.

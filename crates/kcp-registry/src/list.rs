@@ -172,9 +172,7 @@ impl Registry {
     ) -> Result<Vec<T>, RegistryError> {
         let page = self
             .read_pages(&target, &ListOptions::default(), false, |kv| {
-                serde_json::from_slice(&kv.value).map(Some).map_err(|e| {
-                    RegistryError::Internal(format!("stored object is not as expected: {e}"))
-                })
+                crate::summary::decode_part(&kv.value).map(Some)
             })
             .await?;
         Ok(page.items)

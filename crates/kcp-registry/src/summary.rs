@@ -128,8 +128,7 @@ impl Registry {
         name: &str,
     ) -> Result<T, RegistryError> {
         let kv = self.read(&target, name).await?;
-        serde_json::from_slice(&kv.value)
-            .map_err(|e| RegistryError::Internal(format!("stored object is not as expected: {e}")))
+        decode_part(&kv.value)
     }
 
     /// Hands the [`Summary`] of every object of `resource` in every logical cluster, with its
@@ -149,6 +148,15 @@ impl Registry {
         })
         .await
     }
+}
+
+/// The part of a stored object that `T` describes, the rest skipped; fields of other types
+/// than `T`'s are an error.
+pub(crate) fn decode_part<T: serde::de::DeserializeOwned>(
+    stored: &[u8],
+) -> Result<T, RegistryError> {
+    serde_json::from_slice(stored)
+        .map_err(|e| RegistryError::Internal(format!("stored object is not as expected: {e}")))
 }
 
 #[cfg(test)]

@@ -55,13 +55,7 @@ impl Named {
     }
 
     fn names_accepted(&self) -> bool {
-        self.status["conditions"]
-            .as_array()
-            .is_some_and(|conditions| {
-                conditions
-                    .iter()
-                    .any(|c| c["type"] == "NamesAccepted" && c["status"] == "True")
-            })
+        kcp_registry::custom::status_condition_true(&self.status, "NamesAccepted")
     }
 }
 

@@ -53,13 +53,16 @@ fn revision_of(crd: &Value) -> u64 {
 
 /// Whether a CRD's condition `kind` is `True`.
 pub fn condition_true(crd: &Value, kind: &str) -> bool {
-    crd["status"]["conditions"]
-        .as_array()
-        .is_some_and(|conditions| {
-            conditions
-                .iter()
-                .any(|c| c["type"] == kind && c["status"] == "True")
-        })
+    status_condition_true(&crd["status"], kind)
+}
+
+/// Whether the condition `kind` of a CRD's `status` is `True`.
+pub fn status_condition_true(status: &Value, kind: &str) -> bool {
+    status["conditions"].as_array().is_some_and(|conditions| {
+        conditions
+            .iter()
+            .any(|c| c["type"] == kind && c["status"] == "True")
+    })
 }
 
 impl CustomResourceIndex {

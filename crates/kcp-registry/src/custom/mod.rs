@@ -9,4 +9,4 @@ pub(crate) mod index;
 
 pub use convert::WebhookConverter;
 pub use deletion::CLEANUP_FINALIZER;
-pub use index::condition_true;
+pub use index::{condition_true, status_condition_true};
