@@ -3,17 +3,26 @@
 //! the same machinery as custom resources), but there is no CRD object to list or delete.
 //!
 //! - `tenancy.kcp.io/v1alpha1` `workspaces` (short name `ws`) and `workspacetypes`;
-//! - `core.kcp.io/v1alpha1` `logicalclusters` (the singleton `cluster` of every logical cluster).
+//! - `core.kcp.io/v1alpha1` `logicalclusters` (the singleton `cluster` of every logical cluster);
+//! - `apis.kcp.io`: `apiresourceschemas` and `apiexportendpointslices` (v1alpha1), `apiexports`
+//!   and `apibindings` (v1alpha1 and v1alpha2, stored at v1alpha2 and converted by kcp's own
+//!   rules: [`conversion`]).
 
 use std::sync::LazyLock;
 
 use crate::builtin::Resource;
+
+pub mod conversion;
 
 /// The CRD specs of the system kinds, as YAML.
 const SPECS: &[&str] = &[
     include_str!("system/logicalclusters.yaml"),
     include_str!("system/workspaces.yaml"),
     include_str!("system/workspacetypes.yaml"),
+    include_str!("system/apiresourceschemas.yaml"),
+    include_str!("system/apiexports.yaml"),
+    include_str!("system/apibindings.yaml"),
+    include_str!("system/apiexportendpointslices.yaml"),
 ];
 
 /// Built once per process and kept (a fixed set, unlike custom resources).
@@ -48,6 +57,47 @@ pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resourc
 /// stored by no one until its controller writes its status.
 pub fn is_system(resource: &Resource) -> bool {
     find(&resource.group, &resource.version, &resource.name).is_some()
+}
+
+/// Whether `resource` is one of the system kinds with more than one version, whose objects are
+/// converted between them by [`conversion::convert`].
+pub fn converts(resource: &Resource) -> bool {
+    is_system(resource) && resource.custom().is_some_and(|c| c.versions.len() > 1)
+}
+
+/// The group of kcp's API sharing kinds.
+pub const APIS_GROUP: &str = "apis.kcp.io";
+
+/// The system resource `plural` of `apis.kcp.io` at its storage version.
+fn apis(plural: &str) -> &'static Resource {
+    resources()
+        .iter()
+        .find(|r| {
+            r.group == APIS_GROUP
+                && r.name == plural
+                && r.custom().is_some_and(|c| c.storage_version == *r.version)
+        })
+        .expect("the apis.kcp.io kinds are system resources")
+}
+
+/// The `APIResourceSchema` resource.
+pub fn api_resource_schemas() -> &'static Resource {
+    apis("apiresourceschemas")
+}
+
+/// The `APIExport` resource, at its storage version (v1alpha2).
+pub fn api_exports() -> &'static Resource {
+    apis("apiexports")
+}
+
+/// The `APIBinding` resource, at its storage version (v1alpha2).
+pub fn api_bindings() -> &'static Resource {
+    apis("apibindings")
+}
+
+/// The `APIExportEndpointSlice` resource.
+pub fn api_export_endpoint_slices() -> &'static Resource {
+    apis("apiexportendpointslices")
 }
 
 /// The `Workspace` resource.
@@ -89,7 +139,11 @@ mod tests {
         assert_eq!(columns, ["Type", "Region", "Phase", "URL", "Age"]);
         assert_eq!(workspace_types().kind, "WorkspaceType");
         assert_eq!(logical_clusters().kind, "LogicalCluster");
-        assert_eq!(resources().len(), 3);
+        assert_eq!(resources().len(), 9);
+        assert_eq!(api_exports().version, "v1alpha2");
+        assert_eq!(api_bindings().version, "v1alpha2");
+        assert!(converts(api_exports()) && !converts(api_resource_schemas()));
+        assert!(!api_bindings().namespaced);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The kcp kubectl plugins, as kcp ships them: `kubectl ws` (move between workspaces, show the
 //! current one, draw the tree, create), `kubectl create-workspace`, and `kubectl kcp`, whose
-//! `workspace` (`ws`) command is `kubectl ws` and whose `crd snapshot` writes a CRD as an
-//! APIResourceSchema ([`snapshot`]). The binaries live in the `kcp` package and call
+//! `workspace` (`ws`) command is `kubectl ws`, whose `crd snapshot` writes a CRD as an
+//! APIResourceSchema ([`snapshot`]) and whose `bind apiexport` binds an export ([`bind`]). The binaries live in the `kcp` package and call
 //! [`ws_main`], [`create_workspace_main`] and [`kcp_main`].
 //!
 //! - [`paths`]: workspace path arithmetic (`..`, `:absolute`, server URLs);
@@ -11,6 +11,7 @@
 //!
 //! It knows the server only through HTTP (kube-rs), never its crates.
 
+pub mod bind;
 mod commands;
 pub mod kubeconfig;
 mod output;
@@ -219,9 +220,18 @@ pub fn kcp_main() -> ExitCode {
             let cli = CrdCli::parse_from(args);
             finish(crd(cli))
         }
+        Some("bind") => {
+            args.remove(1);
+            let cli = bind::BindCli::parse_from(args);
+            finish(block_on(async move {
+                let file = KubeconfigFile::load(kubeconfig::locate(cli.kubeconfig.as_deref())?)?;
+                let bind::BindCommand::ApiExport(args) = cli.command;
+                bind::bind(&file, args).await
+            }))
+        }
         _ => {
             eprintln!(
-                "kubectl kcp: kcp's kubectl plugin\n\nCommands:\n  workspace (ws)     manage workspaces, as `kubectl ws`\n  create-workspace   create a workspace, as `kubectl create-workspace`\n  crd snapshot       convert a CRD to an APIResourceSchema"
+                "kubectl kcp: kcp's kubectl plugin\n\nCommands:\n  workspace (ws)     manage workspaces, as `kubectl ws`\n  create-workspace   create a workspace, as `kubectl create-workspace`\n  crd snapshot       convert a CRD to an APIResourceSchema\n  bind apiexport     bind an APIExport into the current workspace"
             );
             ExitCode::FAILURE
         }

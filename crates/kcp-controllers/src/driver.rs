@@ -85,7 +85,7 @@ type Events = Watch<Trigger>;
 /// A list under way, which ends in the watch from its revision.
 pub(crate) type ListUnderWay<T> =
     Pin<Box<dyn Future<Output = Result<Watch<T>, RegistryError>> + Send>>;
-type Reconciled = Pin<Box<dyn Future<Output = Result<Outcome, RegistryError>> + Send>>;
+pub(crate) type Reconciled = Pin<Box<dyn Future<Output = Result<Outcome, RegistryError>> + Send>>;
 
 /// One controller: its resource, which objects it cares about, and its reconcile.
 pub(crate) struct Controller {

@@ -7,6 +7,7 @@
 //! Until a cluster-aware client exists, controllers call the registry directly; they must not
 //! know HTTP, storage backends or how the server is configured.
 
+pub mod apis;
 pub mod clusterroleaggregation;
 mod conditions;
 pub mod crd;
@@ -65,6 +66,9 @@ impl Controllers {
             tokio::spawn(clusterroleaggregation::run(r(), c())),
             tokio::spawn(resourcequota::run(r(), c())),
             tokio::spawn(garbagecollector::run(r(), c())),
+            tokio::spawn(apis::run_exports(r(), c())),
+            tokio::spawn(apis::run_endpoint_slices(r(), c())),
+            tokio::spawn(apis::run_bindings(r(), c())),
         ];
         Controllers {
             stop,

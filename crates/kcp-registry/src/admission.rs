@@ -15,6 +15,9 @@
 //!      (`crate::escalation`; kube-apiserver checks them before the object is validated too).
 //! 2. [`VALIDATING`], once the kind has validated the object, just before it is stored;
 //!    plugins only refuse. Validating webhooks and admission policies will run here.
+//!    - [`Plugin::ApiSharing`], kcp's `apiresourceschema` and `apibinding` plugins:
+//!      APIResourceSchemas valid as CRDs and immutable; binding an export needs verb `bind` on
+//!      it (`crate::apis`).
 //!    - [`Plugin::ReservedCrd`], kcp's `ReservedCRDGroups` and `ReservedCRDAnnotations`: CRDs
 //!      written through the API may not use `*apis.kcp.io` groups or `apis.kcp.io`
 //!      annotations (`crate::reserved_crds`).
@@ -36,6 +39,7 @@ pub enum Plugin {
     NamespaceLifecycle,
     Tenancy,
     RbacEscalation,
+    ApiSharing,
     ReservedCrd,
     ResourceQuota,
 }
@@ -57,7 +61,11 @@ pub const MUTATING: &[Plugin] = &[
 ];
 
 /// The plugins of the validating phase, in order.
-pub const VALIDATING: &[Plugin] = &[Plugin::ReservedCrd, Plugin::ResourceQuota];
+pub const VALIDATING: &[Plugin] = &[
+    Plugin::ApiSharing,
+    Plugin::ReservedCrd,
+    Plugin::ResourceQuota,
+];
 
 impl Phase {
     /// Its plugins, in order.
@@ -91,6 +99,7 @@ impl Registry {
                 },
                 Plugin::Tenancy => self.admit_tenancy_create(target, object).await?,
                 Plugin::RbacEscalation => self.admit_rbac_write(target, object).await?,
+                Plugin::ApiSharing => self.admit_api_sharing_create(target, object).await?,
                 Plugin::ReservedCrd => self.admit_reserved_crd(target, object)?,
                 Plugin::ResourceQuota => self.admit_quota(target, sent_name).await?,
             }
@@ -113,6 +122,10 @@ impl Registry {
                 Plugin::NamespaceLifecycle | Plugin::ResourceQuota => {}
                 Plugin::Tenancy => self.admit_tenancy_update(target, name, stored, next)?,
                 Plugin::RbacEscalation => self.admit_rbac_write(target, next).await?,
+                Plugin::ApiSharing => {
+                    self.admit_api_sharing_update(target, name, stored, next)
+                        .await?
+                }
                 Plugin::ReservedCrd => self.admit_reserved_crd(target, next)?,
             }
         }
@@ -142,7 +155,10 @@ impl Registry {
                     }
                 }
                 Plugin::Tenancy => self.admit_tenancy_delete(target, name).await?,
-                Plugin::RbacEscalation | Plugin::ReservedCrd | Plugin::ResourceQuota => {}
+                Plugin::RbacEscalation
+                | Plugin::ApiSharing
+                | Plugin::ReservedCrd
+                | Plugin::ResourceQuota => {}
             }
         }
         Ok(())

@@ -25,6 +25,7 @@
 //! It must not know HTTP, content types or which backend stores the bytes.
 
 pub mod admission;
+pub mod apis;
 mod collection;
 pub mod custom;
 mod decoded;

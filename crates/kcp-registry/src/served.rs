@@ -1,9 +1,9 @@
 //! What a logical cluster serves, answered in one place: the built-in resources every cluster
-//! has, then kcp's own kinds (workspaces, logical clusters), then the custom resources of its
-//! Established CRDs. Requests resolve their resource here ([`Registry::serves`]), discovery
+//! has, then kcp's own kinds (workspaces, logical clusters, API sharing), then the resources its
+//! APIBindings bind (`crate::apis::bound`), then the custom resources of its Established CRDs. Requests resolve their resource here ([`Registry::serves`]), discovery
 //! and OpenAPI documents list it ([`ServedResources`]), controllers walk it, and the wildcard
 //! cluster `*` asks what some cluster serves ([`Registry::serves_anywhere`]). A new source of
-//! resources (the resources an APIBinding binds) joins here, in [`Layers`], and nowhere else.
+//! resources joins here, in [`Layers`], and nowhere else.
 
 use kcp_apis::builtin::{self, Resource, ResourceRef};
 use kcp_apis::custom::compare_versions;
@@ -26,6 +26,9 @@ impl Layers<'_> {
         if let Some(system) = kcp_apis::system::resources().iter().find(|r| matches(r)) {
             return Some(system.into());
         }
+        if let Some(bound) = self.registry.bound_matching(self.cluster, &matches) {
+            return Some(bound);
+        }
         self.registry
             .custom_index()
             .served(self.cluster)
@@ -43,18 +46,38 @@ impl Layers<'_> {
         if let Some(system) = kcp_apis::system::find(group, version, plural) {
             return Some(system.into());
         }
+        if let Some(bound) = self
+            .registry
+            .bound_resource(self.cluster, group, version, plural)
+        {
+            return Some(bound);
+        }
         self.registry
             .custom_index()
             .find_resource(self.cluster, group, version, plural)
     }
 
-    /// Every resource not built in, layer by layer.
+    /// Every resource not built in, layer by layer; a name an earlier layer serves is not
+    /// served again (a local CRD for a bound resource is never Established, but one may have
+    /// been before the binding).
     fn non_builtin(&self) -> Vec<ResourceRef> {
         let mut served: Vec<ResourceRef> = kcp_apis::system::resources()
             .iter()
             .map(ResourceRef::from)
             .collect();
-        served.extend(self.registry.custom_index().served(self.cluster));
+        let bound = self.registry.bound_resources(self.cluster);
+        let custom = self.registry.custom_index().served(self.cluster);
+        served.extend(bound);
+        for resource in custom {
+            let taken = served.iter().any(|r| {
+                r.group == resource.group
+                    && r.version == resource.version
+                    && r.name == resource.name
+            });
+            if !taken {
+                served.push(resource);
+            }
+        }
         served
     }
 }
@@ -93,8 +116,9 @@ impl Registry {
     }
 
     /// The resource `plural` of `group/version` as some cluster serves it: what a wildcard
-    /// request (`/clusters/*`) reads. Built-in and kcp's kinds first; a custom resource as
-    /// whichever cluster's CRD serves it (kcp allows metadata across clusters whose CRDs
+    /// request (`/clusters/*`) reads. Built-in and kcp's kinds first; a bound resource named
+    /// with its identity (`<resource>:<identityHash>`); a custom resource as whichever
+    /// cluster's CRD (or binding) serves it (kcp allows metadata across clusters whose CRDs
     /// differ; full objects need one definition).
     pub fn serves_anywhere(&self, group: &str, version: &str, plural: &str) -> Option<ResourceRef> {
         let named = |r: &Resource| r.group == group && r.version == version && r.name == plural;
@@ -104,7 +128,12 @@ impl Registry {
         if let Some(system) = kcp_apis::system::find(group, version, plural) {
             return Some(system.into());
         }
-        self.custom_index().find_anywhere(group, version, plural)
+        if plural.contains(':') {
+            return self.bound_resource(crate::ALL_CLUSTERS, group, version, plural);
+        }
+        self.custom_index()
+            .find_anywhere(group, version, plural)
+            .or_else(|| self.bound_anywhere(group, version, plural))
     }
 
     /// Everything `cluster` serves, held while the view is.
@@ -114,9 +143,12 @@ impl Registry {
         }
     }
 
-    /// The custom resources `cluster` serves (every served version of each Established CRD).
+    /// The custom resources `cluster` serves: those its APIBindings bind, then every served
+    /// version of each Established CRD.
     pub fn custom_resources(&self, cluster: &str) -> Vec<ResourceRef> {
-        self.custom_index().served(cluster)
+        let mut served = self.bound_resources(cluster);
+        served.extend(self.custom_index().served(cluster));
+        served
     }
 }
 

@@ -218,6 +218,18 @@ pub trait AccessCheck: Send + Sync {
         name: &'a str,
     ) -> futures::future::BoxFuture<'a, Result<bool, RegistryError>>;
 
+    /// [`AccessCheck::allowed`] by the roles and bindings of `cluster` alone, whether or not
+    /// the requester may enter it (kcp's "deep" SubjectAccessReview: a user may bind an
+    /// export of a workspace they cannot otherwise use).
+    fn allowed_deep<'a>(
+        &'a self,
+        at: Place<'a>,
+        verb: &'a str,
+        group: &'a str,
+        resource: &'a str,
+        name: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<bool, RegistryError>>;
+
     /// Every rule the requester holds in `namespace` of `cluster` (cluster-wide ones only when
     /// it is empty).
     fn rules_held<'a>(
@@ -553,8 +565,10 @@ impl Registry {
         name: &str,
     ) -> Result<Arc<Value>, RegistryError> {
         let kv = self.read(&target, name).await?;
-        let cacheable =
-            target.resource.custom.is_none() || kcp_apis::system::is_system(target.resource);
+        // Kept decoded under the key alone: only for kinds served at one version.
+        let cacheable = target.resource.custom.is_none()
+            || (kcp_apis::system::is_system(target.resource)
+                && !kcp_apis::system::converts(target.resource));
         if cacheable && let Some(object) = self.decoded.get(&kv.key, kv.mod_revision) {
             return Ok(object);
         }

@@ -10,6 +10,7 @@
 
 mod e2e {
     pub mod adversarial;
+    pub mod api_sharing;
     pub mod authorization;
     pub mod boundary;
     pub mod clusterrole_aggregation;

@@ -144,6 +144,21 @@ impl Authorizer {
         verb: &str,
         target: Target<'_>,
     ) -> Result<Decision, RegistryError> {
+        self.decide_as(subject, cluster, verb, target, Depth::Request)
+            .await
+    }
+
+    /// [`Authorizer::decide`], or, at [`Depth::Deep`], without the workspace access step
+    /// (kcp's "deep" SubjectAccessReviews: what RBAC grants in a cluster whoever may enter it,
+    /// as admission asks whether a user may bind an export of a workspace they cannot enter).
+    async fn decide_as(
+        &self,
+        subject: &UserInfo,
+        cluster: &str,
+        verb: &str,
+        target: Target<'_>,
+        depth: Depth,
+    ) -> Result<Decision, RegistryError> {
         if subject.groups.iter().any(|group| group == MASTERS) {
             return Ok(Decision::Allow);
         }
@@ -181,8 +196,9 @@ impl Authorizer {
             tracing::debug!(user = %subject.name, cluster, required, "not a member of required groups");
             return Ok(deny("access denied".into()));
         }
-        let enters =
-            local_service_account(subject, cluster) || self.may_enter(&state.policy, subject);
+        let enters = depth == Depth::Deep
+            || local_service_account(subject, cluster)
+            || self.may_enter(&state.policy, subject);
         if enters && self.grants(&state.policy, &attributes) {
             return Ok(Decision::Allow);
         }
@@ -339,6 +355,15 @@ fn exempt_from_required_groups(subject: &UserInfo) -> bool {
         })
 }
 
+/// Which steps of the chain a decision takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Depth {
+    /// All of them, as for a request.
+    Request,
+    /// All but the workspace access check.
+    Deep,
+}
+
 /// The authorizer answering admission's questions about one user.
 struct UserAccess {
     authorizer: Authorizer,
@@ -365,6 +390,30 @@ impl AccessCheck for UserAccess {
             let decision = self
                 .authorizer
                 .decide(&self.subject, at.cluster, verb, target)
+                .await?;
+            Ok(decision == Decision::Allow)
+        })
+    }
+
+    fn allowed_deep<'a>(
+        &'a self,
+        at: Place<'a>,
+        verb: &'a str,
+        group: &'a str,
+        resource: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<bool, RegistryError>> {
+        Box::pin(async move {
+            let target = Target::Resource {
+                api_group: group,
+                resource,
+                subresource: "",
+                name,
+                namespace: at.namespace,
+            };
+            let decision = self
+                .authorizer
+                .decide_as(&self.subject, at.cluster, verb, target, Depth::Deep)
                 .await?;
             Ok(decision == Decision::Allow)
         })

@@ -91,7 +91,7 @@ pub async fn reconcile(
         )
     } else if condition_true(&crd, "Established") {
         match registry
-            .delete_custom_resources_as_stored(cluster, group, plural, None)
+            .delete_custom_resources_as_stored(cluster, group, plural, "", None)
             .await
             .map(|held| held.objects)
         {

@@ -187,10 +187,25 @@ async fn settle(
     }
     let name = text(&crd["metadata"], "name");
     let group = text(&crd["spec"], "group");
+    // Names an APIBinding of the cluster binds are taken too (kcp: a CRD made after a
+    // binding of its resource is not established).
+    let bound: Vec<Value> = registry
+        .bound_resources(cluster)
+        .iter()
+        .filter(|r| r.group == group)
+        .map(|r| {
+            json!({
+                "plural": &*r.name, "singular": &*r.singular, "kind": &*r.kind,
+                "shortNames": r.short_names.iter().map(|s| &**s).collect::<Vec<_>>(),
+                "listKind": r.custom().map(|c| c.list_kind.as_str()).unwrap_or_default(),
+            })
+        })
+        .collect();
     let others = all
         .iter()
         .filter(|c| c.metadata.name != name && c.spec.group == group)
-        .map(Named::accepted_names);
+        .map(Named::accepted_names)
+        .chain(&bound);
     let (accepted, names_condition) = accept(crd, &Taken::of(others));
     let names_ok = names_condition.status;
     let mut status = crd["status"].as_object().cloned().unwrap_or_default();

@@ -88,7 +88,13 @@ pub(super) async fn reconcile(
         if resource.custom.is_some() && !system_kind {
             // As stored: no conversion webhook stands in the way.
             remaining += privileged
-                .delete_custom_resources_as_stored(cluster, &resource.group, &resource.name, None)
+                .delete_custom_resources_as_stored(
+                    cluster,
+                    &resource.group,
+                    &resource.name,
+                    resource.identity(),
+                    None,
+                )
                 .await?
                 .objects;
             continue;

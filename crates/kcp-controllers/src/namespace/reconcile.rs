@@ -94,7 +94,13 @@ pub async fn reconcile(
     }
     for resource in namespaced_custom_resources(registry, cluster) {
         let held = registry
-            .delete_custom_resources_as_stored(cluster, &resource.group, &resource.name, Some(name))
+            .delete_custom_resources_as_stored(
+                cluster,
+                &resource.group,
+                &resource.name,
+                resource.identity(),
+                Some(name),
+            )
             .await?;
         remaining.add(&resource.name, &resource.group, held);
     }

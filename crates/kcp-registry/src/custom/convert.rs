@@ -48,6 +48,14 @@ impl Registry {
         if objects.iter().all(|o| o["apiVersion"] == desired.as_str()) {
             return Ok(objects);
         }
+        if kcp_apis::system::converts(resource) {
+            return Ok(objects
+                .into_iter()
+                .map(|object| {
+                    kcp_apis::system::conversion::convert(&resource.kind, object, version)
+                })
+                .collect());
+        }
         match &custom.conversion {
             Conversion::None => Ok(objects
                 .into_iter()
@@ -144,7 +152,8 @@ impl Registry {
     }
 
     /// Stored objects as `resource`'s version serves them: custom resources converted, pruned
-    /// and defaulted; kcp's system kinds only defaulted (see [`kcp_apis::system::is_system`]).
+    /// and defaulted; kcp's system kinds only converted (the two-version ones) and defaulted
+    /// (see [`kcp_apis::system::is_system`]).
     pub(crate) async fn present_all(
         &self,
         resource: &Resource,
@@ -154,7 +163,7 @@ impl Registry {
             return Ok(objects);
         }
         let system = kcp_apis::system::is_system(resource);
-        let mut objects = if system {
+        let mut objects = if system && !kcp_apis::system::converts(resource) {
             objects
         } else {
             self.convert(resource, objects, &resource.version).await?
@@ -197,7 +206,7 @@ pub(crate) enum Presentation<'a> {
     /// when stored at another version or before their schema changed.
     Checked {
         /// The group and version a stored object's `apiVersion` must name (none for kcp's
-        /// system kinds, which have one version and are not converted).
+        /// system kinds of one version, which are not converted).
         version: Option<(&'a str, &'a str)>,
         /// The schema that must prune nothing (none where reads do not prune: system kinds,
         /// schemas that preserve unknown fields at their root).
@@ -214,8 +223,9 @@ impl<'a> Presentation<'a> {
         };
         let defaults = custom.defaults.as_ref();
         if kcp_apis::system::is_system(resource) {
+            let converts = kcp_apis::system::converts(resource);
             return Presentation::Checked {
-                version: None,
+                version: converts.then_some((&*resource.group, &*resource.version)),
                 schema: None,
                 defaults,
             };

@@ -62,7 +62,8 @@ impl Registry {
 }
 
 impl Registry {
-    /// Deletes every custom resource `plural.group` of `cluster` (only those in `namespace`,
+    /// Deletes every custom resource `plural.group` of `cluster` stored under `identity` (an
+    /// APIExport's identity hash for a bound resource, else empty; only those in `namespace`,
     /// if given) as stored, without converting or defaulting them: an object without
     /// finalizers goes, one with finalizers gets its deletionTimestamp (as a delete does).
     /// Answers how many are left (finalizers hold them, or a write raced this one).
@@ -71,9 +72,11 @@ impl Registry {
         cluster: &str,
         group: &str,
         plural: &str,
+        identity: &str,
         namespace: Option<&str>,
     ) -> Result<Held, RegistryError> {
-        let keys = ResourceKeys::new(group, plural);
+        let keys =
+            ResourceKeys::with_identity(group, plural, Some(identity).filter(|i| !i.is_empty()));
         let prefix = match namespace {
             Some(namespace) => keys.namespace(cluster, namespace),
             None => keys.cluster(cluster),

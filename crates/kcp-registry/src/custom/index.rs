@@ -39,6 +39,8 @@ struct Served {
 #[derive(Default)]
 pub(crate) struct CustomResourceIndex {
     interner: Interner,
+    /// The resources APIBindings bind, interned by the same interner.
+    bound: crate::apis::bound::BoundIndex,
     /// cluster → CRD name → served resources.
     clusters: RwLock<HashMap<String, BTreeMap<String, Served>>>,
 }
@@ -202,6 +204,14 @@ impl CustomResourceIndex {
             .unwrap_or_default()
     }
 
+    pub(crate) fn interner(&self) -> &Interner {
+        &self.interner
+    }
+
+    pub(crate) fn bound(&self) -> &crate::apis::bound::BoundIndex {
+        &self.bound
+    }
+
     /// How many distinct CRD specs have resources alive.
     pub(crate) fn live_specs(&self) -> usize {
         self.interner.live()
@@ -240,8 +250,11 @@ impl Registry {
             .find_resource(cluster, group, version, plural)
     }
 
-    /// Whether the CRD behind `resource` is being deleted in `cluster`.
+    /// Whether the CRD (or the APIBinding) behind `resource` is being deleted in `cluster`.
     pub(crate) fn crd_terminating(&self, cluster: &str, resource: &Resource) -> bool {
+        if !resource.identity().is_empty() {
+            return self.binding_terminating(cluster, resource);
+        }
         self.custom_index()
             .find(cluster, &resource.group, &resource.version, &resource.name)
             .is_some_and(|served| served.terminating)
@@ -254,21 +267,37 @@ impl Registry {
         self.custom_index().live_specs()
     }
 
-    /// Starts keeping the index in step with the CRDs in storage, including other servers'
-    /// writes and the state at start-up (see [`CrdFollower`]). Needs a tokio runtime.
+    /// Starts keeping the index in step with the CRDs and the APIBindings in storage,
+    /// including other servers' writes and the state at start-up (see [`CrdFollower`]). Needs
+    /// a tokio runtime.
     pub fn start_crd_follower(&self) -> CrdFollower {
-        let registry = self.clone();
+        let crds = self.clone();
+        let bindings = self.clone();
         CrdFollower {
-            task: Some(tokio::spawn(async move { registry.follow_crds().await })),
+            tasks: vec![
+                tokio::spawn(async move {
+                    crds.follow("CustomResourceDefinitions", Registry::follow_crds_once)
+                        .await
+                }),
+                tokio::spawn(async move {
+                    bindings
+                        .follow("APIBindings", Registry::follow_bindings_once)
+                        .await
+                }),
+            ],
         }
     }
 
-    /// Keeps the index in step with the CRDs in storage: lists every CRD of every cluster,
-    /// then follows their changes; starts over after an error. Runs until cancelled.
-    async fn follow_crds(&self) {
+    /// Runs `once` (a list, then a watch, of what an index follows) again and again, starting
+    /// over after an error. Runs until cancelled.
+    async fn follow<'a, F, Fut>(&'a self, what: &str, once: F)
+    where
+        F: Fn(&'a Registry) -> Fut,
+        Fut: std::future::Future<Output = Result<(), RegistryError>> + 'a,
+    {
         loop {
-            if let Err(error) = self.follow_crds_once().await {
-                tracing::warn!(%error, "following CustomResourceDefinitions; starting over");
+            if let Err(error) = once(self).await {
+                tracing::warn!(%error, "following {what}; starting over");
             }
             tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         }
@@ -308,16 +337,17 @@ impl Registry {
     }
 }
 
-/// The task that keeps a registry's index of served custom resources in step with storage
-/// ([`Registry::start_crd_follower`]); it stops when this handle is stopped or dropped.
+/// The tasks that keep a registry's index of served custom and bound resources in step with
+/// storage ([`Registry::start_crd_follower`]); they stop when this handle is stopped or
+/// dropped.
 pub struct CrdFollower {
-    task: Option<tokio::task::JoinHandle<()>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl CrdFollower {
-    /// Stops following and waits until the task is gone.
+    /// Stops following and waits until the tasks are gone.
     pub async fn stop(mut self) {
-        if let Some(task) = self.task.take() {
+        for task in std::mem::take(&mut self.tasks) {
             task.abort();
             let _ = task.await;
         }
@@ -326,7 +356,7 @@ impl CrdFollower {
 
 impl Drop for CrdFollower {
     fn drop(&mut self) {
-        if let Some(task) = &self.task {
+        for task in &self.tasks {
             task.abort();
         }
     }

@@ -304,8 +304,20 @@ async fn what_a_cluster_serves_is_answered_in_one_place() {
             .any(|(g, _)| *g == "example.com")
     );
     let kinds: Vec<&str> = listed.non_builtin().iter().map(|r| &*r.kind).collect();
+    let system = kcp_apis::system::resources().len();
     assert_eq!(kinds[..3], ["LogicalCluster", "Workspace", "WorkspaceType"]);
-    assert_eq!(kinds[3..], ["Widget", "Widget"]);
+    assert_eq!(
+        kinds[3..system],
+        [
+            "APIResourceSchema",
+            "APIExport",
+            "APIExport",
+            "APIBinding",
+            "APIBinding",
+            "APIExportEndpointSlice"
+        ]
+    );
+    assert_eq!(kinds[system..], ["Widget", "Widget"]);
 
     let by_kind = registry.serves_in_group("root:a", "example.com", |r| r.kind == "Widget");
     assert_eq!(

@@ -186,24 +186,7 @@ fn rbac_grants_hold_in_their_workspace_only() {
         admin.replace(admin_token.trim(), "alice-token"),
     )
     .unwrap();
-    let plugins = std::path::Path::new(env!("CARGO_BIN_EXE_kubectl-ws"))
-        .parent()
-        .unwrap();
-    let ws = |target: &str| {
-        std::process::Command::new("kubectl")
-            .env("KUBECONFIG", &kubeconfig)
-            .env(
-                "PATH",
-                format!(
-                    "{}:{}",
-                    plugins.display(),
-                    std::env::var("PATH").unwrap_or_default()
-                ),
-            )
-            .args(["ws", target])
-            .output()
-            .expect("run kubectl ws")
-    };
+    let ws = |target: &str| super::support::kubectl_with_plugins(&kubeconfig, &["ws", target]);
     let refused = stderr(&ws(&b));
     assert!(
         refused.contains(&format!("access to workspace {b:?} denied")),

@@ -32,6 +32,29 @@ pub fn without_namespace_defaults(listing: &str) -> String {
 /// The cluster of requests across every workspace.
 const WILDCARD: &str = "*";
 
+/// `PATH` with the plugin binaries (`kubectl-ws`, `kubectl-kcp`, ...) first.
+pub fn plugins_path() -> String {
+    let bin = Path::new(env!("CARGO_BIN_EXE_kubectl-ws"))
+        .parent()
+        .unwrap();
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// kubectl with the plugins on PATH and `kubeconfig` (see [`Kcp::kubeconfig_in`]).
+pub fn kubectl_with_plugins(kubeconfig: &Path, args: &[&str]) -> Output {
+    Command::new("kubectl")
+        .env("KUBECONFIG", kubeconfig)
+        .env("PATH", plugins_path())
+        .env_remove("KUBERNETES_MASTER")
+        .args(args)
+        .output()
+        .expect("run kubectl")
+}
+
 /// Writes `text` to the file `name` in `dir` and returns its path.
 pub fn write_file(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
@@ -422,6 +445,21 @@ impl Kcp {
         let output = self.kubectl(args);
         assert!(!output.status.success(), "kubectl {args:?} should fail");
         String::from_utf8_lossy(&output.stderr).trim().to_string()
+    }
+
+    /// A copy of the admin kubeconfig in `dir` whose current context points into `cluster`,
+    /// with `token` instead of the admin's if given: for the plugins, which act on the current
+    /// context's workspace.
+    pub fn kubeconfig_in(&self, dir: &Path, cluster: &str, token: Option<&str>) -> PathBuf {
+        let text = std::fs::read_to_string(self.server.root.join("admin.kubeconfig")).unwrap();
+        let mut text = text.replace("/clusters/root\"", &format!("/clusters/{cluster}\""));
+        if let Some(token) = token {
+            let admin = kcp_testing::kubeconfig::admin_token(&self.server.root, "kcp-admin");
+            text = text.replace(admin.trim(), token);
+        }
+        let path = dir.join(format!("{}.kubeconfig", cluster.replace(':', "_")));
+        std::fs::write(&path, text).unwrap();
+        path
     }
 
     /// Sends SIGTERM and requires a clean exit.

@@ -19,14 +19,7 @@ impl Plugins {
     fn new(kcp: &Kcp, dir: &Path) -> Plugins {
         let kubeconfig = dir.join("plugin.kubeconfig");
         std::fs::copy(kcp.kubeconfig(), &kubeconfig).unwrap();
-        let bin = Path::new(env!("CARGO_BIN_EXE_kubectl-ws"))
-            .parent()
-            .unwrap();
-        let path = format!(
-            "{}:{}",
-            bin.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
+        let path = super::support::plugins_path();
         Plugins { kubeconfig, path }
     }
 

@@ -1,0 +1,323 @@
+//! The resources each logical cluster's APIBindings bind: the `served` layer between kcp's
+//! own kinds and the cluster's CRDs (kcp's order: system CRDs, then bound ones, then local
+//! ones).
+//!
+//! A binding serves what its `status.boundResources` names: each an APIResourceSchema of the
+//! export's logical cluster (`status.apiExportClusterName`), checked by UID, served like a CRD
+//! of that spec under the export's identity hash (`Resource::identity`), so its objects are
+//! stored under `<resource>:<identity>`, apart from a local CRD's and another export's.
+//! Resources are interned by spec and identity: the thousand consumers of one export share one
+//! set.
+//!
+//! Fed like the CRD index: the binding controller applies what it writes at once
+//! ([`Registry::observe_binding`]), and the follower started with the CRD one
+//! ([`Registry::start_crd_follower`]) applies every binding in storage, other servers' writes
+//! included.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::RwLock;
+
+use futures::StreamExt;
+use kcp_apimachinery::object::text;
+use kcp_apis::builtin::{Resource, ResourceRef};
+use kcp_apis::custom::{Interner, Resources};
+use serde_json::Value;
+
+use crate::error::RegistryError;
+use crate::store::{Registry, Target};
+
+/// One binding's resources in one cluster.
+#[derive(Clone)]
+struct Bound {
+    resources: Vec<Resources>,
+    /// The export's logical cluster and name.
+    export: (String, String),
+    /// Being deleted: its objects can be read and deleted, not created.
+    terminating: bool,
+    /// The binding's resourceVersion this state is from (0: unknown).
+    revision: u64,
+}
+
+/// The bound resources of every logical cluster: cluster → binding name → resources.
+#[derive(Default)]
+pub(crate) struct BoundIndex {
+    clusters: RwLock<HashMap<String, BTreeMap<String, Bound>>>,
+}
+
+fn revision_of(object: &Value) -> u64 {
+    text(&object["metadata"], "resourceVersion")
+        .parse()
+        .unwrap_or(0)
+}
+
+impl BoundIndex {
+    fn set(&self, cluster: &str, name: &str, bound: Option<Bound>) {
+        let replaced = {
+            let mut clusters = self.clusters.write().unwrap_or_else(|e| e.into_inner());
+            let known = clusters
+                .get(cluster)
+                .and_then(|bindings| bindings.get(name))
+                .map_or(0, |bound| bound.revision);
+            let revision = bound.as_ref().map_or(0, |b| b.revision);
+            if revision != 0 && known > revision {
+                return;
+            }
+            match bound {
+                Some(bound) if !bound.resources.is_empty() => clusters
+                    .entry(cluster.to_string())
+                    .or_default()
+                    .insert(name.to_string(), bound),
+                _ => {
+                    let removed = clusters.get_mut(cluster).and_then(|b| b.remove(name));
+                    if clusters.get(cluster).is_some_and(BTreeMap::is_empty) {
+                        clusters.remove(cluster);
+                    }
+                    removed
+                }
+            }
+        };
+        drop(replaced);
+    }
+
+    fn reset(&self, fresh: HashMap<String, BTreeMap<String, Bound>>) {
+        let old = std::mem::replace(
+            &mut *self.clusters.write().unwrap_or_else(|e| e.into_inner()),
+            fresh,
+        );
+        drop(old);
+    }
+
+    /// The first bound resource of `cluster` that `matches`, and whether its binding is being
+    /// deleted.
+    fn find(
+        &self,
+        cluster: &str,
+        matches: impl Fn(&Resource) -> bool,
+    ) -> Option<(ResourceRef, bool)> {
+        let clusters = self.clusters.read().unwrap_or_else(|e| e.into_inner());
+        clusters.get(cluster)?.values().find_map(|bound| {
+            bound
+                .resources
+                .iter()
+                .flat_map(|set| set.iter())
+                .find(|r| matches(r))
+                .map(|r| (ResourceRef::from(r.clone()), bound.terminating))
+        })
+    }
+
+    /// A bound resource of any cluster that `matches`.
+    fn find_anywhere(&self, matches: impl Fn(&Resource) -> bool) -> Option<ResourceRef> {
+        let clusters = self.clusters.read().unwrap_or_else(|e| e.into_inner());
+        clusters
+            .values()
+            .flat_map(|b| b.values())
+            .find_map(|bound| {
+                bound
+                    .resources
+                    .iter()
+                    .flat_map(|set| set.iter())
+                    .find(|r| matches(r))
+                    .map(|r| ResourceRef::from(r.clone()))
+            })
+    }
+
+    /// Whether some cluster binds the export `name` of `cluster`.
+    fn binds(&self, cluster: &str, name: &str) -> bool {
+        let clusters = self.clusters.read().unwrap_or_else(|e| e.into_inner());
+        clusters
+            .values()
+            .flat_map(|b| b.values())
+            .any(|bound| bound.export.0 == cluster && bound.export.1 == name)
+    }
+
+    /// Every bound resource of `cluster`, binding by binding in name order.
+    fn served(&self, cluster: &str) -> Vec<ResourceRef> {
+        let clusters = self.clusters.read().unwrap_or_else(|e| e.into_inner());
+        clusters
+            .get(cluster)
+            .map(|bindings| {
+                bindings
+                    .values()
+                    .flat_map(|b| b.resources.iter().flat_map(|set| set.iter()))
+                    .map(|r| ResourceRef::from(r.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// `plural` split into the resource and the identity of `<resource>:<identity>`.
+pub fn split_identity(plural: &str) -> (&str, &str) {
+    plural.split_once(':').unwrap_or((plural, ""))
+}
+
+impl Registry {
+    fn bound_index(&self) -> &BoundIndex {
+        self.custom_index().bound()
+    }
+
+    /// The bound resource `plural` of `group/version` in `cluster`; in the wildcard cluster
+    /// only when `plural` names its identity (`<resource>:<identityHash>`, as kcp requires).
+    pub(crate) fn bound_resource(
+        &self,
+        cluster: &str,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<ResourceRef> {
+        if cluster == crate::ALL_CLUSTERS {
+            let (name, identity) = split_identity(plural);
+            if identity.is_empty() {
+                return None;
+            }
+            return self.bound_index().find_anywhere(|r| {
+                r.group == group
+                    && r.version == version
+                    && r.name == name
+                    && r.identity() == identity
+            });
+        }
+        self.bound_index()
+            .find(cluster, |r| {
+                r.group == group && r.version == version && r.name == plural
+            })
+            .map(|(resource, _)| resource)
+    }
+
+    /// The first bound resource of `cluster` that `matches`.
+    pub(crate) fn bound_matching(
+        &self,
+        cluster: &str,
+        matches: impl Fn(&Resource) -> bool,
+    ) -> Option<ResourceRef> {
+        self.bound_index()
+            .find(cluster, matches)
+            .map(|(resource, _)| resource)
+    }
+
+    /// A bound resource of some cluster named `plural` of `group/version`, whatever its
+    /// identity (metadata-only wildcard requests).
+    pub(crate) fn bound_anywhere(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<ResourceRef> {
+        self.bound_index()
+            .find_anywhere(|r| r.group == group && r.version == version && r.name == plural)
+    }
+
+    /// Every resource `cluster`'s APIBindings bind.
+    pub fn bound_resources(&self, cluster: &str) -> Vec<ResourceRef> {
+        self.bound_index().served(cluster)
+    }
+
+    /// Whether an APIBinding of some logical cluster binds the APIExport `name` of `cluster`.
+    pub fn export_is_bound(&self, cluster: &str, name: &str) -> bool {
+        self.bound_index().binds(cluster, name)
+    }
+
+    /// Whether the binding behind the bound `resource` of `cluster` is being deleted.
+    pub(crate) fn binding_terminating(&self, cluster: &str, resource: &Resource) -> bool {
+        !resource.identity().is_empty()
+            && self
+                .bound_index()
+                .find(cluster, |r| {
+                    r.group == resource.group
+                        && r.version == resource.version
+                        && r.name == resource.name
+                        && r.identity() == resource.identity()
+                })
+                .is_some_and(|(_, terminating)| terminating)
+    }
+
+    /// Serves what the APIBinding `binding` of `cluster` binds now (nothing once it is gone or
+    /// binds nothing), unless a newer state is known.
+    pub async fn observe_binding(
+        &self,
+        cluster: &str,
+        binding: &Value,
+    ) -> Result<(), RegistryError> {
+        let name = text(&binding["metadata"], "name");
+        let bound = self.bound_of(binding).await?;
+        self.bound_index().set(cluster, name, Some(bound));
+        Ok(())
+    }
+
+    /// Stops serving what the APIBinding `name` of `cluster` binds.
+    pub fn forget_binding(&self, cluster: &str, name: &str) {
+        self.bound_index().set(cluster, name, None);
+    }
+
+    /// What `binding` binds, read from its export's schemas.
+    async fn bound_of(&self, binding: &Value) -> Result<Bound, RegistryError> {
+        let export_cluster = text(&binding["status"], "apiExportClusterName");
+        let mut resources = Vec::new();
+        let entries = binding["status"]["boundResources"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for entry in entries {
+            let schema_name = text(&entry["schema"], "name");
+            let identity = text(&entry["schema"], "identityHash");
+            let target = Target {
+                cluster: export_cluster,
+                resource: kcp_apis::system::api_resource_schemas(),
+                namespace: None,
+            };
+            let schema = match self.get(target, schema_name).await {
+                Ok(schema) => schema,
+                // Deleted since: nothing to serve.
+                Err(RegistryError::NotFound { .. }) => continue,
+                Err(other) => return Err(other),
+            };
+            if text(&schema["metadata"], "uid") != text(&entry["schema"], "UID") {
+                continue;
+            }
+            let spec = super::schemas::crd_spec(&schema["spec"]);
+            resources.push(self.interner().resources_with_identity(&spec, identity));
+        }
+        Ok(Bound {
+            resources,
+            export: (
+                export_cluster.to_string(),
+                text(&binding["spec"]["reference"]["export"], "name").to_string(),
+            ),
+            terminating: binding["metadata"].get("deletionTimestamp").is_some(),
+            revision: revision_of(binding),
+        })
+    }
+
+    fn interner(&self) -> &Interner {
+        self.custom_index().interner()
+    }
+
+    /// Keeps the bound index in step with the APIBindings in storage: lists every binding of
+    /// every cluster, then follows their changes. Returns on an error.
+    pub(crate) async fn follow_bindings_once(&self) -> Result<(), RegistryError> {
+        let resource = kcp_apis::system::api_bindings();
+        let (objects, revision) = self
+            .list_all_clusters(resource, &(Box::new(|_: &Value| true) as crate::Filter))
+            .await?;
+        let mut fresh: HashMap<String, BTreeMap<String, Bound>> = HashMap::new();
+        for object in objects {
+            let bound = self.bound_of(&object.object).await?;
+            if !bound.resources.is_empty() {
+                let name = text(&object.object["metadata"], "name").to_string();
+                fresh.entry(object.cluster).or_default().insert(name, bound);
+            }
+        }
+        self.bound_index().reset(fresh);
+        let mut events = Box::pin(self.watch_all_clusters(resource, revision).await?);
+        while let Some(event) = events.next().await {
+            let event = event?;
+            let object = &event.event.object;
+            if event.event.kind == "DELETED" {
+                self.forget_binding(&event.cluster, text(&object["metadata"], "name"));
+            } else {
+                self.observe_binding(&event.cluster, object).await?;
+            }
+        }
+        Ok(())
+    }
+}

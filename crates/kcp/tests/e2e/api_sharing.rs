@@ -1,0 +1,518 @@
+//! API sharing with kubectl and kcp's plugin: a provider workspace exports `widgets` (its
+//! schema made by `kubectl kcp crd snapshot`), consumers bind it with `kubectl kcp bind
+//! apiexport`, and use widgets validated and defaulted by the export's schema, stored under the
+//! export's identity; wildcard lists by identity, naming conflicts with local CRDs in either
+//! order, the identity Secret, the endpoint slice, a binding's deletion, and the permission to
+//! bind.
+
+use std::path::Path;
+
+use base64::Engine;
+use kcp_testing::output::{json, stderr, stdout};
+
+use super::support::{Kcp, kubectl_with_plugins, write_file};
+
+/// A `widgets.example.io` CRD; `color` lists the colours its schema allows.
+fn widget_crd(color: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.io
+spec:
+  group: example.io
+  scope: Namespaced
+  names: {{plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {{status: {{}}}}
+    additionalPrinterColumns:
+    - {{name: Size, type: integer, jsonPath: .spec.size}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {{type: integer, minimum: 1, default: 3, description: How big the widget is.}}
+              color: {{type: string, enum: [{color}]}}
+          status:
+            type: object
+            properties:
+              seen: {{type: boolean}}
+"
+    )
+}
+
+/// Exports `widgets` from `provider`: the schema made from [`widget_crd`] by the plugin, and
+/// an APIExport written at v1alpha1 (stored at v1alpha2) claiming configmaps. Returns the
+/// export's identity hash once it has one.
+fn export_widgets(kcp: &Kcp, dir: &Path, provider: &str, color: &str) -> String {
+    let file = color.replace([',', ' '], "");
+    let crd = write_file(dir, &format!("{file}-crd.yaml"), &widget_crd(color));
+    let kubeconfig = kcp.kubeconfig_in(dir, provider, None);
+    let snapshot = kubectl_with_plugins(
+        &kubeconfig,
+        &["kcp", "crd", "snapshot", "-f", &crd, "--prefix", "v1"],
+    );
+    let schema = write_file(dir, &format!("{file}-schema.yaml"), &stdout(&snapshot));
+    kcp.kubectl_in_ok(provider, &["apply", "-f", &schema]);
+    let export = write_file(
+        dir,
+        "export.yaml",
+        "apiVersion: apis.kcp.io/v1alpha1
+kind: APIExport
+metadata:
+  name: widgets
+spec:
+  latestResourceSchemas: [v1.widgets.example.io]
+  permissionClaims:
+  - {group: \"\", resource: configmaps, all: true}
+",
+    );
+    kcp.kubectl_in_ok(provider, &["apply", "-f", &export]);
+    kcp.kubectl_in_ok(
+        provider,
+        &[
+            "wait",
+            "--for=jsonpath={.status.identityHash}",
+            "apiexport/widgets",
+            "--timeout=10s",
+        ],
+    );
+    kcp.kubectl_in_ok(
+        provider,
+        &[
+            "get",
+            "apiexport",
+            "widgets",
+            "-o",
+            "jsonpath={.status.identityHash}",
+        ],
+    )
+}
+
+/// `kubectl kcp bind apiexport <export> <flags>` in `consumer`, which must succeed; its output.
+fn bind(kcp: &Kcp, dir: &Path, consumer: &str, export: &str, flags: &[&str]) -> String {
+    let kubeconfig = kcp.kubeconfig_in(dir, consumer, None);
+    let mut args = vec!["kcp", "bind", "apiexport", export];
+    args.extend_from_slice(flags);
+    let output = kubectl_with_plugins(&kubeconfig, &args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    stdout(&output)
+}
+
+/// `namespace/name` of each object a wildcard list of `path` returns, sorted.
+fn wildcard_names(kcp: &Kcp, path: &str) -> Vec<String> {
+    let list = json(&kcp.kubectl_in_ok("*", &["get", "--raw", path]));
+    let mut names: Vec<String> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| {
+            format!(
+                "{}/{}",
+                item["metadata"]["annotations"]["kcp.io/cluster"]
+                    .as_str()
+                    .unwrap(),
+                item["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn an_exported_api_is_bound_served_and_kept_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::shared("api-sharing");
+    let provider = kcp.workspace("provider");
+    let identity = export_widgets(&kcp, dir.path(), &provider, "red, blue");
+    assert_eq!(identity.len(), 64, "{identity}");
+
+    // v1alpha1 names schemas; v1alpha2 (stored) lists resources; claims keep their meaning.
+    let v2 = json(&kcp.kubectl_in_ok(
+        &provider,
+        &[
+            "get",
+            "apiexports.v1alpha2.apis.kcp.io",
+            "widgets",
+            "-o",
+            "json",
+        ],
+    ));
+    assert_eq!(
+        v2["spec"]["resources"][0]["schema"],
+        "v1.widgets.example.io"
+    );
+    assert_eq!(
+        v2["spec"]["resources"][0]["storage"],
+        serde_json::json!({"crd": {}})
+    );
+    assert_eq!(
+        v2["spec"]["permissionClaims"][0]["verbs"],
+        serde_json::json!(["*"])
+    );
+    let v1 = json(&kcp.kubectl_in_ok(
+        &provider,
+        &[
+            "get",
+            "apiexports.v1alpha1.apis.kcp.io",
+            "widgets",
+            "-o",
+            "json",
+        ],
+    ));
+    assert_eq!(
+        v1["spec"]["latestResourceSchemas"],
+        serde_json::json!(["v1.widgets.example.io"])
+    );
+
+    // The identity is the SHA-256 of the key of the Secret kcp-system/widgets.
+    let secret = json(&kcp.kubectl_in_ok(
+        &provider,
+        &["get", "secret", "widgets", "-n", "kcp-system", "-o", "json"],
+    ));
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(secret["data"]["key"].as_str().unwrap())
+        .unwrap();
+    let key_file = dir.path().join("key");
+    std::fs::write(&key_file, key).unwrap();
+    let sum = std::process::Command::new("sha256sum")
+        .arg(&key_file)
+        .output()
+        .unwrap();
+    assert!(stdout(&sum).starts_with(&identity));
+
+    // Two consumers bind it: one accepts the claim, one rejects it.
+    let (a, b) = (kcp.workspace("consumer-a"), kcp.workspace("consumer-b"));
+    let export = format!("{provider}:widgets");
+    assert_eq!(
+        bind(
+            &kcp,
+            dir.path(),
+            &a,
+            &export,
+            &["--accept-permission-claim", "configmaps.core"]
+        ),
+        "apibinding widgets created. Waiting to successfully bind ...\nwidgets created and bound.\n"
+    );
+    bind(
+        &kcp,
+        dir.path(),
+        &b,
+        &export,
+        &["--reject-permission-claim", "configmaps.core"],
+    );
+    let binding = json(&kcp.kubectl_in_ok(&a, &["get", "apibinding", "widgets", "-o", "json"]));
+    assert_eq!(binding["status"]["phase"], "Bound");
+    assert_eq!(
+        binding["status"]["apiExportClusterName"],
+        kcp.logical_cluster(&provider)
+    );
+    let bound = &binding["status"]["boundResources"][0];
+    assert_eq!(bound["resource"], "widgets");
+    assert_eq!(bound["schema"]["identityHash"], identity.as_str());
+    assert_eq!(
+        binding["status"]["appliedPermissionClaims"][0]["resource"],
+        "configmaps"
+    );
+    let rejected = json(&kcp.kubectl_in_ok(&b, &["get", "apibinding", "widgets", "-o", "json"]));
+    assert_eq!(rejected["spec"]["permissionClaims"][0]["state"], "Rejected");
+    assert!(rejected["status"].get("appliedPermissionClaims").is_none());
+
+    // Each consumer uses widgets as a CRD of the export's schema would serve them.
+    for (consumer, name) in [(&a, "wa"), (&b, "wb")] {
+        let listed = kcp.kubectl_in_ok(consumer, &["api-resources", "--api-group=example.io"]);
+        assert!(listed.contains("widgets"), "{listed}");
+        let widget = write_file(
+            dir.path(),
+            &format!("{name}.yaml"),
+            &format!(
+                "apiVersion: example.io/v1\nkind: Widget\nmetadata: {{name: {name}, namespace: default}}\nspec: {{color: red}}\n"
+            ),
+        );
+        kcp.kubectl_in_ok(consumer, &["apply", "-f", &widget]);
+        let size = kcp.kubectl_in_ok(
+            consumer,
+            &[
+                "get",
+                "widget",
+                name,
+                "-n",
+                "default",
+                "-o",
+                "jsonpath={.spec.size}",
+            ],
+        );
+        assert_eq!(size, "3", "defaulted by the schema");
+        let table = kcp.kubectl_in_ok(consumer, &["get", "widgets", "-n", "default"]);
+        assert!(table.starts_with("NAME   SIZE"), "{table}");
+        let refused = kcp.kubectl_in_err(
+            consumer,
+            &[
+                "patch",
+                "widget",
+                name,
+                "-n",
+                "default",
+                "--type=merge",
+                "-p",
+                r#"{"spec":{"color":"green"}}"#,
+            ],
+        );
+        assert!(
+            refused.contains("Unsupported value: \"green\""),
+            "{refused}"
+        );
+        let explained = kcp.kubectl_in_ok(consumer, &["explain", "widgets.spec.size"]);
+        assert!(explained.contains("How big the widget is."), "{explained}");
+    }
+
+    // The provider's endpoint slice points at this server's virtual workspace of the export.
+    let provider_cluster = kcp.logical_cluster(&provider);
+    let url = kcp.kubectl_in_ok(
+        &provider,
+        &[
+            "get",
+            "apiexportendpointslice",
+            "widgets",
+            "-o",
+            "jsonpath={.status.endpoints[0].url}",
+        ],
+    );
+    assert_eq!(
+        url,
+        format!(
+            "{}/services/apiexport/{provider_cluster}/widgets",
+            kcp.base_url()
+        )
+    );
+
+    // Wildcard lists need the identity; with it they return exactly the binders' objects.
+    let (ca, cb) = (kcp.logical_cluster(&a), kcp.logical_cluster(&b));
+    let by_identity = format!("/clusters/*/apis/example.io/v1/widgets:{identity}");
+    assert_eq!(
+        wildcard_names(&kcp, &by_identity),
+        [format!("{ca}/wa"), format!("{cb}/wb")]
+    );
+    let plain = kcp.kubectl_in_err(
+        "*",
+        &["get", "--raw", "/clusters/*/apis/example.io/v1/widgets"],
+    );
+    assert!(
+        plain.contains("NotFound") || plain.contains("not find"),
+        "{plain}"
+    );
+
+    // Another export of the same group and resource, bound elsewhere, stays apart.
+    let other_provider = kcp.workspace("provider-2");
+    let other_identity = export_widgets(&kcp, dir.path(), &other_provider, "green");
+    assert_ne!(other_identity, identity);
+    let c = kcp.workspace("consumer-c");
+    bind(
+        &kcp,
+        dir.path(),
+        &c,
+        &format!("{other_provider}:widgets"),
+        &[],
+    );
+    let green = write_file(
+        dir.path(),
+        "wc.yaml",
+        "apiVersion: example.io/v1\nkind: Widget\nmetadata: {name: wc, namespace: default}\nspec: {color: green}\n",
+    );
+    kcp.kubectl_in_ok(&c, &["apply", "-f", &green]);
+    let cc = kcp.logical_cluster(&c);
+    assert_eq!(
+        wildcard_names(
+            &kcp,
+            &format!("/clusters/*/apis/example.io/v1/widgets:{other_identity}")
+        ),
+        [format!("{cc}/wc")]
+    );
+    assert_eq!(wildcard_names(&kcp, &by_identity).len(), 2);
+
+    // Deleting a binding deletes its widgets and the resource from the consumer.
+    kcp.kubectl_in_ok(&b, &["delete", "apibinding", "widgets", "--timeout=20s"]);
+    assert_eq!(wildcard_names(&kcp, &by_identity), [format!("{ca}/wa")]);
+    kcp_testing::wait::until("widgets leave consumer-b's discovery", || {
+        !kcp.kubectl_in_ok(&b, &["api-resources", "--api-group=example.io"])
+            .contains("widgets")
+    });
+}
+
+#[test]
+fn a_local_crd_and_a_binding_of_the_same_resource_conflict_as_in_kcp() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::shared("api-sharing-conflicts");
+    let provider = kcp.workspace("provider");
+    export_widgets(&kcp, dir.path(), &provider, "red");
+    let crd = write_file(dir.path(), "local.yaml", &widget_crd("blue"));
+    let export = format!("{provider}:widgets");
+
+    // A local CRD first: the binding does not bind, and says why.
+    let first = kcp.workspace("crd-first");
+    kcp.kubectl_in_ok(&first, &["apply", "-f", &crd]);
+    kcp.wait_established(&first, "widgets.example.io");
+    let binding = write_file(
+        dir.path(),
+        "binding.yaml",
+        &format!(
+            "apiVersion: apis.kcp.io/v1alpha2\nkind: APIBinding\nmetadata: {{name: widgets}}\nspec: {{reference: {{export: {{path: \"{provider}\", name: widgets}}}}}}\n"
+        ),
+    );
+    kcp.kubectl_in_ok(&first, &["apply", "-f", &binding]);
+    kcp.kubectl_in_ok(
+        &first,
+        &[
+            "wait",
+            "--for=condition=BindingUpToDate=false",
+            "apibinding/widgets",
+            "--timeout=10s",
+        ],
+    );
+    let status = json(&kcp.kubectl_in_ok(&first, &["get", "apibinding", "widgets", "-o", "json"]))
+        ["status"]
+        .clone();
+    assert_eq!(status["phase"], "Binding");
+    for kind in ["InitialBindingCompleted", "BindingUpToDate", "Ready"] {
+        let condition = status["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == kind)
+            .unwrap_or_else(|| panic!("{kind} in {status}"));
+        assert_eq!(condition["status"], "False");
+        assert_eq!(condition["reason"], "NamingConflicts");
+        assert_eq!(
+            condition["message"],
+            "Unable to bind APIs because they are bound by other APIBindings or CRDs: map[widgets.example.io:{ true}]"
+        );
+    }
+
+    // A binding first: the local CRD is admitted but never established.
+    let second = kcp.workspace("binding-first");
+    bind(&kcp, dir.path(), &second, &export, &[]);
+    kcp.kubectl_in_ok(&second, &["apply", "-f", &crd]);
+    kcp.kubectl_in_ok(
+        &second,
+        &[
+            "wait",
+            "--for=condition=NamesAccepted=false",
+            "crd/widgets.example.io",
+            "--timeout=10s",
+        ],
+    );
+    let conditions = kcp.kubectl_in_ok(
+        &second,
+        &[
+            "get",
+            "crd",
+            "widgets.example.io",
+            "-o",
+            "jsonpath={range .status.conditions[*]}{.type}={.status}/{.reason}/{.message};{end}",
+        ],
+    );
+    assert!(
+        conditions
+            .contains("NamesAccepted=False/ListKindConflict/\"WidgetList\" is already in use;"),
+        "{conditions}"
+    );
+    assert!(
+        conditions.contains("Established=False/NotAccepted/"),
+        "{conditions}"
+    );
+    // The bound resource keeps serving, by the export's schema (red, not blue).
+    let red = write_file(
+        dir.path(),
+        "red.yaml",
+        "apiVersion: example.io/v1\nkind: Widget\nmetadata: {name: red, namespace: default}\nspec: {color: red}\n",
+    );
+    kcp.kubectl_in_ok(&second, &["apply", "-f", &red]);
+}
+
+#[test]
+fn schemas_are_immutable_and_binding_needs_bind_on_the_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = write_file(
+        dir.path(),
+        "tokens.csv",
+        "alice-token,alice,1001,\nbob-token,bob,1002,\n",
+    );
+    let kcp = Kcp::start(&dir.path().join("root"), &["--token-auth-file", &tokens]);
+    let provider = kcp.workspace("provider");
+    export_widgets(&kcp, dir.path(), &provider, "red");
+
+    // An APIResourceSchema's spec never changes.
+    let refused = kcp.kubectl_in_err(
+        &provider,
+        &[
+            "patch",
+            "apiresourceschema",
+            "v1.widgets.example.io",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"names":{"singular":"gadget"}}}"#,
+        ],
+    );
+    assert!(
+        refused.contains("is forbidden") && refused.contains("is immutable"),
+        "{refused}"
+    );
+
+    // Alice and Bob administer the consumer; only Alice may bind the export.
+    let consumer = kcp.workspace("consumer");
+    for user in ["alice", "bob"] {
+        kcp.kubectl_in_ok(
+            &consumer,
+            &[
+                "create",
+                "clusterrolebinding",
+                &format!("{user}-admin"),
+                "--clusterrole=cluster-admin",
+                &format!("--user={user}"),
+            ],
+        );
+    }
+    // (kubectl's `create clusterrole` refuses verbs discovery does not list, such as `bind`.)
+    let grant = write_file(
+        dir.path(),
+        "grant.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: bind-widgets}
+rules:
+- {apiGroups: [apis.kcp.io], resources: [apiexports], resourceNames: [widgets], verbs: [bind]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: alice-binds}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: bind-widgets}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
+",
+    );
+    kcp.kubectl_in_ok(&provider, &["apply", "-f", &grant]);
+    let export = format!("{provider}:widgets");
+    let bob = kcp.kubeconfig_in(dir.path(), &consumer, Some("bob-token"));
+    let denied = kubectl_with_plugins(&bob, &["kcp", "bind", "apiexport", &export]);
+    assert!(!denied.status.success());
+    assert!(
+        stderr(&denied).contains(&format!(
+            "unable to create APIBinding: no permission to bind to export {export}"
+        )),
+        "{}",
+        stderr(&denied)
+    );
+    let alice_dir = dir.path().join("alice");
+    std::fs::create_dir_all(&alice_dir).unwrap();
+    let alice = kcp.kubeconfig_in(&alice_dir, &consumer, Some("alice-token"));
+    let bound = kubectl_with_plugins(&alice, &["kcp", "bind", "apiexport", &export]);
+    assert!(bound.status.success(), "{}", stderr(&bound));
+    assert!(stdout(&bound).ends_with("widgets created and bound.\n"));
+}
