@@ -74,9 +74,9 @@ fn discovery_documents_are_kube_apiservers_bytes() {
         };
         let answered = fetch(&kcp, token, &path, accept);
         let answered = match (stem, accept) {
-            ("apis", _) => without_kcp_groups(&answered, r#",{"name":"core.kcp.io""#),
+            ("apis", _) => without_kcp_groups(&answered, r#",{"name":"apis.kcp.io""#),
             ("agg_apis", _) => {
-                without_kcp_groups(&answered, r#",{"metadata":{"name":"core.kcp.io"}"#)
+                without_kcp_groups(&answered, r#",{"metadata":{"name":"apis.kcp.io"}"#)
             }
             ("api", _) => answered.replace(&address, "ADDRESS"),
             _ => answered,
