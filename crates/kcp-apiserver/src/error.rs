@@ -21,15 +21,17 @@ pub enum ApiError {
     NoSuchResource,
     /// 405: a verb this resource or subresource does not serve.
     MethodNotAllowed(String),
+    /// 403 with this message alone (a virtual workspace's refusals, which name no resource).
+    Forbidden(String),
 }
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ApiError::Registry(error) => error.fmt(f),
-            ApiError::UnsupportedMediaType(message) | ApiError::MethodNotAllowed(message) => {
-                f.write_str(message)
-            }
+            ApiError::UnsupportedMediaType(message)
+            | ApiError::MethodNotAllowed(message)
+            | ApiError::Forbidden(message) => f.write_str(message),
             ApiError::NoSuchResource => {
                 f.write_str("the server could not find the requested resource")
             }
@@ -68,6 +70,10 @@ impl ApiError {
             ApiError::MethodNotAllowed(message) => {
                 let code = StatusCode::METHOD_NOT_ALLOWED;
                 (code, failure_status(code, "MethodNotAllowed", message))
+            }
+            ApiError::Forbidden(message) => {
+                let code = StatusCode::FORBIDDEN;
+                (code, failure_status(code, "Forbidden", message))
             }
         }
     }

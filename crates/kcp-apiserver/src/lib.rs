@@ -42,6 +42,7 @@ mod table;
 #[cfg(test)]
 mod test_support;
 pub mod version;
+pub mod virtual_workspaces;
 mod watch;
 pub mod webhook_client;
 mod wildcard;

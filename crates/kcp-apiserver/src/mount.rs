@@ -5,10 +5,9 @@
 //! every mount ([`crate::router`]). What follows depends on the tree: how its paths name a
 //! logical cluster, whose identity a request has there, and who may do what. A mount lists
 //! those steps as [`Layer`]s, in order; the router runs them ([`crate::router::Router`]) and
-//! the first that answers ends the request. Today there is one tree, [`CLUSTERS`]
-//! (`/clusters/<path>/...` and the bare paths); the virtual workspaces of API sharing
-//! (`/services/apiexport/...`, `/services/initializingworkspaces/...`) come as mounts of
-//! their own, with their own path resolution and authorization.
+//! the first that answers ends the request. The trees: [`CLUSTERS`] (`/clusters/<path>/...`
+//! and the bare paths) and [`APIEXPORT`] (`/services/apiexport/...`, an export's virtual
+//! workspace, [`crate::virtual_workspaces`]), with its own resolution and authorization.
 
 /// One step of a mount's chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +26,9 @@ pub enum Layer {
     HomeWorkspace,
     /// The authorizer's decision for the request in its logical cluster.
     Authorize,
+    /// A virtual workspace's view: its authorization (verbs on the view's object), and the
+    /// request rewritten to what the view lets it see.
+    VirtualWorkspace,
 }
 
 /// A URL tree and its chain.
@@ -52,9 +54,25 @@ pub const CLUSTERS: Mount = Mount {
     ],
 };
 
-/// The mount that answers `path`.
-pub fn of(_path: &str) -> &'static Mount {
-    &CLUSTERS
+/// `/services/apiexport/<cluster>/<export>/clusters/<consumer or *>/...`.
+pub const APIEXPORT: Mount = Mount {
+    name: "apiexport",
+    layers: &[Layer::VirtualWorkspace],
+};
+
+/// The mount that answers `path`, its view if it is a virtual workspace's, and the path its
+/// handlers read (`/clusters/...`).
+pub fn of(
+    path: &str,
+) -> (
+    &'static Mount,
+    Option<crate::virtual_workspaces::View>,
+    &str,
+) {
+    match crate::virtual_workspaces::route(path) {
+        Some((view, inner)) => (&APIEXPORT, Some(view), inner),
+        None => (&CLUSTERS, None, path),
+    }
 }
 
 #[cfg(test)]
@@ -63,7 +81,8 @@ mod tests {
 
     #[test]
     fn the_cluster_tree_resolves_then_finds_the_identity_then_authorizes() {
-        let mount = of("/clusters/root/api/v1/namespaces");
+        let (mount, view, _) = of("/clusters/root/api/v1/namespaces");
+        assert!(view.is_none());
         assert_eq!(mount.name, "clusters");
         let at = |layer| mount.layers.iter().position(|l| *l == layer).unwrap();
         // The path first (a service account's own cluster where none is named), then who the
@@ -73,5 +92,13 @@ mod tests {
         assert!(at(Layer::ForeignIdentity) < at(Layer::Impersonation));
         assert!(at(Layer::Impersonation) < at(Layer::HomeWorkspace));
         assert_eq!(mount.layers.last(), Some(&Layer::Authorize));
+    }
+
+    #[test]
+    fn an_export_view_is_its_own_tree() {
+        let (mount, view, inner) = of("/services/apiexport/c/e/clusters/*/apis");
+        assert_eq!(mount.name, "apiexport");
+        assert!(view.is_some());
+        assert_eq!(inner, "/clusters/*/apis");
     }
 }

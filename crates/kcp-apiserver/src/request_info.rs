@@ -34,7 +34,35 @@ pub struct ResourceRequest {
     pub subresource: Option<String>,
     /// get, list, watch, create, update, patch, delete or deletecollection.
     pub verb: String,
+    /// Which objects the request may see, when a view narrows it (a virtual workspace's
+    /// claimed resources, its bindings); never set from the request itself.
+    pub restrict: Option<Restriction>,
 }
+
+/// A predicate on objects (as read, with their `kcp.io/cluster` annotation) that a view
+/// narrows its requests by, applied with the request's own selectors.
+#[derive(Clone)]
+pub struct Restriction(pub std::sync::Arc<dyn Fn(&serde_json::Value) -> bool + Send + Sync>);
+
+impl Restriction {
+    pub fn allows(&self, object: &serde_json::Value) -> bool {
+        (self.0)(object)
+    }
+}
+
+impl std::fmt::Debug for Restriction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Restriction")
+    }
+}
+
+impl PartialEq for Restriction {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Restriction {}
 
 /// Parses a request line. `query` is the raw query string without `?`.
 pub fn parse(method: &Method, path: &str, query: Option<&str>) -> RequestInfo {
@@ -115,6 +143,7 @@ pub fn parse(method: &Method, path: &str, query: Option<&str>) -> RequestInfo {
         name,
         subresource,
         verb: verb.to_string(),
+        restrict: None,
     })
 }
 

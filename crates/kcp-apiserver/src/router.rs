@@ -91,11 +91,8 @@ impl Router {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let started = Instant::now();
-        let info = request_info::parse(
-            request.method(),
-            request.uri().path(),
-            request.uri().query(),
-        );
+        let (mount, view, path) = crate::mount::of(request.uri().path());
+        let info = request_info::parse(request.method(), path, request.uri().query());
         let (verb, group, resource) = match &info {
             RequestInfo::Resource(r) => (r.verb.clone(), r.group.clone(), r.resource.clone()),
             RequestInfo::NonResource { verb, .. } => (verb.clone(), String::new(), String::new()),
@@ -116,7 +113,8 @@ impl Router {
             _ => Encoding::Json,
         };
         let gzip = crate::compression::accepts_gzip(request.headers());
-        let (response, served) = self.admit(request, info, negotiated, encoding).await;
+        let route = Route { mount, view };
+        let (response, served) = self.admit(request, route, info, negotiated, encoding).await;
         let response = crate::compression::maybe_gzip(response, gzip).await;
         // Labels only from bounded sets: a resource nothing serves, or any path of a client
         // that is not even authenticated, must not become a new series.
@@ -164,6 +162,7 @@ impl Router {
     async fn admit<B>(
         &self,
         request: Request<B>,
+        route: Route,
         info: RequestInfo,
         negotiated: Result<Negotiated, NotAcceptable>,
         encoding: Encoding,
@@ -238,7 +237,7 @@ impl Router {
         };
         let timeout = self.limits.config().request_timeout;
         let mut served = false;
-        let answer = self.answer(request, info, user, negotiated, &mut served);
+        let answer = self.answer(request, route, info, user, negotiated, &mut served);
         let response = if timeout.is_zero() {
             answer.await
         } else {
@@ -259,6 +258,7 @@ impl Router {
     async fn answer<B>(
         &self,
         request: Request<B>,
+        route: Route,
         info: RequestInfo,
         user: &User,
         negotiated: Result<Negotiated, NotAcceptable>,
@@ -276,9 +276,10 @@ impl Router {
             info,
             user: Cow::Borrowed(user),
             requested_cluster,
+            view: route.view,
+            view_served: None,
         };
-        let mount = crate::mount::of(parts.uri.path());
-        for layer in mount.layers {
+        for layer in route.mount.layers {
             if let Some(answered) = self
                 .pass(*layer, &mut flow, &parts.headers, encoding, served)
                 .await
@@ -290,8 +291,17 @@ impl Router {
             info,
             user,
             requested_cluster,
+            view_served,
+            ..
         } = flow;
         let user: &User = &user;
+        // What discovery and OpenAPI list: a view's resources, or the cluster's.
+        let mut view_served = view_served;
+        let mut served_in = |cluster: Option<&str>| {
+            view_served
+                .take()
+                .unwrap_or_else(|| ServedResources::of(&self.registry, cluster))
+        };
         match info {
             RequestInfo::NonResource { path, .. } if path == "/metrics" && read_only => {
                 let text = self.metrics.render(&self.registry).await;
@@ -316,10 +326,7 @@ impl Router {
             RequestInfo::NonResource { path, cluster, .. }
                 if read_only && path.trim_end_matches('/') == "/openapi/v2" =>
             {
-                crate::openapi_v2::serve(
-                    &ServedResources::of(&self.registry, cluster.as_deref()),
-                    &parts.headers,
-                )
+                crate::openapi_v2::serve(&served_in(cluster.as_deref()), &parts.headers)
             }
             RequestInfo::NonResource { path, cluster, .. }
                 if read_only && (path == "/openapi/v3" || path.starts_with("/openapi/v3/")) =>
@@ -329,7 +336,7 @@ impl Router {
                     .map(|name| format!("/clusters/{name}"))
                     .unwrap_or_default();
                 crate::openapi::serve(
-                    &ServedResources::of(&self.registry, cluster.as_deref()),
+                    &served_in(cluster.as_deref()),
                     &prefix,
                     &path["/openapi/v3".len()..],
                     parts.uri.query(),
@@ -337,7 +344,7 @@ impl Router {
                 )
             }
             RequestInfo::NonResource { path, cluster, .. } => {
-                let served = ServedResources::of(&self.registry, cluster.as_deref());
+                let served = served_in(cluster.as_deref());
                 let aggregated = negotiation::aggregated_discovery_version(&parts.headers);
                 match (path.trim_end_matches('/'), aggregated) {
                     ("/api", Some(version)) if read_only => {
@@ -418,8 +425,18 @@ impl Router {
     }
 }
 
+/// The mount a request is for, and its view if it is a virtual workspace's.
+struct Route {
+    mount: &'static crate::mount::Mount,
+    view: Option<crate::virtual_workspaces::View>,
+}
+
 /// A request on its way through its mount's layers.
 struct Flow<'u> {
+    /// The virtual workspace view the request is for, if any.
+    view: Option<crate::virtual_workspaces::View>,
+    /// What that view serves, once it admitted the request.
+    view_served: Option<ServedResources>,
     info: RequestInfo,
     /// Who the request is from, as the layers so far see them.
     user: Cow<'u, User>,
@@ -510,6 +527,28 @@ impl Router {
                         crate::workspaces::home(&self.registry, &self.authz, &flow.user, encoding)
                             .await,
                     );
+                }
+            }
+            Layer::VirtualWorkspace => {
+                let Some(view) = &flow.view else {
+                    return Some(crate::error::ApiError::NoSuchResource.into_response(encoding));
+                };
+                let info = flow.info.clone();
+                match crate::virtual_workspaces::admit(
+                    &self.registry,
+                    &self.authz,
+                    &flow.user,
+                    view,
+                    info,
+                )
+                .await
+                {
+                    Ok(admitted) => {
+                        *served = matches!(admitted.info, RequestInfo::Resource(_));
+                        flow.info = admitted.info;
+                        flow.view_served = Some(admitted.served);
+                    }
+                    Err(error) => return Some(error.into_response(encoding)),
                 }
             }
             Layer::Authorize => match self.authz.authorize(&flow.user, &flow.info).await {

@@ -109,19 +109,25 @@ impl RequestScope<'_> {
 
 /// Decoded query parameters.
 #[derive(Clone)]
-pub(crate) struct Params(Vec<(String, String)>);
+pub(crate) struct Params {
+    pairs: Vec<(String, String)>,
+    /// Which objects a view lets the request see besides its selectors (a virtual
+    /// workspace's), set by the server, never from the query.
+    pub(crate) restrict: Option<crate::request_info::Restriction>,
+}
 
 impl Params {
     pub(crate) fn parse(query: Option<&str>) -> Self {
-        Params(
-            form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        Params {
+            pairs: form_urlencoded::parse(query.unwrap_or_default().as_bytes())
                 .into_owned()
                 .collect(),
-        )
+            restrict: None,
+        }
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<&str> {
-        self.0
+        self.pairs
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())

@@ -140,6 +140,7 @@ impl Registry {
     pub fn served(&self, cluster: &str) -> ServedResources {
         ServedResources {
             others: self.layers(cluster).non_builtin(),
+            builtin: true,
         }
     }
 
@@ -157,6 +158,8 @@ impl Registry {
 pub struct ServedResources {
     /// kcp's own kinds, then the cluster's custom resources.
     others: Vec<ResourceRef>,
+    /// Whether the built-in resources are served too (all but views of chosen resources).
+    builtin: bool,
 }
 
 impl ServedResources {
@@ -170,19 +173,37 @@ impl ServedResources {
 
     /// The built-in resources alone.
     pub fn builtin() -> ServedResources {
-        ServedResources { others: Vec::new() }
+        ServedResources {
+            others: Vec::new(),
+            builtin: true,
+        }
     }
 
     /// The built-in resources and these others (tests, and views made from known handles).
     pub fn with(others: Vec<ResourceRef>) -> ServedResources {
-        ServedResources { others }
+        ServedResources {
+            others,
+            builtin: true,
+        }
+    }
+
+    /// These resources alone, built-in ones among them or not: a view that serves chosen
+    /// resources (a virtual workspace).
+    pub fn only(resources: Vec<ResourceRef>) -> ServedResources {
+        ServedResources {
+            others: resources,
+            builtin: false,
+        }
     }
 
     /// Every served resource: built-in ones first.
     pub fn all(&self) -> impl Iterator<Item = &Resource> + '_ {
-        builtin::RESOURCES
-            .iter()
-            .chain(self.others.iter().map(|r| &**r))
+        let builtin: &[Resource] = if self.builtin {
+            builtin::RESOURCES
+        } else {
+            &[]
+        };
+        builtin.iter().chain(self.others.iter().map(|r| &**r))
     }
 
     /// The resources that are not built in (kcp's own kinds, then custom resources), as the
@@ -217,10 +238,14 @@ impl ServedResources {
     /// then the others by name), each with its versions, the preferred one first.
     pub fn groups(&self) -> Vec<(&str, Vec<&str>)> {
         let mut groups = builtin::groups();
+        if !self.builtin {
+            groups.retain(|(group, _)| self.others.iter().any(|r| r.group == *group));
+        }
         let mut others: Vec<(&str, Vec<&str>)> = Vec::new();
         for r in &self.others {
             let (group, version) = (&*r.group, &*r.version);
-            if groups.iter().any(|(g, _)| *g == group) {
+            // The core group is `/api`'s (a view may serve some of its resources).
+            if group.is_empty() || groups.iter().any(|(g, _)| *g == group) {
                 continue;
             }
             match others.iter_mut().find(|(g, _)| *g == group) {

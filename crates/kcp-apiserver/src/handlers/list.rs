@@ -137,7 +137,8 @@ pub(crate) fn selector_filter(
             }
         }
     }
-    if label_selector.is_none() && field_selector.is_none() {
+    let restrict = params.restrict.clone();
+    if label_selector.is_none() && field_selector.is_none() && restrict.is_none() {
         return Ok(None);
     }
     let kind = kinds::rules(resource);
@@ -148,6 +149,7 @@ pub(crate) fn selector_filter(
             && field_selector
                 .as_ref()
                 .is_none_or(|s| s.matches(|field| kind.field_value(object, field)))
+            && restrict.as_ref().is_none_or(|r| r.allows(object))
     })))
 }
 

@@ -82,7 +82,8 @@ async fn serve_in_scope(
             crate::wildcard::metadata_only_resource(registry, info, cluster, conversion)
         })
         .ok_or(ApiError::NoSuchResource)?;
-    let params = Params::parse(query);
+    let mut params = Params::parse(query);
+    params.restrict = info.restrict.clone();
     let delete_options = match info.verb.as_str() {
         "delete" | "deletecollection" => {
             let content_type = headers

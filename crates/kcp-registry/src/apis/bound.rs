@@ -258,24 +258,16 @@ impl Registry {
             .map(Vec::as_slice)
             .unwrap_or_default();
         for entry in entries {
-            let schema_name = text(&entry["schema"], "name");
-            let identity = text(&entry["schema"], "identityHash");
-            let target = Target {
-                cluster: export_cluster,
-                resource: kcp_apis::system::api_resource_schemas(),
-                namespace: None,
-            };
-            let schema = match self.get(target, schema_name).await {
-                Ok(schema) => schema,
-                // Deleted since: nothing to serve.
-                Err(RegistryError::NotFound { .. }) => continue,
-                Err(other) => return Err(other),
-            };
-            if text(&schema["metadata"], "uid") != text(&entry["schema"], "UID") {
-                continue;
-            }
-            let spec = super::schemas::crd_spec(&schema["spec"]);
-            resources.push(self.interner().resources_with_identity(&spec, identity));
+            let schema = &entry["schema"];
+            let found = self
+                .schema_resources(
+                    export_cluster,
+                    text(schema, "name"),
+                    Some(text(schema, "UID")),
+                    text(schema, "identityHash"),
+                )
+                .await?;
+            resources.extend(found);
         }
         Ok(Bound {
             resources,
@@ -286,6 +278,58 @@ impl Registry {
             terminating: binding["metadata"].get("deletionTimestamp").is_some(),
             revision: revision_of(binding),
         })
+    }
+
+    /// The resources of the APIResourceSchema `name` of `cluster` (of that UID, if given),
+    /// served under `identity`; `None` when there is no such schema.
+    async fn schema_resources(
+        &self,
+        cluster: &str,
+        name: &str,
+        uid: Option<&str>,
+        identity: &str,
+    ) -> Result<Option<Resources>, RegistryError> {
+        let target = Target {
+            cluster,
+            resource: kcp_apis::system::api_resource_schemas(),
+            namespace: None,
+        };
+        let schema = match self.get(target, name).await {
+            Ok(schema) => schema,
+            // Deleted since: nothing to serve.
+            Err(RegistryError::NotFound { .. }) => return Ok(None),
+            Err(other) => return Err(other),
+        };
+        if uid.is_some_and(|uid| uid != text(&schema["metadata"], "uid")) {
+            return Ok(None);
+        }
+        let spec = super::schemas::crd_spec(&schema["spec"]);
+        Ok(Some(
+            self.interner().resources_with_identity(&spec, identity),
+        ))
+    }
+
+    /// Every resource the APIExport `export` of `cluster` exports (its CRD-stored resources'
+    /// schemas), served under its identity: what its virtual workspace serves.
+    pub async fn export_resources(
+        &self,
+        cluster: &str,
+        export: &Value,
+    ) -> Result<Vec<ResourceRef>, RegistryError> {
+        let identity = text(&export["status"], "identityHash");
+        let mut all = Vec::new();
+        for resource in export["spec"]["resources"].as_array().into_iter().flatten() {
+            if resource["storage"].get("crd").is_none() {
+                continue;
+            }
+            if let Some(found) = self
+                .schema_resources(cluster, text(resource, "schema"), None, identity)
+                .await?
+            {
+                all.extend(found.iter().cloned().map(ResourceRef::from));
+            }
+        }
+        Ok(all)
     }
 
     fn interner(&self) -> &Interner {

@@ -293,8 +293,92 @@ fn an_exported_api_is_bound_served_and_kept_apart() {
         )
     );
 
-    // Wildcard lists need the identity; with it they return exactly the binders' objects.
+    // The export's virtual workspace: its resources, the claimed ones and the bindings.
     let (ca, cb) = (kcp.logical_cluster(&a), kcp.logical_cluster(&b));
+    let view = |target: &str, args: &[&str]| {
+        let server = format!("--server={url}/clusters/{target}");
+        let mut all = vec![server.as_str()];
+        all.extend_from_slice(args);
+        kcp.kubectl(&all)
+    };
+    let resources = stdout(&view("*", &["api-resources", "-o", "name"]));
+    assert_eq!(
+        resources,
+        "configmaps\napibindings.apis.kcp.io\nwidgets.example.io\n"
+    );
+    let names = |output: String| -> Vec<String> {
+        let mut lines: Vec<String> = output.lines().map(str::to_string).collect();
+        lines.sort();
+        lines
+    };
+    let every_widget = [
+        "-o",
+        "jsonpath={range .items[*]}{.metadata.annotations.kcp\\.io/cluster}/{.metadata.name}{\"\\n\"}{end}",
+    ];
+    let mut listed = vec!["get", "widgets", "-A"];
+    listed.extend_from_slice(&every_widget);
+    assert_eq!(
+        names(stdout(&view("*", &listed))),
+        [format!("{ca}/wa"), format!("{cb}/wb")]
+    );
+    // Claimed configmaps only where the claim was accepted.
+    let mut configmaps = vec!["get", "configmaps", "-A"];
+    configmaps.extend_from_slice(&every_widget);
+    let claimed = names(stdout(&view("*", &configmaps)));
+    assert!(
+        claimed.contains(&format!("{ca}/kube-root-ca.crt")),
+        "{claimed:?}"
+    );
+    assert!(claimed.iter().all(|c| c.starts_with(&ca)), "{claimed:?}");
+    let not_claimed = stderr(&view(&cb, &["get", "configmaps", "-n", "default"]));
+    assert!(not_claimed.contains("could not find"), "{not_claimed}");
+    // Every binding to the export, the one that rejected the claim too.
+    let mut bindings = vec!["get", "apibindings"];
+    bindings.extend_from_slice(&every_widget);
+    assert_eq!(
+        names(stdout(&view("*", &bindings))),
+        [format!("{ca}/widgets"), format!("{cb}/widgets")]
+    );
+    // A provider's controller writes status through it; consumers are named by logical
+    // cluster, not by path.
+    stdout(&view(
+        &ca,
+        &[
+            "patch",
+            "widget",
+            "wa",
+            "-n",
+            "default",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"seen":true}}"#,
+        ],
+    ));
+    let seen = kcp.kubectl_in_ok(
+        &a,
+        &[
+            "get",
+            "widget",
+            "wa",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.status.seen}",
+        ],
+    );
+    assert_eq!(seen, "true");
+    let path_url = format!(
+        "{}/clusters/{a}/apis",
+        url.trim_start_matches(&kcp.base_url())
+    );
+    let by_path = kcp.kubectl_err(&["get", "--raw", &path_url]);
+    assert!(
+        by_path.contains("Path not resolved to a valid virtual workspace"),
+        "{by_path}"
+    );
+
+    // Wildcard lists need the identity; with it they return exactly the binders' objects.
     let by_identity = format!("/clusters/*/apis/example.io/v1/widgets:{identity}");
     assert_eq!(
         wildcard_names(&kcp, &by_identity),
@@ -515,4 +599,78 @@ subjects:
     let bound = kubectl_with_plugins(&alice, &["kcp", "bind", "apiexport", &export]);
     assert!(bound.status.success(), "{}", stderr(&bound));
     assert!(stdout(&bound).ends_with("widgets created and bound.\n"));
+
+    // The export's virtual workspace answers whoever holds verbs on `apiexports/content`
+    // in the provider's workspace (and may enter it).
+    let content = write_file(
+        dir.path(),
+        "content.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: widgets-content}
+rules:
+- {apiGroups: [apis.kcp.io], resources: [apiexports/content], resourceNames: [widgets], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: alice-content}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: widgets-content}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: alice-access}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:kcp:workspace:access}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
+",
+    );
+    kcp.kubectl_in_ok(&provider, &["apply", "-f", &content]);
+    let url = kcp.kubectl_in_ok(
+        &provider,
+        &[
+            "get",
+            "apiexportendpointslice",
+            "widgets",
+            "-o",
+            "jsonpath={.status.endpoints[0].url}",
+        ],
+    );
+    let path = format!(
+        "{}/clusters/*/apis/example.io/v1/widgets",
+        url.trim_start_matches(&kcp.base_url())
+    );
+    let listed = kcp.kubectl_in_as("alice-token", "root", &["get", "--raw", &path]);
+    assert!(stdout(&listed).contains("\"items\":[]"));
+    let refused = stderr(&kcp.kubectl_in_as("bob-token", "root", &["get", "--raw", &path]));
+    assert!(
+        refused.contains("Forbidden") || refused.contains("forbidden"),
+        "{refused}"
+    );
+    let widget = write_file(
+        dir.path(),
+        "widget.json",
+        r#"{"apiVersion":"example.io/v1","kind":"Widget","metadata":{"name":"w","namespace":"default"},"spec":{"color":"red"}}"#,
+    );
+    let consumer_path = path.replace(
+        "/clusters/*/apis/example.io/v1/widgets",
+        &format!(
+            "/clusters/{}/apis/example.io/v1/namespaces/default/widgets",
+            kcp.logical_cluster(&consumer)
+        ),
+    );
+    let create = [
+        "create",
+        "--raw",
+        consumer_path.as_str(),
+        "-f",
+        widget.as_str(),
+    ];
+    let written = stderr(&kcp.kubectl_in_as("alice-token", "root", &create));
+    assert!(
+        written.contains("cannot create resource \"apiexports/content\""),
+        "{written}"
+    );
+    stdout(&kcp.kubectl_in(&consumer, &create));
 }

@@ -1,0 +1,253 @@
+//! Virtual workspaces: views of many logical clusters served under `/services/...`, as kcp's
+//! in-process virtual workspace server serves them, over the same handlers as `/clusters/`.
+//!
+//! `apiexport`: `/services/apiexport/<cluster>/<export>/clusters/<consumer or *>/...`, the view
+//! an export's provider has of every consumer bound to it:
+//!
+//! - the resources the export exports (stored under its identity: the view of `*` is the
+//!   wildcard read of `<resource>:<identity>`, so exactly the binders' objects), the resources
+//!   it claims (only in clusters whose binding accepted the claim), and the `apibindings` to
+//!   the export;
+//! - a consumer is named by its logical cluster name (a workspace path is refused, as kcp
+//!   refuses it: `Path not resolved to a valid virtual workspace`);
+//! - authorized by the request's verb on `apiexports/content` of the export, in the
+//!   provider's logical cluster.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use kcp_apimachinery::object::text;
+use kcp_apimachinery::rbac::Target as RbacTarget;
+use kcp_apis::builtin::ResourceRef;
+use kcp_registry::{ALL_CLUSTERS, ListOptions, Registry, ServedResources, Target};
+use serde_json::Value;
+
+use crate::authn::User;
+use crate::authz::{Authorizer, Decision};
+use crate::error::ApiError;
+use crate::request_info::{RequestInfo, Restriction};
+
+/// A view a request is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum View {
+    /// The APIExport `export` of the logical cluster `cluster`.
+    ApiExport { cluster: String, export: String },
+}
+
+const APIEXPORT_PREFIX: &str = "/services/apiexport/";
+
+/// The view a `/services/...` path names, and the rest of the path (`/clusters/...`) the
+/// handlers read; `None` for paths outside the virtual workspaces.
+pub fn route(path: &str) -> Option<(View, &str)> {
+    let rest = path.strip_prefix(APIEXPORT_PREFIX)?;
+    let mut parts = rest.splitn(3, '/');
+    let (cluster, export) = (parts.next()?, parts.next()?);
+    let inner = parts
+        .next()
+        .map_or("", |_| &rest[cluster.len() + export.len() + 1..]);
+    if cluster.is_empty() || export.is_empty() {
+        return None;
+    }
+    let view = View::ApiExport {
+        cluster: cluster.to_string(),
+        export: export.to_string(),
+    };
+    Some((view, inner))
+}
+
+/// What a view lets a request see: the request rewritten for the handlers, and the resources
+/// its discovery lists.
+pub struct Admitted {
+    pub info: RequestInfo,
+    pub served: ServedResources,
+}
+
+/// A 403 whose message is `message` alone.
+fn forbidden(message: String) -> ApiError {
+    ApiError::Forbidden(message)
+}
+
+/// Admits `info` to the APIExport view `view` for `user`, or answers why not.
+pub async fn admit(
+    registry: &Registry,
+    authz: &Authorizer,
+    user: &User,
+    view: &View,
+    mut info: RequestInfo,
+) -> Result<Admitted, ApiError> {
+    let View::ApiExport { cluster, export } = view;
+    let consumer = match &info {
+        RequestInfo::Resource(r) => r.cluster.clone(),
+        RequestInfo::NonResource { cluster, .. } => cluster.clone(),
+    };
+    let Some(consumer) = consumer else {
+        return Err(ApiError::NoSuchResource);
+    };
+    if consumer != ALL_CLUSTERS && !kcp_registry::tenancy::paths::valid_cluster_name(&consumer) {
+        return Err(forbidden(
+            "Path not resolved to a valid virtual workspace".into(),
+        ));
+    }
+    let verb = match &info {
+        RequestInfo::Resource(r) => r.verb.clone(),
+        RequestInfo::NonResource { .. } => "get".to_string(),
+    };
+    let target = RbacTarget::Resource {
+        api_group: kcp_apis::system::APIS_GROUP,
+        resource: "apiexports",
+        subresource: "content",
+        name: export,
+        namespace: "",
+    };
+    let decision = match user.groups.iter().any(|g| g == "system:masters") {
+        true => Decision::Allow,
+        false => authz.decide(&user.info(), cluster, &verb, target).await?,
+    };
+    if let Decision::Deny(denial) = decision {
+        return Err(forbidden(denial.message));
+    }
+    let privileged = registry.privileged();
+    let exports = Target {
+        cluster,
+        resource: kcp_apis::system::api_exports(),
+        namespace: None,
+    };
+    let export_object = privileged
+        .get(exports, export)
+        .await
+        .map_err(|_| ApiError::NoSuchResource)?;
+    let identity = text(&export_object["status"], "identityHash").to_string();
+    let exported = privileged.export_resources(cluster, &export_object).await?;
+    let claims: Vec<(String, String)> = export_object["spec"]["permissionClaims"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            (
+                text(c, "group").to_string(),
+                text(c, "resource").to_string(),
+            )
+        })
+        .collect();
+    let claimed: Vec<ResourceRef> = kcp_apis::builtin::RESOURCES
+        .iter()
+        .filter(|r| claims.iter().any(|(g, n)| r.group == *g && r.name == *n))
+        .map(ResourceRef::from)
+        .collect();
+    let bindings = kcp_apis::system::resources()
+        .iter()
+        .filter(|r| r.group == kcp_apis::system::APIS_GROUP && r.name == "apibindings")
+        .map(ResourceRef::from);
+    let mut served: Vec<ResourceRef> = exported.clone();
+    served.extend(claimed.iter().cloned());
+    served.extend(bindings);
+    if let RequestInfo::Resource(request) = &mut info {
+        let binds_export = binding_filter(cluster, export);
+        let is_exported = exported.iter().any(|r| {
+            r.group == request.group && r.version == request.version && r.name == request.resource
+        });
+        let is_claimed = claimed
+            .iter()
+            .any(|r| r.group == request.group && r.name == request.resource);
+        if request.group == kcp_apis::system::APIS_GROUP && request.resource == "apibindings" {
+            let filter = binds_export.clone();
+            request.restrict = Some(Restriction(Arc::new(move |o: &Value| filter(o))));
+        } else if is_exported {
+            if consumer == ALL_CLUSTERS {
+                request.resource = format!("{}:{identity}", request.resource);
+            } else {
+                let bound = registry
+                    .serves(
+                        &consumer,
+                        &request.group,
+                        &request.version,
+                        &request.resource,
+                    )
+                    .is_some_and(|r| r.identity() == identity);
+                if !bound {
+                    return Err(ApiError::NoSuchResource);
+                }
+            }
+        } else if is_claimed {
+            let accepted = accepting_clusters(&privileged, &binds_export, request).await?;
+            if consumer != ALL_CLUSTERS && !accepted.contains(&consumer) {
+                return Err(ApiError::NoSuchResource);
+            }
+            let accepted = Arc::new(accepted);
+            request.restrict = Some(Restriction(Arc::new(move |o: &Value| {
+                accepted.contains(text(&o["metadata"]["annotations"], "kcp.io/cluster"))
+            })));
+        } else {
+            return Err(ApiError::NoSuchResource);
+        }
+    }
+    Ok(Admitted {
+        info,
+        served: ServedResources::only(served),
+    })
+}
+
+type BindingFilter = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
+
+/// Whether an APIBinding binds the export `export` of `cluster`.
+fn binding_filter(cluster: &str, export: &str) -> BindingFilter {
+    let (cluster, export) = (cluster.to_string(), export.to_string());
+    Arc::new(move |binding: &Value| {
+        text(&binding["status"], "apiExportClusterName") == cluster
+            && text(&binding["spec"]["reference"]["export"], "name") == export
+    })
+}
+
+/// The logical clusters whose binding to the export accepted the claim on `request`'s
+/// resource.
+async fn accepting_clusters(
+    registry: &Registry,
+    binds_export: &BindingFilter,
+    request: &crate::request_info::ResourceRequest,
+) -> Result<BTreeSet<String>, ApiError> {
+    let target = Target {
+        cluster: ALL_CLUSTERS,
+        resource: kcp_apis::system::api_bindings(),
+        namespace: None,
+    };
+    let listed = registry.list(target, ListOptions::default()).await?;
+    Ok(listed
+        .items
+        .iter()
+        .filter(|b| binds_export(b))
+        .filter(|b| {
+            b["spec"]["permissionClaims"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| {
+                    c["state"] == "Accepted"
+                        && text(c, "group") == request.group
+                        && text(c, "resource") == request.resource
+                })
+        })
+        .map(|b| text(&b["metadata"]["annotations"], "kcp.io/cluster").to_string())
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apiexport_paths_name_the_export_and_the_rest() {
+        let (view, rest) =
+            route("/services/apiexport/abc/widgets/clusters/*/apis/example.io/v1/widgets").unwrap();
+        assert_eq!(
+            view,
+            View::ApiExport {
+                cluster: "abc".into(),
+                export: "widgets".into()
+            }
+        );
+        assert_eq!(rest, "/clusters/*/apis/example.io/v1/widgets");
+        assert_eq!(route("/services/apiexport/abc/widgets").unwrap().1, "");
+        assert!(route("/clusters/root/api").is_none());
+        assert!(route("/services/apiexport/abc").is_none());
+    }
+}
