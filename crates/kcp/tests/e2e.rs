@@ -31,6 +31,7 @@ mod e2e {
     pub mod kubectl;
     pub mod limits;
     pub mod lists;
+    pub mod multicluster_provider;
     pub mod namespace_defaults;
     pub mod namespaces;
     pub mod negotiation;

@@ -62,8 +62,10 @@ impl BoundIndex {
             if revision != 0 && known > revision {
                 return;
             }
+            // A binding that binds no resources (an export of claims alone) is kept too: it
+            // makes its cluster part of the export's view.
             match bound {
-                Some(bound) if !bound.resources.is_empty() => clusters
+                Some(bound) if !bound.export.0.is_empty() => clusters
                     .entry(cluster.to_string())
                     .or_default()
                     .insert(name.to_string(), bound),
@@ -346,7 +348,7 @@ impl Registry {
         let mut fresh: HashMap<String, BTreeMap<String, Bound>> = HashMap::new();
         for object in objects {
             let bound = self.bound_of(&object.object).await?;
-            if !bound.resources.is_empty() {
+            if !bound.export.0.is_empty() {
                 let name = text(&object.object["metadata"], "name").to_string();
                 fresh.entry(object.cluster).or_default().insert(name, bound);
             }
