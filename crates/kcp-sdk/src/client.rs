@@ -51,6 +51,39 @@ impl ClusterConfig {
         }
     }
 
+    /// The same credentials for the logical clusters behind another URL: a virtual workspace's,
+    /// as an APIExportEndpointSlice lists it (`https://host/services/apiexport/<cluster>/<export>`),
+    /// where `client(consumer)` reaches one consumer and `wildcard()` all of them.
+    pub fn at(&self, url: &str) -> ClusterConfig {
+        ClusterConfig {
+            config: self.config.clone(),
+            base: url.trim_end_matches('/').to_string(),
+            clients: Arc::default(),
+        }
+    }
+
+    /// The virtual workspace URLs of the APIExportEndpointSlice `slice` of logical cluster
+    /// `cluster` (`status.endpoints[].url`): where a provider's controller reaches the export's
+    /// consumers (empty until some workspace binds the export).
+    pub async fn endpoints(&self, cluster: &str, slice: &str) -> Result<Vec<String>, ClusterError> {
+        let resource = kube::api::ApiResource {
+            group: "apis.kcp.io".into(),
+            version: "v1alpha1".into(),
+            api_version: "apis.kcp.io/v1alpha1".into(),
+            kind: "APIExportEndpointSlice".into(),
+            plural: "apiexportendpointslices".into(),
+        };
+        let slices: kube::Api<kube::api::DynamicObject> =
+            kube::Api::all_with(self.client(cluster)?, &resource);
+        let found = slices.get(slice).await?;
+        Ok(found.data["status"]["endpoints"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e["url"].as_str().map(str::to_string))
+            .collect())
+    }
+
     /// From the environment, as kube-rs reads it (`KUBECONFIG`, the in-cluster service account).
     pub async fn infer() -> Result<ClusterConfig, ClusterError> {
         Ok(ClusterConfig::new(kube::Config::infer().await?))
@@ -118,6 +151,16 @@ mod tests {
         assert_eq!(clients.by_cluster.len(), KEPT_CLIENTS);
         assert!(clients.by_cluster.contains_key("hot"));
         assert!(!clients.by_cluster.contains_key("c0"));
+    }
+
+    #[test]
+    fn a_virtual_workspace_url_is_a_base_of_its_own() {
+        let view = config("https://127.0.0.1:6443/clusters/root")
+            .at("https://127.0.0.1:6443/services/apiexport/abc/widgets");
+        assert_eq!(
+            view.url_of("*"),
+            "https://127.0.0.1:6443/services/apiexport/abc/widgets/clusters/*"
+        );
     }
 
     #[test]

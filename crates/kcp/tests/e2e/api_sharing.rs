@@ -674,3 +674,85 @@ subjects:
     );
     stdout(&kcp.kubectl_in(&consumer, &create));
 }
+
+/// The SDK's example provider controller (`kcp_sdk::examples::provider`), pointed at the
+/// export's endpoint slice, sees every consumer's widgets through the virtual workspace and
+/// writes their status there; the consumers read it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_provider_controller_serves_every_consumer() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::shared("api-sharing-provider");
+    let provider = kcp.workspace("provider");
+    export_widgets(&kcp, dir.path(), &provider, "red");
+    let export = format!("{provider}:widgets");
+    let mut consumers = Vec::new();
+    for name in ["one", "two", "three"] {
+        let consumer = kcp.workspace(name);
+        bind(&kcp, dir.path(), &consumer, &export, &[]);
+        let widget = write_file(
+            dir.path(),
+            &format!("{name}.yaml"),
+            &format!(
+                "apiVersion: example.io/v1\nkind: Widget\nmetadata: {{name: {name}, namespace: default}}\nspec: {{color: red}}\n"
+            ),
+        );
+        kcp.kubectl_in_ok(&consumer, &["apply", "-f", &widget]);
+        consumers.push((consumer, name));
+    }
+    let config = kcp_sdk::ClusterConfig::new(kcp.kube_config_in(&provider).await);
+    let url = kcp_testing::wait::until("the endpoint slice's URL", || {
+        let url = kcp.kubectl_in_ok(
+            &provider,
+            &[
+                "get",
+                "apiexportendpointslice",
+                "widgets",
+                "-o",
+                "jsonpath={.status.endpoints[0].url}",
+            ],
+        );
+        (!url.is_empty()).then_some(url)
+    });
+    assert_eq!(
+        config.endpoints(&provider, "widgets").await.unwrap(),
+        std::slice::from_ref(&url)
+    );
+    let resource = kube::api::ApiResource {
+        group: "example.io".into(),
+        version: "v1".into(),
+        api_version: "example.io/v1".into(),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let controller = tokio::spawn(kcp_sdk::examples::provider::run(
+        config.at(&url),
+        resource,
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    for (consumer, name) in &consumers {
+        let consumer = consumer.clone();
+        let name = name.to_string();
+        let kcp = &kcp;
+        tokio::task::block_in_place(|| {
+            kcp_testing::wait::until("the provider marks the widget seen", || {
+                kcp.kubectl_in_ok(
+                    &consumer,
+                    &[
+                        "get",
+                        "widget",
+                        &name,
+                        "-n",
+                        "default",
+                        "-o",
+                        "jsonpath={.status.seen}",
+                    ],
+                ) == "true"
+            })
+        });
+    }
+    let _ = stop.send(());
+    controller.await.unwrap().unwrap();
+}
