@@ -9,9 +9,12 @@
 //! `authz` (GETs by an RBAC-authorized user against the admin's), `lists` (a LIST of 100,000
 //! configmaps against a bare TLS server sending the same bytes, and the memory it takes),
 //! `watches` (10,000 watches over 1,000 workspaces: memory per idle watch, delivery latency),
-//! `gc` (garbage collection of many dependents and of ownership chains in a deleted namespace).
+//! `gc` (garbage collection of many dependents and of ownership chains in a deleted namespace),
+//! `apis` (a thousand workspaces binding one export: rate, memory, the virtual workspace's
+//! watch and LIST).
 
 mod api;
+mod apis;
 mod authz;
 mod crds;
 mod gc;
@@ -66,6 +69,10 @@ enum Command {
     /// Watches at scale: 10,000 watches over 1,000 workspaces and wildcard ones, the memory
     /// each idle one takes and how fast events reach them. Expects `cargo build --release -p kcp`.
     Watches(watches::Options),
+    /// API sharing: 1,000 workspaces binding one export (rate to Bound, RSS per binding), one
+    /// watch through the export's virtual workspace (delivery latency), and a LIST through it
+    /// against the same LIST in the workspace. Expects `cargo build --release -p kcp`.
+    Apis(apis::Options),
 }
 
 #[tokio::main]
@@ -79,6 +86,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Authz(options) => authz::run(options).await,
         Command::Lists(options) => lists::run(options).await,
         Command::Watches(options) => watches::run(options).await,
+        Command::Apis(options) => apis::run(options).await,
         Command::Gc(options) => gc::run(options).await,
     }
 }

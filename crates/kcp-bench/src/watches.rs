@@ -75,16 +75,16 @@ fn namespace(n: usize) -> String {
 }
 
 /// When each event's create was sent, by configmap name.
-type Sent = Arc<Mutex<HashMap<String, Instant>>>;
+pub(crate) type Sent = Arc<Mutex<HashMap<String, Instant>>>;
 
 /// What one watcher saw: delivery latencies, and how often each name came.
-struct Delivered {
-    latency: Histogram<u64>,
-    names: HashMap<String, u32>,
+pub(crate) struct Delivered {
+    pub(crate) latency: Histogram<u64>,
+    pub(crate) names: HashMap<String, u32>,
 }
 
 /// Reads a watch until `expected` events came (or the deadline), noting each one's latency.
-async fn follow(
+pub(crate) async fn follow(
     mut body: hyper::body::Incoming,
     sent: Sent,
     expected: usize,
@@ -136,7 +136,7 @@ fn name_of(line: &[u8]) -> Option<String> {
 }
 
 /// Opens a watch of `path` on `connection` from `revision`.
-async fn open(
+pub(crate) async fn open(
     connection: &mut Connection,
     authorization: &str,
     path: &str,
@@ -156,7 +156,7 @@ async fn open(
 }
 
 /// POSTs `body` to `path`, requiring 201.
-async fn create(
+pub(crate) async fn create(
     connection: &mut Connection,
     authorization: &str,
     path: &str,

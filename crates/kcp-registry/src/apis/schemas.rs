@@ -7,6 +7,9 @@ use serde_json::{Map, Value, json};
 pub fn crd_spec(schema_spec: &Value) -> Value {
     let mut spec = schema_spec.as_object().cloned().unwrap_or_default();
     spec.remove("nameValidation");
+    // As a CRD's defaults set it.
+    spec.entry("conversion")
+        .or_insert_with(|| json!({"strategy": "None"}));
     if let Some(Value::Array(versions)) = spec.get_mut("versions") {
         for version in versions.iter_mut().filter_map(Value::as_object_mut) {
             if let Some(schema) = version.remove("schema") {
@@ -54,6 +57,7 @@ mod tests {
             json!({"openAPIV3Schema": {"type": "object"}})
         );
         assert!(crd.get("nameValidation").is_none());
+        assert_eq!(crd["conversion"], json!({"strategy": "None"}));
         assert_eq!(
             as_crd(&json!({"spec": spec}))["metadata"]["name"],
             "widgets.example.io"
