@@ -29,6 +29,7 @@
 
 mod bootstrap;
 pub mod impersonation;
+mod maximal_permission;
 mod policies;
 pub mod reviews;
 pub mod webhook;
@@ -64,6 +65,7 @@ pub struct Denial {
 /// The authorization chain of one server.
 #[derive(Clone)]
 pub struct Authorizer {
+    registry: Registry,
     policies: policies::Policies,
     bootstrap: Arc<Policy>,
     /// Asked last, about what RBAC does not allow (`--authorization-webhook-config-file`).
@@ -73,6 +75,7 @@ pub struct Authorizer {
 impl Authorizer {
     pub fn new(registry: Registry) -> Authorizer {
         Authorizer {
+            registry: registry.clone(),
             policies: policies::Policies::new(registry, bootstrap::cluster_roles()),
             bootstrap: Arc::new(bootstrap::policy()),
             webhook: None,
@@ -148,10 +151,53 @@ impl Authorizer {
             .await
     }
 
-    /// [`Authorizer::decide`], or, at [`Depth::Deep`], without the workspace access step
-    /// (kcp's "deep" SubjectAccessReviews: what RBAC grants in a cluster whoever may enter it,
-    /// as admission asks whether a user may bind an export of a workspace they cannot enter).
+    /// [`Authorizer::decide_as`], then, for a request's Allow on a bound resource, the
+    /// maximal permission policy of its export ([`maximal_permission`]).
     async fn decide_as(
+        &self,
+        subject: &UserInfo,
+        cluster: &str,
+        verb: &str,
+        target: Target<'_>,
+        depth: Depth,
+    ) -> Result<Decision, RegistryError> {
+        let decision = self
+            .decide_chain(subject, cluster, verb, target, depth)
+            .await?;
+        if decision != Decision::Allow
+            || depth == Depth::Deep
+            || cluster == ALL_CLUSTERS
+            || subject.groups.iter().any(|group| group == MASTERS)
+        {
+            return Ok(decision);
+        }
+        match self
+            .maximal_permission_refuses(subject, cluster, verb, target)
+            .await?
+        {
+            None => Ok(decision),
+            Some(reason) => {
+                let attributes = Attributes {
+                    user: subject,
+                    verb,
+                    target,
+                };
+                Ok(Decision::Deny(Denial {
+                    message: format!(
+                        "{}: {reason}",
+                        kcp_apimachinery::rbac::forbidden_message(&attributes)
+                    ),
+                    reason,
+                }))
+            }
+        }
+    }
+
+    /// [`Authorizer::decide`]'s chain, or, at [`Depth::Deep`], without the workspace access
+    /// step (kcp's "deep" SubjectAccessReviews: what RBAC grants in a cluster whoever may enter
+    /// it, as admission asks whether a user may bind an export of a workspace they cannot
+    /// enter).
+    async fn decide_chain(
         &self,
         subject: &UserInfo,
         cluster: &str,

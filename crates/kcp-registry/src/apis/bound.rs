@@ -15,7 +15,7 @@
 //! included.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use futures::StreamExt;
 use kcp_apimachinery::object::text;
@@ -42,7 +42,14 @@ struct Bound {
 #[derive(Default)]
 pub(crate) struct BoundIndex {
     clusters: RwLock<HashMap<String, BTreeMap<String, Bound>>>,
+    /// The resources of each schema a binding serves, by (export cluster, schema name, UID,
+    /// identity), held weakly: schemas never change (a new one has another UID), so a
+    /// binding's resources come from here without reading its schema, whichever of a million
+    /// bindings of one export is read at start-up.
+    schemas: std::sync::Mutex<HashMap<SchemaKey, std::sync::Weak<[Arc<Resource>]>>>,
 }
+
+type SchemaKey = (String, String, String, String);
 
 fn revision_of(object: &Value) -> u64 {
     text(&object["metadata"], "resourceVersion")
@@ -214,6 +221,29 @@ impl Registry {
         self.bound_index().served(cluster)
     }
 
+    /// The APIExport (its logical cluster and name) whose binding in `cluster` binds `resource`
+    /// of `group`, if one does.
+    pub fn bound_export(
+        &self,
+        cluster: &str,
+        group: &str,
+        resource: &str,
+    ) -> Option<(String, String)> {
+        let clusters = self
+            .bound_index()
+            .clusters
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        clusters.get(cluster)?.values().find_map(|bound| {
+            bound
+                .resources
+                .iter()
+                .flat_map(|set| set.iter())
+                .any(|r| r.group == group && r.name == resource)
+                .then(|| bound.export.clone())
+        })
+    }
+
     /// Whether an APIBinding of some logical cluster binds the APIExport `name` of `cluster`.
     pub fn export_is_bound(&self, cluster: &str, name: &str) -> bool {
         self.bound_index().binds(cluster, name)
@@ -291,6 +321,25 @@ impl Registry {
         uid: Option<&str>,
         identity: &str,
     ) -> Result<Option<Resources>, RegistryError> {
+        let key = |uid: &str| {
+            (
+                cluster.to_string(),
+                name.to_string(),
+                uid.to_string(),
+                identity.to_string(),
+            )
+        };
+        let cached = uid.and_then(|uid| {
+            let schemas = self
+                .bound_index()
+                .schemas
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            schemas.get(&key(uid)).and_then(std::sync::Weak::upgrade)
+        });
+        if let Some(cached) = cached {
+            return Ok(Some(cached));
+        }
         let target = Target {
             cluster,
             resource: kcp_apis::system::api_resource_schemas(),
@@ -306,9 +355,20 @@ impl Registry {
             return Ok(None);
         }
         let spec = super::schemas::crd_spec(&schema["spec"]);
-        Ok(Some(
-            self.interner().resources_with_identity(&spec, identity),
-        ))
+        let resources = self.interner().resources_with_identity(&spec, identity);
+        let mut schemas = self
+            .bound_index()
+            .schemas
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if schemas.len() >= 64 {
+            schemas.retain(|_, weak| weak.strong_count() > 0);
+        }
+        schemas.insert(
+            key(text(&schema["metadata"], "uid")),
+            Arc::downgrade(&resources),
+        );
+        Ok(Some(resources))
     }
 
     /// Every resource the APIExport `export` of `cluster` exports (its CRD-stored resources'

@@ -756,3 +756,66 @@ async fn the_example_provider_controller_serves_every_consumer() {
     let _ = stop.send(());
     controller.await.unwrap().unwrap();
 }
+
+/// An export's maximal permission policy: a consumer's requests on its resources are also
+/// checked against the provider's RBAC for the prefixed user and groups.
+#[test]
+fn the_maximal_permission_policy_caps_what_consumers_may_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::shared("api-sharing-policy");
+    let provider = kcp.workspace("provider");
+    export_widgets(&kcp, dir.path(), &provider, "red");
+    kcp.kubectl_in_ok(
+        &provider,
+        &[
+            "patch",
+            "apiexport",
+            "widgets",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"maximalPermissionPolicy":{"local":{}}}}"#,
+        ],
+    );
+    let policy = write_file(
+        dir.path(),
+        "policy.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: widgets-at-most}
+rules:
+- {apiGroups: [example.io], resources: [widgets], verbs: [get, list, watch, create]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: widgets-at-most}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: widgets-at-most}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: \"apis.kcp.io:binding:system:authenticated\"}
+",
+    );
+    kcp.kubectl_in_ok(&provider, &["apply", "-f", &policy]);
+    let consumer = kcp.workspace("consumer");
+    bind(
+        &kcp,
+        dir.path(),
+        &consumer,
+        &format!("{provider}:widgets"),
+        &[],
+    );
+    let widget = write_file(
+        dir.path(),
+        "w.yaml",
+        "apiVersion: example.io/v1\nkind: Widget\nmetadata: {name: w, namespace: default}\nspec: {color: red}\n",
+    );
+    kcp.kubectl_in_ok(&consumer, &["create", "-f", &widget]);
+    kcp.kubectl_in_ok(&consumer, &["get", "widgets", "-n", "default"]);
+    let denied = kcp.kubectl_in_err(&consumer, &["delete", "widget", "w", "-n", "default"]);
+    assert!(
+        denied.contains("cannot delete resource \"widgets\" in API group \"example.io\"")
+            && denied.contains("access not permitted by maximal permission policy"),
+        "{denied}"
+    );
+    // What the policy does not cover is the workspace's own RBAC's alone.
+    kcp.kubectl_in_ok(&consumer, &["create", "configmap", "free", "-n", "default"]);
+    kcp.kubectl_in_ok(&consumer, &["delete", "configmap", "free", "-n", "default"]);
+}
