@@ -6,8 +6,9 @@
 //! logical cluster, whose identity a request has there, and who may do what. A mount lists
 //! those steps as [`Layer`]s, in order; the router runs them ([`crate::router::Router`]) and
 //! the first that answers ends the request. The trees: [`CLUSTERS`] (`/clusters/<path>/...`
-//! and the bare paths) and [`APIEXPORT`] (`/services/apiexport/...`, an export's virtual
-//! workspace, [`crate::virtual_workspaces`]), with its own resolution and authorization.
+//! and the bare paths), [`APIEXPORT`] (`/services/apiexport/...`, an export's virtual
+//! workspace) and [`INITIALIZING`] (`/services/initializingworkspaces/...`), the last two
+//! views of [`crate::virtual_workspaces`] with their own resolution and authorization.
 
 /// One step of a mount's chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

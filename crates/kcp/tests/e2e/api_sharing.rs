@@ -819,3 +819,122 @@ subjects:
     kcp.kubectl_in_ok(&consumer, &["create", "configmap", "free", "-n", "default"]);
     kcp.kubectl_in_ok(&consumer, &["delete", "configmap", "free", "-n", "default"]);
 }
+
+/// An initializer controller finishes the workspaces of its type through the initializing
+/// workspaces' virtual workspace: it lists those waiting for it across workspaces, sets one up
+/// through the view, and removes its initializer there; the workspace becomes Ready.
+#[test]
+fn an_initializer_finishes_workspaces_of_its_type_through_its_virtual_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::shared("initializing-view");
+    let home = kcp.home().to_string();
+    let gated = write_file(
+        dir.path(),
+        "type.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata:\n  name: gated\nspec:\n  initializer: true\n  extend:\n    with:\n    - name: universal\n      path: root\n",
+    );
+    kcp.kubectl_in_ok(&home, &["create", "-f", &gated]);
+    let workspace = write_file(
+        dir.path(),
+        "ws.yaml",
+        &format!(
+            "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: held\nspec:\n  type: {{name: gated, path: \"{home}\"}}\n"
+        ),
+    );
+    kcp.kubectl_in_ok(&home, &["create", "-f", &workspace]);
+    let initializer = format!("{home}:gated");
+    let cluster = kcp_testing::wait::until("the workspace is scheduled", || {
+        let cluster = kcp.kubectl_in_ok(
+            &home,
+            &["get", "ws", "held", "-o", "jsonpath={.spec.cluster}"],
+        );
+        (!cluster.is_empty()).then_some(cluster)
+    });
+    let view = format!(
+        "{}/services/initializingworkspaces/{initializer}",
+        kcp.base_url()
+    );
+    let in_view = |target: &str, args: &[&str]| {
+        let server = format!("--server={view}/clusters/{target}");
+        let mut all = vec![server.as_str()];
+        all.extend_from_slice(args);
+        kcp.kubectl(&all)
+    };
+    // The workspaces waiting for this initializer, across workspaces.
+    let waiting = kcp_testing::wait::until("the view lists the workspace", || {
+        let names = stdout(&in_view(
+            "*",
+            &[
+                "get",
+                "logicalclusters",
+                "-o",
+                "jsonpath={range .items[*]}{.metadata.annotations.kcp\\.io/cluster}{\"\\n\"}{end}",
+            ],
+        ));
+        (!names.is_empty()).then_some(names)
+    });
+    assert_eq!(waiting, format!("{cluster}\n"));
+    // It sets the workspace up through the view, then lets it go.
+    stdout(&in_view(
+        &cluster,
+        &["create", "configmap", "initialized", "-n", "default"],
+    ));
+    let status = json(&stdout(&in_view(
+        &cluster,
+        &["get", "logicalcluster", "cluster", "-o", "json"],
+    )))["status"]["initializers"]
+        .clone();
+    let left: Vec<&str> = status
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i.as_str())
+        .filter(|i| *i != initializer)
+        .collect();
+    let patch = serde_json::json!({"status": {"initializers": left}}).to_string();
+    stdout(&in_view(
+        &cluster,
+        &[
+            "patch",
+            "logicalcluster",
+            "cluster",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &patch,
+        ],
+    ));
+    kcp.kubectl_in_ok(
+        &home,
+        &[
+            "wait",
+            "--for=jsonpath={.status.phase}=Ready",
+            "ws/held",
+            "--timeout=10s",
+        ],
+    );
+    let path = format!("{home}:held");
+    kcp.kubectl_in_ok(&path, &["get", "configmap", "initialized", "-n", "default"]);
+    // Done: the workspace has left the view.
+    let after = stderr(&in_view(&cluster, &["get", "configmaps", "-n", "default"]));
+    assert!(
+        after.contains("cannot access this workspace") || after.contains("Forbidden"),
+        "{after}"
+    );
+    let other = stderr(&kcp.kubectl(&[
+        &format!(
+            "--server={}/services/initializingworkspaces/{home}:other/clusters/{cluster}",
+            kcp.base_url()
+        ),
+        "get",
+        "configmaps",
+        "-n",
+        "default",
+    ]));
+    assert!(
+        other.contains("Forbidden")
+            || other.contains("forbidden")
+            || other.contains("access not permitted"),
+        "{other}"
+    );
+}

@@ -1,8 +1,5 @@
-//! Virtual workspaces: views of many logical clusters served under `/services/...`, as kcp's
-//! in-process virtual workspace server serves them, over the same handlers as `/clusters/`.
-//!
-//! `apiexport`: `/services/apiexport/<cluster>/<export>/clusters/<consumer or *>/...`, the view
-//! an export's provider has of every consumer bound to it:
+//! The APIExport view: `/services/apiexport/<cluster>/<export>/clusters/<consumer or *>/...`,
+//! the view an export's provider has of every consumer bound to it:
 //!
 //! - the resources the export exports (stored under its identity: the view of `*` is the
 //!   wildcard read of `<resource>:<identity>`, so exactly the binders' objects), the resources
@@ -22,65 +19,23 @@ use kcp_apis::builtin::ResourceRef;
 use kcp_registry::{ALL_CLUSTERS, ListOptions, Registry, ServedResources, Target};
 use serde_json::Value;
 
+use super::{Admitted, cluster_of, forbidden};
 use crate::authn::User;
 use crate::authz::{Authorizer, Decision};
 use crate::error::ApiError;
 use crate::request_info::{RequestInfo, Restriction};
 
-/// A view a request is for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum View {
-    /// The APIExport `export` of the logical cluster `cluster`.
-    ApiExport { cluster: String, export: String },
-}
-
-const APIEXPORT_PREFIX: &str = "/services/apiexport/";
-
-/// The view a `/services/...` path names, and the rest of the path (`/clusters/...`) the
-/// handlers read; `None` for paths outside the virtual workspaces.
-pub fn route(path: &str) -> Option<(View, &str)> {
-    let rest = path.strip_prefix(APIEXPORT_PREFIX)?;
-    let mut parts = rest.splitn(3, '/');
-    let (cluster, export) = (parts.next()?, parts.next()?);
-    let inner = parts
-        .next()
-        .map_or("", |_| &rest[cluster.len() + export.len() + 1..]);
-    if cluster.is_empty() || export.is_empty() {
-        return None;
-    }
-    let view = View::ApiExport {
-        cluster: cluster.to_string(),
-        export: export.to_string(),
-    };
-    Some((view, inner))
-}
-
-/// What a view lets a request see: the request rewritten for the handlers, and the resources
-/// its discovery lists.
-pub struct Admitted {
-    pub info: RequestInfo,
-    pub served: ServedResources,
-}
-
-/// A 403 whose message is `message` alone.
-fn forbidden(message: String) -> ApiError {
-    ApiError::Forbidden(message)
-}
-
-/// Admits `info` to the APIExport view `view` for `user`, or answers why not.
+/// Admits `info` to the view of the export `export` of `cluster` for `user`, or answers why
+/// not.
 pub async fn admit(
     registry: &Registry,
     authz: &Authorizer,
     user: &User,
-    view: &View,
+    cluster: &str,
+    export: &str,
     mut info: RequestInfo,
 ) -> Result<Admitted, ApiError> {
-    let View::ApiExport { cluster, export } = view;
-    let consumer = match &info {
-        RequestInfo::Resource(r) => r.cluster.clone(),
-        RequestInfo::NonResource { cluster, .. } => cluster.clone(),
-    };
-    let Some(consumer) = consumer else {
+    let Some(consumer) = cluster_of(&info) else {
         return Err(ApiError::NoSuchResource);
     };
     if consumer != ALL_CLUSTERS && !kcp_registry::tenancy::paths::valid_cluster_name(&consumer) {
@@ -228,26 +183,4 @@ async fn accepting_clusters(
         })
         .map(|b| text(&b["metadata"]["annotations"], "kcp.io/cluster").to_string())
         .collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn apiexport_paths_name_the_export_and_the_rest() {
-        let (view, rest) =
-            route("/services/apiexport/abc/widgets/clusters/*/apis/example.io/v1/widgets").unwrap();
-        assert_eq!(
-            view,
-            View::ApiExport {
-                cluster: "abc".into(),
-                export: "widgets".into()
-            }
-        );
-        assert_eq!(rest, "/clusters/*/apis/example.io/v1/widgets");
-        assert_eq!(route("/services/apiexport/abc/widgets").unwrap().1, "");
-        assert!(route("/clusters/root/api").is_none());
-        assert!(route("/services/apiexport/abc").is_none());
-    }
 }
