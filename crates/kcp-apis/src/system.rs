@@ -37,6 +37,15 @@ static RESOURCES: LazyLock<Vec<Resource>> = LazyLock::new(|| {
         .collect()
 });
 
+/// The CRD spec of the system kind `plural` of `group` (what root's exports publish as its
+/// APIResourceSchema).
+pub fn crd_spec(group: &str, plural: &str) -> Option<serde_json::Value> {
+    SPECS.iter().find_map(|yaml| {
+        let spec: serde_json::Value = serde_saphyr::from_str(yaml).ok()?;
+        (spec["group"] == group && spec["names"]["plural"] == plural).then_some(spec)
+    })
+}
+
 /// Every system resource, in the order discovery lists them.
 pub fn resources() -> &'static [Resource] {
     &RESOURCES

@@ -58,8 +58,8 @@ impl Layers<'_> {
     }
 
     /// Every resource not built in, layer by layer; a name an earlier layer serves is not
-    /// served again (a local CRD for a bound resource is never Established, but one may have
-    /// been before the binding).
+    /// served again (root's tenancy export binds kcp's own kinds; a local CRD for a bound
+    /// resource is never Established, but one may have been before the binding).
     fn non_builtin(&self) -> Vec<ResourceRef> {
         let mut served: Vec<ResourceRef> = kcp_apis::system::resources()
             .iter()
@@ -67,8 +67,7 @@ impl Layers<'_> {
             .collect();
         let bound = self.registry.bound_resources(self.cluster);
         let custom = self.registry.custom_index().served(self.cluster);
-        served.extend(bound);
-        for resource in custom {
+        for resource in bound.into_iter().chain(custom) {
             let taken = served.iter().any(|r| {
                 r.group == resource.group
                     && r.version == resource.version

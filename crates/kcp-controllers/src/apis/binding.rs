@@ -104,6 +104,54 @@ async fn reconcile(registry: &Registry, key: &Key) -> Result<Outcome, RegistryEr
     Ok(outcome)
 }
 
+/// Makes the APIBinding a workspace type's `defaultAPIBindings` entry `(path, export)` asks for
+/// in `cluster` (kcp's name for it), bound at once when it can be (its status written with
+/// it, and served before it is stored), unless it exists; whether it is Bound.
+pub(crate) async fn bind_default(
+    registry: &Registry,
+    cluster: &str,
+    path: &str,
+    export: &str,
+) -> Result<bool, RegistryError> {
+    let privileged = registry.privileged();
+    let name = kcp_registry::apis::default_binding_name(cluster, path, export);
+    let is_bound = |binding: &Value| binding["status"]["phase"] == "Bound";
+    match privileged.get(bindings(cluster), &name).await {
+        Ok(existing) => return Ok(is_bound(&existing)),
+        Err(RegistryError::NotFound { .. }) => {}
+        Err(other) => return Err(other),
+    }
+    let mut binding = json!({
+        "apiVersion": "apis.kcp.io/v1alpha2",
+        "kind": "APIBinding",
+        "metadata": {"name": name, "finalizers": [BINDING_FINALIZER]},
+        "spec": {"reference": {"export": {"path": path, "name": export}}},
+    });
+    let key = Key {
+        cluster: cluster.to_string(),
+        namespace: String::new(),
+        name: name.clone(),
+    };
+    let (status, _) = bind(&privileged, &key, &binding).await?;
+    binding["status"] = Value::Object(status);
+    let bound = is_bound(&binding);
+    if bound {
+        privileged.observe_binding(cluster, &binding).await?;
+    }
+    match privileged.create(bindings(cluster), binding).await {
+        Ok(created) => {
+            if bound {
+                privileged.observe_binding(cluster, &created).await?;
+            }
+            Ok(bound)
+        }
+        Err(RegistryError::AlreadyExists { .. }) => {
+            Ok(is_bound(&privileged.get(bindings(cluster), &name).await?))
+        }
+        Err(other) => Err(other),
+    }
+}
+
 /// The binding's next status, and when to look again.
 async fn bind(
     registry: &Registry,

@@ -5,13 +5,11 @@
 //! `status.identityHash` is the SHA-256 of the key, and once set it never changes (a Secret
 //! whose key gives another hash makes `IdentityValid` False, as in kcp).
 
-use base64::Engine;
 use kcp_apimachinery::object::text;
-use kcp_registry::apis::{IDENTITY_NAMESPACE, identity_hash, new_identity_key};
 use kcp_registry::{Registry, RegistryError, Target};
 use serde_json::{Value, json};
 
-use super::{core, exports, slices};
+use super::{exports, slices};
 use crate::Context;
 use crate::conditions::{self, Condition};
 use crate::driver::{Key, Outcome};
@@ -41,17 +39,7 @@ async fn reconcile(registry: &Registry, key: &Key) -> Result<Outcome, RegistryEr
     if export["metadata"].get("deletionTimestamp").is_some() {
         return Ok(Outcome::Finished);
     }
-    let secret_ref = &export["spec"]["identity"]["secretRef"];
-    let namespace = match text(secret_ref, "namespace") {
-        "" => IDENTITY_NAMESPACE,
-        namespace => namespace,
-    };
-    let secret_name = match text(secret_ref, "name") {
-        "" => key.name.as_str(),
-        name => name,
-    };
-    let key_bytes = identity_key(&privileged, &key.cluster, namespace, secret_name).await?;
-    let hash = identity_hash(&key_bytes);
+    let hash = privileged.export_identity(&key.cluster, &export).await?;
     let recorded = text(&export["status"], "identityHash");
     let condition = match recorded.is_empty() || recorded == hash {
         true => Condition {
@@ -94,52 +82,6 @@ async fn reconcile(registry: &Registry, key: &Key) -> Result<Outcome, RegistryEr
         ensure_endpoint_slice(&privileged, &key.cluster, &export).await?;
     }
     Ok(Outcome::Finished)
-}
-
-/// The identity key of the Secret `namespace/name`, made (namespace and all) when absent.
-async fn identity_key(
-    registry: &Registry,
-    cluster: &str,
-    namespace: &str,
-    name: &str,
-) -> Result<Vec<u8>, RegistryError> {
-    let secrets = Target {
-        cluster,
-        resource: core("secrets"),
-        namespace: Some(namespace),
-    };
-    let secret = match registry.get(secrets, name).await {
-        Ok(secret) => secret,
-        Err(RegistryError::NotFound { .. }) => {
-            let namespaces = Target {
-                cluster,
-                resource: core("namespaces"),
-                namespace: None,
-            };
-            let body =
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
-            match registry.create(namespaces, body).await {
-                Ok(_) | Err(RegistryError::AlreadyExists { .. }) => {}
-                Err(other) => return Err(other),
-            }
-            let encoded =
-                base64::engine::general_purpose::STANDARD.encode(new_identity_key().as_bytes());
-            let body = json!({
-                "apiVersion": "v1", "kind": "Secret",
-                "metadata": {"name": name, "namespace": namespace},
-                "data": {"key": encoded},
-            });
-            match registry.create(secrets, body).await {
-                Ok(created) => created,
-                Err(RegistryError::AlreadyExists { .. }) => registry.get(secrets, name).await?,
-                Err(other) => return Err(other),
-            }
-        }
-        Err(other) => return Err(other),
-    };
-    Ok(base64::engine::general_purpose::STANDARD
-        .decode(text(&secret["data"], "key"))
-        .unwrap_or_default())
 }
 
 /// Creates the export's endpoint slice (its name, owned by it) unless it exists.

@@ -20,6 +20,7 @@ use kcp_registry::{Registry, Target};
 use crate::Context;
 use crate::driver::{Controller, Key, Listing, WORKERS};
 
+pub(crate) use binding::bind_default;
 pub use binding::run as run_bindings;
 pub use endpoints::run as run_endpoint_slices;
 pub use export::run as run_exports;
@@ -46,13 +47,6 @@ fn schemas(cluster: &str) -> Target<'_> {
 
 fn slices(cluster: &str) -> Target<'_> {
     cluster_scoped(cluster, kcp_apis::system::api_export_endpoint_slices())
-}
-
-/// A core/v1 resource of the catalogue.
-fn core(plural: &str) -> &'static Resource {
-    kcp_apis::builtin::in_group_version("", "v1")
-        .find(|r| r.name == plural)
-        .expect("the catalogue has the core kinds")
 }
 
 /// The logical cluster an export reference's `path` names from `cluster` (empty: `cluster`).

@@ -2,7 +2,8 @@
 //!
 //! - [`initialization`]: an Initializing LogicalCluster whose initializers include
 //!   `root:universal` gets the namespaces `default` and `kube-system` (what kcp's universal
-//!   bootstrap creates) and loses that initializer; one with no initializers left becomes Ready
+//!   bootstrap creates) and loses that initializer; with `system:apibindings`, it gets its
+//!   types' default APIBindings and loses it once they are Bound; one with none left becomes Ready
 //!   (other initializers are removed by their owners, through the LogicalCluster's status);
 //! - [`deletion`]: a deleting LogicalCluster has everything in its logical cluster deleted
 //!   (nested workspaces included, honouring finalizers), then loses its finalizer.
@@ -16,7 +17,7 @@
 mod deletion;
 mod initialization;
 
-pub(crate) use initialization::universal_bootstrap;
+pub(crate) use initialization::{bind_default_apis, universal_bootstrap};
 
 use kcp_apis::system;
 use kcp_registry::tenancy::LOGICAL_CLUSTER;
@@ -83,6 +84,12 @@ pub async fn run(registry: Registry, context: Context) {
                 source: Source::Resource(system::workspaces()),
                 key: content_gone,
                 watched: kcp_registry::Watched::Deletions,
+            },
+            // A binding Bound may be what an Initializing cluster waits for.
+            Also {
+                source: Source::Resource(system::api_bindings()),
+                key: content_gone,
+                watched: kcp_registry::Watched::All,
             },
         ],
     }

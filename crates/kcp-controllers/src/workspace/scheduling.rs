@@ -50,9 +50,11 @@ pub(super) async fn reconcile(
         .resolve_workspace_type(parent_path, &type_path, &type_name)
         .await?;
     let type_annotation = ty.qualified();
-    let initializers = types::initializers(&registry.workspace_type_set(ty).await?);
+    let set = registry.workspace_type_set(ty).await?;
+    let initializers = types::initializers(&set);
     let mut remaining = initializers.clone();
     crate::logicalcluster::universal_bootstrap(registry, cluster, &mut remaining).await?;
+    crate::logicalcluster::bind_default_apis(registry, cluster, &set, &mut remaining).await?;
     let phase = if remaining.is_empty() {
         "Ready"
     } else {

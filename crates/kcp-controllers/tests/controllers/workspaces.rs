@@ -172,10 +172,11 @@ async fn a_poisoned_workspace_stalls_no_one() {
     controllers.shutdown().await;
 }
 
-/// A workspace whose type's only initializer is `root:universal` goes from Scheduling straight
-/// to Ready: scheduling does the universal work (the namespaces) before it creates the
-/// LogicalCluster, which starts Ready with that initializer run, so the workspace is written
-/// once by the controller and never shows Initializing.
+/// A workspace whose type's initializers are `root:universal` and `system:apibindings` goes
+/// from Scheduling straight to Ready: scheduling does their work (the namespaces, the default
+/// APIBindings, bound at once) before it creates the LogicalCluster, which starts Ready with
+/// those initializers run, so the workspace is written once by the controller and never shows
+/// Initializing.
 #[tokio::test]
 async fn a_universal_workspace_is_ready_in_one_pass() {
     use futures::StreamExt;
@@ -213,7 +214,7 @@ async fn a_universal_workspace_is_ready_in_one_pass() {
     let logical_cluster = registry.logical_cluster(cluster).await.unwrap();
     assert_eq!(
         logical_cluster["spec"]["initializers"],
-        json!(["root:universal"])
+        json!(["root:universal", "system:apibindings"])
     );
     assert_eq!(logical_cluster["status"]["initializers"], json!([]));
     assert_eq!(logical_cluster["status"]["phase"], "Ready");

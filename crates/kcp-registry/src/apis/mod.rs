@@ -11,6 +11,8 @@
 
 mod admission;
 pub mod bound;
+mod identity;
+pub mod root;
 pub mod schemas;
 
 use sha2::{Digest, Sha256};
@@ -29,6 +31,43 @@ pub fn identity_hash(key: &[u8]) -> String {
         .collect()
 }
 
+/// The name kcp gives the APIBinding a workspace type's `defaultAPIBindings` entry makes in
+/// `cluster`: the export's name (at most 247 characters), `-`, and the first five characters
+/// of the base-62 SHA-224 of `<cluster>|<path>|<export>`, lower-cased.
+pub fn default_binding_name(cluster: &str, path: &str, export: &str) -> String {
+    let digest = sha2::Sha224::digest(format!("{cluster}|{path}|{export}").as_bytes());
+    let hash: String = base62(&digest).chars().take(5).collect();
+    let prefix: String = export.chars().take(253 - 1 - 5).collect();
+    format!("{prefix}-{}", hash.to_lowercase())
+}
+
+/// `bytes` as a big-endian number in base 62 (`0-9a-zA-Z`, most significant digit first, no
+/// leading zeros), as Go's `big.Int.Text(62)` writes it.
+fn base62(bytes: &[u8]) -> String {
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let mut number: Vec<u8> = bytes.iter().copied().skip_while(|b| *b == 0).collect();
+    let mut digits = Vec::new();
+    while !number.is_empty() {
+        let mut remainder = 0u32;
+        let mut quotient = Vec::with_capacity(number.len());
+        for byte in &number {
+            let value = (remainder << 8) | u32::from(*byte);
+            let digit = value / 62;
+            remainder = value % 62;
+            if !(quotient.is_empty() && digit == 0) {
+                quotient.push(digit as u8);
+            }
+        }
+        digits.push(DIGITS[remainder as usize]);
+        number = quotient;
+    }
+    if digits.is_empty() {
+        digits.push(b'0');
+    }
+    digits.reverse();
+    String::from_utf8(digits).expect("ASCII digits")
+}
+
 /// A new identity key: 256 random bits, as the base64 text kcp keeps in the Secret's `key`.
 pub fn new_identity_key() -> String {
     use base64::Engine;
@@ -42,6 +81,17 @@ pub fn new_identity_key() -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn base62_writes_numbers_as_go_does() {
+        assert_eq!(super::base62(&[0]), "0");
+        assert_eq!(super::base62(&[61]), "Z");
+        assert_eq!(super::base62(&[62]), "10");
+        assert_eq!(super::base62(&[1, 0]), "48");
+        let name = super::default_binding_name("abc", "root", "tenancy.kcp.io");
+        assert!(name.starts_with("tenancy.kcp.io-") && name.len() == "tenancy.kcp.io-".len() + 5);
+        assert_eq!(name, name.to_lowercase());
+    }
+
     #[test]
     fn the_identity_hash_is_the_hex_sha256_of_the_key() {
         assert_eq!(

@@ -2,8 +2,9 @@
 //! `root:root`, Ready, with the server's URL), namespaces `default` and `kube-system`, and the
 //! WorkspaceTypes `root`, `universal`, `organization`, `team` and `home`, and the root policy
 //! letting every authenticated user enter root, have a home workspace made, and use the types
-//! `universal`, `organization` and `team`. Objects that exist are
-//! kept (create only), but the root's URL follows the address of this start.
+//! `universal`, `organization` and `team`, and the APIs root exports (`crate::apis::root`),
+//! which the universal type binds in every workspace. Objects that exist are kept (create
+//! only), but the root's URL follows the address of this start.
 
 use kcp_apimachinery::object;
 use kcp_apis::system;
@@ -83,7 +84,16 @@ fn workspace_types() -> Vec<Value> {
         })
     };
     vec![
-        ty("universal", json!({"initializer": true})),
+        ty(
+            "universal",
+            json!({
+                "initializer": true,
+                "defaultAPIBindings": crate::apis::root::EXPORTS
+                    .iter()
+                    .map(|export| json!({"path": ROOT, "export": export}))
+                    .collect::<Vec<_>>(),
+            }),
+        ),
         ty(
             "root",
             json!({
@@ -187,6 +197,7 @@ impl Registry {
             resource: kcp_apis::builtin::rbac("clusterroles"),
             ..bindings
         };
+        self.bootstrap_root_apis().await?;
         for (target, object) in [
             (
                 bindings,

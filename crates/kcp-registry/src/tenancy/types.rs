@@ -175,12 +175,42 @@ impl Registry {
     }
 }
 
-/// The initializers of a workspace whose type set is `set`.
+/// The initializer of the workspaces whose types have `defaultAPIBindings`: it binds them.
+pub const APIBINDINGS_INITIALIZER: &str = "system:apibindings";
+
+/// The initializers of a workspace whose type set is `set`: the types' own, then
+/// [`APIBINDINGS_INITIALIZER`] if some type binds APIs by default.
 pub fn initializers(set: &[WorkspaceType]) -> Vec<String> {
-    set.iter()
+    let mut all: Vec<String> = set
+        .iter()
         .filter(|t| t.spec()["initializer"].as_bool() == Some(true))
         .map(WorkspaceType::qualified)
-        .collect()
+        .collect();
+    if !default_api_bindings(set).is_empty() {
+        all.push(APIBINDINGS_INITIALIZER.to_string());
+    }
+    all
+}
+
+/// The exports (`(path, name)`) the types of `set` bind by default, each once.
+pub fn default_api_bindings(set: &[WorkspaceType]) -> Vec<(String, String)> {
+    let mut all: Vec<(String, String)> = Vec::new();
+    for ty in set {
+        for binding in ty.spec()["defaultAPIBindings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let entry = (
+                object::text(binding, "path").to_string(),
+                object::text(binding, "export").to_string(),
+            );
+            if !entry.1.is_empty() && !all.contains(&entry) {
+                all.push(entry);
+            }
+        }
+    }
+    all
 }
 
 /// Whether any type of `implemented` is one of `allowed` (`(path, name)` references).

@@ -938,3 +938,57 @@ fn an_initializer_finishes_workspaces_of_its_type_through_its_virtual_workspace(
         "{other}"
     );
 }
+
+/// Every workspace has kcp's default bindings, made while it initializes (the universal type's
+/// `defaultAPIBindings`, named as kcp names them) and Ready before the workspace is; root has
+/// its own, named as the exports; `topology.kcp.io`'s resources are served by them.
+#[test]
+fn every_workspace_has_kcps_default_bindings() {
+    let kcp = Kcp::shared("default-bindings");
+    let ws = kcp.workspace("child");
+    let names = kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "get",
+            "apibindings",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.name} {.status.phase}{\"\\n\"}{end}",
+        ],
+    );
+    let lines: Vec<&str> = names.lines().collect();
+    assert_eq!(lines.len(), 2, "{names}");
+    assert!(
+        lines[0].starts_with("tenancy.kcp.io-") && lines[0].ends_with(" Bound"),
+        "{names}"
+    );
+    assert!(
+        lines[1].starts_with("topology.kcp.io-") && lines[1].ends_with(" Bound"),
+        "{names}"
+    );
+    assert_eq!(
+        lines[0].len(),
+        "tenancy.kcp.io-xxxxx Bound".len(),
+        "{names}"
+    );
+    let root = kcp.kubectl_in_ok("root", &["get", "apibindings", "-o", "name"]);
+    assert!(
+        root.contains("apibinding.apis.kcp.io/tenancy.kcp.io\n"),
+        "{root}"
+    );
+    assert!(
+        root.contains("apibinding.apis.kcp.io/topology.kcp.io\n"),
+        "{root}"
+    );
+    // kcp's own kinds stay listed once; the bound topology kinds are served.
+    let resources = kcp.kubectl_in_ok(&ws, &["api-resources", "-o", "name"]);
+    assert_eq!(
+        resources.matches("workspaces.tenancy.kcp.io\n").count(),
+        1,
+        "{resources}"
+    );
+    assert!(
+        resources.contains("partitions.topology.kcp.io\n"),
+        "{resources}"
+    );
+    kcp.kubectl_in_ok(&ws, &["get", "partitions"]);
+}
