@@ -34,11 +34,25 @@ pub async fn run(registry: Registry, context: Context) {
         registry,
         context,
         "apibinding",
-        kcp_apis::system::api_bindings(),
+        (kcp_apis::system::api_bindings(), unsettled),
         |registry, key| Box::pin(async move { reconcile(&registry, &key).await }),
         Vec::new(),
     )
     .await
+}
+
+/// Whether a binding's change needs a reconcile: all but a binding Bound whose spec never
+/// changed since (generation 1), not being deleted: its own status write, or the Bound
+/// bindings a workspace's initialization makes by the thousand. (Lists at start reconcile every
+/// binding.)
+fn unsettled(binding: &Value) -> bool {
+    let settled = binding["status"]["phase"] == "Bound"
+        && binding["metadata"]["generation"] == 1
+        && binding["metadata"].get("deletionTimestamp").is_none()
+        && binding["metadata"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|f| f == BINDING_FINALIZER));
+    !settled
 }
 
 fn condition(
@@ -116,11 +130,6 @@ pub(crate) async fn bind_default(
     let privileged = registry.privileged();
     let name = kcp_registry::apis::default_binding_name(cluster, path, export);
     let is_bound = |binding: &Value| binding["status"]["phase"] == "Bound";
-    match privileged.get(bindings(cluster), &name).await {
-        Ok(existing) => return Ok(is_bound(&existing)),
-        Err(RegistryError::NotFound { .. }) => {}
-        Err(other) => return Err(other),
-    }
     let mut binding = json!({
         "apiVersion": "apis.kcp.io/v1alpha2",
         "kind": "APIBinding",
@@ -195,8 +204,11 @@ async fn bind(
             continue;
         }
         let schema_name = text(resource, "schema");
-        let schema = match registry.get(schemas(&cluster), schema_name).await {
-            Ok(schema) => schema,
+        let schema = match registry
+            .get_part::<SchemaPart>(schemas(&cluster), schema_name)
+            .await
+        {
+            Ok(schema) => schema.into_value(),
             Err(RegistryError::NotFound { .. }) => {
                 let message = format!("APIResourceSchema {cluster}|{schema_name} not found");
                 not_ready(
@@ -298,6 +310,60 @@ async fn bind(
         conditions::set(&mut status, holds(kind));
     }
     Ok((status, Outcome::Finished))
+}
+
+/// What binding reads of an APIResourceSchema: its name, UID, group, plural and versions'
+/// names and storage flags, not its (often large) schemas.
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct SchemaPart {
+    metadata: SchemaMeta,
+    spec: SchemaSpec,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct SchemaMeta {
+    name: String,
+    uid: String,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct SchemaSpec {
+    group: String,
+    names: SchemaNames,
+    versions: Vec<SchemaVersion>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct SchemaNames {
+    plural: String,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct SchemaVersion {
+    name: String,
+    storage: bool,
+}
+
+impl SchemaPart {
+    /// The same fields as an object's JSON.
+    fn into_value(self) -> Value {
+        let versions: Vec<Value> = self
+            .spec
+            .versions
+            .into_iter()
+            .map(|v| json!({"name": v.name, "storage": v.storage}))
+            .collect();
+        json!({
+            "metadata": {"name": self.metadata.name, "uid": self.metadata.uid},
+            "spec": {"group": self.spec.group, "names": {"plural": self.spec.names.plural},
+                     "versions": versions},
+        })
+    }
 }
 
 /// Whether two claims name the same group, resource and identity.

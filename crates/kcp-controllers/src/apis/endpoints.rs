@@ -31,7 +31,7 @@ pub async fn run(registry: Registry, context: Context) {
         registry,
         context,
         "apiexportendpointslice",
-        kcp_apis::system::api_export_endpoint_slices(),
+        (kcp_apis::system::api_export_endpoint_slices(), |_| true),
         |registry, key| Box::pin(async move { reconcile(&registry, &key).await }),
         also,
     )

@@ -22,7 +22,7 @@ pub async fn run(registry: Registry, context: Context) {
         registry,
         context,
         "apiexport",
-        kcp_apis::system::api_exports(),
+        (kcp_apis::system::api_exports(), |_| true),
         |registry, key| Box::pin(async move { reconcile(&registry, &key).await }),
         Vec::new(),
     )

@@ -61,19 +61,20 @@ async fn export_cluster(
     }
 }
 
-/// Runs a controller of `resource` reconciled by `reconcile`, listing everything.
+/// Runs a controller of `resource` reconciled by `reconcile`, listing everything, for the
+/// events `wants` accepts.
 async fn run_simple(
     registry: Registry,
     context: Context,
     name: &'static str,
-    resource: &'static Resource,
+    (resource, wants): (&'static Resource, fn(&serde_json::Value) -> bool),
     reconcile: fn(Registry, Key) -> crate::driver::Reconciled,
     also: Vec<crate::driver::Also>,
 ) {
     Controller {
         name,
         resource,
-        wants: |_| true,
+        wants,
         listed: Listing::Summaries(|_| true),
         deletions: true,
         reconcile,

@@ -37,9 +37,13 @@ pub(crate) async fn universal_bootstrap(
     if !initializers.iter().any(|i| i == UNIVERSAL_INITIALIZER) {
         return Ok(false);
     }
-    for namespace in NAMESPACES {
-        registry.ensure_namespace(cluster, namespace).await?;
-    }
+    // At once: each waits for its durable write, and a workspace waits for them all.
+    futures::future::try_join_all(
+        NAMESPACES
+            .iter()
+            .map(|namespace| registry.ensure_namespace(cluster, namespace)),
+    )
+    .await?;
     initializers.retain(|i| i != UNIVERSAL_INITIALIZER);
     Ok(true)
 }
@@ -56,10 +60,14 @@ pub(crate) async fn bind_default_apis(
     if !initializers.iter().any(|i| i == APIBINDINGS_INITIALIZER) {
         return Ok(false);
     }
-    let mut all_bound = true;
-    for (path, export) in types::default_api_bindings(set) {
-        all_bound &= crate::apis::bind_default(registry, cluster, &path, &export).await?;
-    }
+    let wanted = types::default_api_bindings(set);
+    let bound = futures::future::try_join_all(
+        wanted
+            .iter()
+            .map(|(path, export)| crate::apis::bind_default(registry, cluster, path, export)),
+    )
+    .await?;
+    let all_bound = bound.into_iter().all(|b| b);
     if all_bound {
         initializers.retain(|i| i != APIBINDINGS_INITIALIZER);
     }

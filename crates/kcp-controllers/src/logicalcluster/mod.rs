@@ -88,7 +88,11 @@ pub async fn run(registry: Registry, context: Context) {
             // A binding Bound may be what an Initializing cluster waits for.
             Also {
                 source: Source::Resource(system::api_bindings()),
-                key: content_gone,
+                key: |cluster, binding| {
+                    (binding["status"]["phase"] == "Bound")
+                        .then(|| content_gone(cluster, binding))
+                        .flatten()
+                },
                 watched: kcp_registry::Watched::All,
             },
         ],

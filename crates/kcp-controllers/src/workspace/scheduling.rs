@@ -53,8 +53,13 @@ pub(super) async fn reconcile(
     let set = registry.workspace_type_set(ty).await?;
     let initializers = types::initializers(&set);
     let mut remaining = initializers.clone();
-    crate::logicalcluster::universal_bootstrap(registry, cluster, &mut remaining).await?;
-    crate::logicalcluster::bind_default_apis(registry, cluster, &set, &mut remaining).await?;
+    // The initializers' work, side by side: each waits for durable writes.
+    let mut bound = remaining.clone();
+    let (_, _) = futures::try_join!(
+        crate::logicalcluster::universal_bootstrap(registry, cluster, &mut remaining),
+        crate::logicalcluster::bind_default_apis(registry, cluster, &set, &mut bound),
+    )?;
+    remaining.retain(|i| bound.contains(i));
     let phase = if remaining.is_empty() {
         "Ready"
     } else {

@@ -47,6 +47,9 @@ pub(crate) struct BoundIndex {
     /// binding's resources come from here without reading its schema, whichever of a million
     /// bindings of one export is read at start-up.
     schemas: std::sync::Mutex<HashMap<SchemaKey, std::sync::Weak<[Arc<Resource>]>>>,
+    /// How many bindings bind each export (its cluster and name), kept with `clusters` (under
+    /// its lock): whether an export is bound is asked on every binding's change.
+    exports: std::sync::Mutex<HashMap<(String, String), usize>>,
 }
 
 type SchemaKey = (String, String, String, String);
@@ -69,6 +72,14 @@ impl BoundIndex {
             if revision != 0 && known > revision {
                 return;
             }
+            let mut exports = self.exports.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(old) = clusters.get(cluster).and_then(|b| b.get(name)) {
+                uncount(&mut exports, &old.export);
+            }
+            if let Some(new) = bound.as_ref().filter(|b| !b.export.0.is_empty()) {
+                *exports.entry(new.export.clone()).or_default() += 1;
+            }
+            drop(exports);
             // A binding that binds no resources (an export of claims alone) is kept too: it
             // makes its cluster part of the export's view.
             match bound {
@@ -89,10 +100,14 @@ impl BoundIndex {
     }
 
     fn reset(&self, fresh: HashMap<String, BTreeMap<String, Bound>>) {
-        let old = std::mem::replace(
-            &mut *self.clusters.write().unwrap_or_else(|e| e.into_inner()),
-            fresh,
-        );
+        let mut counts: HashMap<(String, String), usize> = HashMap::new();
+        for bound in fresh.values().flat_map(BTreeMap::values) {
+            *counts.entry(bound.export.clone()).or_default() += 1;
+        }
+        let mut clusters = self.clusters.write().unwrap_or_else(|e| e.into_inner());
+        let old = std::mem::replace(&mut *clusters, fresh);
+        *self.exports.lock().unwrap_or_else(|e| e.into_inner()) = counts;
+        drop(clusters);
         drop(old);
     }
 
@@ -132,11 +147,8 @@ impl BoundIndex {
 
     /// Whether some cluster binds the export `name` of `cluster`.
     fn binds(&self, cluster: &str, name: &str) -> bool {
-        let clusters = self.clusters.read().unwrap_or_else(|e| e.into_inner());
-        clusters
-            .values()
-            .flat_map(|b| b.values())
-            .any(|bound| bound.export.0 == cluster && bound.export.1 == name)
+        let exports = self.exports.lock().unwrap_or_else(|e| e.into_inner());
+        exports.contains_key(&(cluster.to_string(), name.to_string()))
     }
 
     /// Every bound resource of `cluster`, binding by binding in name order.
@@ -152,6 +164,16 @@ impl BoundIndex {
                     .collect()
             })
             .unwrap_or_default()
+    }
+}
+
+/// Counts one binding of `export` less.
+fn uncount(exports: &mut HashMap<(String, String), usize>, export: &(String, String)) {
+    if let Some(count) = exports.get_mut(export) {
+        *count -= 1;
+        if *count == 0 {
+            exports.remove(export);
+        }
     }
 }
 
