@@ -992,3 +992,111 @@ fn every_workspace_has_kcps_default_bindings() {
     );
     kcp.kubectl_in_ok(&ws, &["get", "partitions"]);
 }
+
+/// Beyond kcp (kcp#1326): owner references between a bound resource's objects and a
+/// consumer's own objects are garbage collected like any other, both ways and in the
+/// foreground.
+#[test]
+fn owner_references_across_bound_and_local_objects_are_collected() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::shared("api-sharing-gc");
+    let provider = kcp.workspace("provider");
+    export_widgets(&kcp, dir.path(), &provider, "red");
+    let consumer = kcp.workspace("consumer");
+    bind(
+        &kcp,
+        dir.path(),
+        &consumer,
+        &format!("{provider}:widgets"),
+        &[],
+    );
+    let uid_of = |kind: &str, name: &str| {
+        kcp.kubectl_in_ok(
+            &consumer,
+            &[
+                "get",
+                kind,
+                name,
+                "-n",
+                "default",
+                "-o",
+                "jsonpath={.metadata.uid}",
+            ],
+        )
+    };
+    let create = |name: &str, text: String| {
+        let file = write_file(dir.path(), name, &text);
+        kcp.kubectl_in_ok(&consumer, &["create", "-f", &file]);
+    };
+    let widget = |name: &str, owner: Option<(&str, &str, &str, &str)>| {
+        let owners = owner.map_or(String::new(), |(api, kind, name, uid)| {
+            format!(", \"ownerReferences\": [{{\"apiVersion\": \"{api}\", \"kind\": \"{kind}\", \"name\": \"{name}\", \"uid\": \"{uid}\", \"blockOwnerDeletion\": true}}]")
+        });
+        format!(
+            "{{\"apiVersion\": \"example.io/v1\", \"kind\": \"Widget\", \"metadata\": {{\"name\": \"{name}\", \"namespace\": \"default\"{owners}}}, \"spec\": {{}}}}"
+        )
+    };
+    let configmap = |name: &str, owner: Option<(&str, &str, &str, &str)>| {
+        let owners = owner.map_or(String::new(), |(api, kind, name, uid)| {
+            format!(", \"ownerReferences\": [{{\"apiVersion\": \"{api}\", \"kind\": \"{kind}\", \"name\": \"{name}\", \"uid\": \"{uid}\", \"blockOwnerDeletion\": true}}]")
+        });
+        format!(
+            "{{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {{\"name\": \"{name}\", \"namespace\": \"default\"{owners}}}}}"
+        )
+    };
+    let gone = |kind: &str, name: &str| {
+        kcp_testing::wait::until(&format!("{kind} {name} is collected"), || {
+            !kcp.kubectl_in(&consumer, &["get", kind, name, "-n", "default"])
+                .status
+                .success()
+        });
+    };
+    // A widget owns a configmap.
+    create("w1.json", widget("owner", None));
+    let uid = uid_of("widget", "owner");
+    create(
+        "c1.json",
+        configmap(
+            "dependent",
+            Some(("example.io/v1", "Widget", "owner", &uid)),
+        ),
+    );
+    kcp.kubectl_in_ok(&consumer, &["delete", "widget", "owner", "-n", "default"]);
+    gone("configmap", "dependent");
+    // A configmap owns a widget.
+    create("c2.json", configmap("owner", None));
+    let uid = uid_of("configmap", "owner");
+    create(
+        "w2.json",
+        widget("dependent", Some(("v1", "ConfigMap", "owner", &uid))),
+    );
+    kcp.kubectl_in_ok(
+        &consumer,
+        &["delete", "configmap", "owner", "-n", "default"],
+    );
+    gone("widget", "dependent");
+    // In the foreground: the widget goes once its dependent has.
+    create("w3.json", widget("fg", None));
+    let uid = uid_of("widget", "fg");
+    create(
+        "c3.json",
+        configmap(
+            "fg-dependent",
+            Some(("example.io/v1", "Widget", "fg", &uid)),
+        ),
+    );
+    kcp.kubectl_in_ok(
+        &consumer,
+        &[
+            "delete",
+            "widget",
+            "fg",
+            "-n",
+            "default",
+            "--cascade=foreground",
+            "--timeout=20s",
+        ],
+    );
+    gone("configmap", "fg-dependent");
+    gone("widget", "fg");
+}
