@@ -416,6 +416,33 @@ struct UserAccess {
     subject: UserInfo,
 }
 
+impl UserAccess {
+    /// Whether the user may do `verb` on the object `name` of `resource` in `group`, at `at`,
+    /// through the chain's steps `depth` takes.
+    async fn ask(
+        &self,
+        at: Place<'_>,
+        verb: &str,
+        group: &str,
+        resource: &str,
+        name: &str,
+        depth: Depth,
+    ) -> Result<bool, RegistryError> {
+        let target = Target::Resource {
+            api_group: group,
+            resource,
+            subresource: "",
+            name,
+            namespace: at.namespace,
+        };
+        let decision = self
+            .authorizer
+            .decide_as(&self.subject, at.cluster, verb, target, depth)
+            .await?;
+        Ok(decision == Decision::Allow)
+    }
+}
+
 impl AccessCheck for UserAccess {
     fn allowed<'a>(
         &'a self,
@@ -425,20 +452,7 @@ impl AccessCheck for UserAccess {
         resource: &'a str,
         name: &'a str,
     ) -> BoxFuture<'a, Result<bool, RegistryError>> {
-        Box::pin(async move {
-            let target = Target::Resource {
-                api_group: group,
-                resource,
-                subresource: "",
-                name,
-                namespace: at.namespace,
-            };
-            let decision = self
-                .authorizer
-                .decide(&self.subject, at.cluster, verb, target)
-                .await?;
-            Ok(decision == Decision::Allow)
-        })
+        Box::pin(self.ask(at, verb, group, resource, name, Depth::Request))
     }
 
     fn allowed_deep<'a>(
@@ -449,20 +463,7 @@ impl AccessCheck for UserAccess {
         resource: &'a str,
         name: &'a str,
     ) -> BoxFuture<'a, Result<bool, RegistryError>> {
-        Box::pin(async move {
-            let target = Target::Resource {
-                api_group: group,
-                resource,
-                subresource: "",
-                name,
-                namespace: at.namespace,
-            };
-            let decision = self
-                .authorizer
-                .decide_as(&self.subject, at.cluster, verb, target, Depth::Deep)
-                .await?;
-            Ok(decision == Decision::Allow)
-        })
+        Box::pin(self.ask(at, verb, group, resource, name, Depth::Deep))
     }
 
     fn rules_held<'a>(&'a self, at: Place<'a>) -> BoxFuture<'a, Result<Vec<Rule>, RegistryError>> {

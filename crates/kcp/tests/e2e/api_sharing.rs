@@ -275,16 +275,7 @@ fn an_exported_api_is_bound_served_and_kept_apart() {
 
     // The provider's endpoint slice points at this server's virtual workspace of the export.
     let provider_cluster = kcp.logical_cluster(&provider);
-    let url = kcp.kubectl_in_ok(
-        &provider,
-        &[
-            "get",
-            "apiexportendpointslice",
-            "widgets",
-            "-o",
-            "jsonpath={.status.endpoints[0].url}",
-        ],
-    );
+    let url = kcp.endpoint_url(&provider, "widgets");
     assert_eq!(
         url,
         format!(
@@ -627,16 +618,7 @@ subjects:
 ",
     );
     kcp.kubectl_in_ok(&provider, &["apply", "-f", &content]);
-    let url = kcp.kubectl_in_ok(
-        &provider,
-        &[
-            "get",
-            "apiexportendpointslice",
-            "widgets",
-            "-o",
-            "jsonpath={.status.endpoints[0].url}",
-        ],
-    );
+    let url = kcp.endpoint_url(&provider, "widgets");
     let path = format!(
         "{}/clusters/*/apis/example.io/v1/widgets",
         url.trim_start_matches(&kcp.base_url())
@@ -700,19 +682,7 @@ async fn the_example_provider_controller_serves_every_consumer() {
         consumers.push((consumer, name));
     }
     let config = kcp_sdk::ClusterConfig::new(kcp.kube_config_in(&provider).await);
-    let url = kcp_testing::wait::until("the endpoint slice's URL", || {
-        let url = kcp.kubectl_in_ok(
-            &provider,
-            &[
-                "get",
-                "apiexportendpointslice",
-                "widgets",
-                "-o",
-                "jsonpath={.status.endpoints[0].url}",
-            ],
-        );
-        (!url.is_empty()).then_some(url)
-    });
+    let url = kcp.endpoint_url(&provider, "widgets");
     assert_eq!(
         config.endpoints(&provider, "widgets").await.unwrap(),
         std::slice::from_ref(&url)
@@ -1028,22 +998,24 @@ fn owner_references_across_bound_and_local_objects_are_collected() {
         let file = write_file(dir.path(), name, &text);
         kcp.kubectl_in_ok(&consumer, &["create", "-f", &file]);
     };
-    let widget = |name: &str, owner: Option<(&str, &str, &str, &str)>| {
-        let owners = owner.map_or(String::new(), |(api, kind, name, uid)| {
-            format!(", \"ownerReferences\": [{{\"apiVersion\": \"{api}\", \"kind\": \"{kind}\", \"name\": \"{name}\", \"uid\": \"{uid}\", \"blockOwnerDeletion\": true}}]")
-        });
-        format!(
-            "{{\"apiVersion\": \"example.io/v1\", \"kind\": \"Widget\", \"metadata\": {{\"name\": \"{name}\", \"namespace\": \"default\"{owners}}}, \"spec\": {{}}}}"
-        )
-    };
-    let configmap = |name: &str, owner: Option<(&str, &str, &str, &str)>| {
-        let owners = owner.map_or(String::new(), |(api, kind, name, uid)| {
-            format!(", \"ownerReferences\": [{{\"apiVersion\": \"{api}\", \"kind\": \"{kind}\", \"name\": \"{name}\", \"uid\": \"{uid}\", \"blockOwnerDeletion\": true}}]")
-        });
-        format!(
-            "{{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {{\"name\": \"{name}\", \"namespace\": \"default\"{owners}}}}}"
-        )
-    };
+    // An object of `api_version`/`kind` in `default`, owned by `owner` (api version, kind,
+    // name, uid) if given.
+    let object =
+        |api_version: &str, kind: &str, name: &str, owner: Option<(&str, &str, &str, &str)>| {
+            let mut object = serde_json::json!({
+                "apiVersion": api_version, "kind": kind,
+                "metadata": {"name": name, "namespace": "default"},
+            });
+            if let Some((api, kind, name, uid)) = owner {
+                object["metadata"]["ownerReferences"] = serde_json::json!([{
+                    "apiVersion": api, "kind": kind, "name": name, "uid": uid,
+                    "blockOwnerDeletion": true,
+                }]);
+            }
+            object.to_string()
+        };
+    let widget = |name: &str, owner| object("example.io/v1", "Widget", name, owner);
+    let configmap = |name: &str, owner| object("v1", "ConfigMap", name, owner);
     let gone = |kind: &str, name: &str| {
         kcp_testing::wait::until(&format!("{kind} {name} is collected"), || {
             !kcp.kubectl_in(&consumer, &["get", kind, name, "-n", "default"])

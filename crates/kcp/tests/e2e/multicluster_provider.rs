@@ -60,19 +60,7 @@ spec:
         );
         consumers.push((consumer.clone(), kcp.logical_cluster(&consumer)));
     }
-    let url = kcp_testing::wait::until("the endpoint slice's URL", || {
-        let url = kcp.kubectl_in_ok(
-            &provider,
-            &[
-                "get",
-                "apiexportendpointslice",
-                "examples-apiexport-multicluster",
-                "-o",
-                "jsonpath={.status.endpoints[0].url}",
-            ],
-        );
-        (!url.is_empty()).then_some(url)
-    });
+    let url = kcp.endpoint_url(&provider, "examples-apiexport-multicluster");
 
     let kubeconfig = kcp.kubeconfig_in(dir.path(), &provider, None);
     let mut child = Command::new(&operator)

@@ -462,6 +462,19 @@ impl Kcp {
         path
     }
 
+    /// The first URL of the APIExportEndpointSlice `slice` of `cluster`, once it lists one
+    /// (some workspace binds its export).
+    pub fn endpoint_url(&self, cluster: &str, slice: &str) -> String {
+        let slice = format!("apiexportendpointslice/{slice}");
+        kcp_testing::wait::until("the endpoint slice's URL", || {
+            let url = self.kubectl_in_ok(
+                cluster,
+                &["get", &slice, "-o", "jsonpath={.status.endpoints[0].url}"],
+            );
+            (!url.is_empty()).then_some(url)
+        })
+    }
+
     /// Sends SIGTERM and requires a clean exit.
     pub fn stop(self) {
         assert!(!self.shared, "a test does not stop the shared server");
