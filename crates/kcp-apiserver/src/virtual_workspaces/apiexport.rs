@@ -3,16 +3,17 @@
 //!
 //! - the resources the export exports (stored under its identity: the view of `*` is the
 //!   wildcard read of `<resource>:<identity>`, so exactly the binders' objects), the resources
-//!   it claims (only in clusters whose binding accepted the claim), and the `apibindings` to
-//!   the export;
+//!   it claims (only in clusters whose binding accepted the claim, and only the objects its
+//!   selector selects there), and the `apibindings` to the export;
 //! - a consumer is named by its logical cluster name (a workspace path is refused, as kcp
 //!   refuses it: `Path not resolved to a valid virtual workspace`);
 //! - authorized by the request's verb on `apiexports/content` of the export, in the
 //!   provider's logical cluster.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use kcp_apimachinery::labels::Selector;
 use kcp_apimachinery::object::text;
 use kcp_apimachinery::rbac::Target as RbacTarget;
 use kcp_apis::builtin::ResourceRef;
@@ -125,12 +126,14 @@ pub async fn admit(
             }
         } else if is_claimed {
             let accepted = accepting_clusters(&privileged, &binds_export, request).await?;
-            if consumer != ALL_CLUSTERS && !accepted.contains(&consumer) {
+            if consumer != ALL_CLUSTERS && !accepted.contains_key(&consumer) {
                 return Err(ApiError::NoSuchResource);
             }
             let accepted = Arc::new(accepted);
             request.restrict = Some(Restriction(Arc::new(move |o: &Value| {
-                accepted.contains(text(&o["metadata"]["annotations"], "kcp.io/cluster"))
+                accepted
+                    .get(text(&o["metadata"]["annotations"], "kcp.io/cluster"))
+                    .is_some_and(|selector| selector.matches(&o["metadata"]["labels"]))
             })));
         } else {
             return Err(ApiError::NoSuchResource);
@@ -154,33 +157,40 @@ fn binding_filter(cluster: &str, export: &str) -> BindingFilter {
 }
 
 /// The logical clusters whose binding to the export accepted the claim on `request`'s
-/// resource.
+/// resource, each with the claim's selector (`matchAll`, or its labels and expressions; one
+/// that does not parse selects nothing).
 async fn accepting_clusters(
     registry: &Registry,
     binds_export: &BindingFilter,
     request: &crate::request_info::ResourceRequest,
-) -> Result<BTreeSet<String>, ApiError> {
+) -> Result<BTreeMap<String, Selector>, ApiError> {
     let target = Target {
         cluster: ALL_CLUSTERS,
         resource: kcp_apis::system::api_bindings(),
         namespace: None,
     };
     let listed = registry.list(target, ListOptions::default()).await?;
-    Ok(listed
-        .items
-        .iter()
-        .filter(|b| binds_export(b))
-        .filter(|b| {
-            b["spec"]["permissionClaims"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|c| {
-                    c["state"] == "Accepted"
-                        && text(c, "group") == request.group
-                        && text(c, "resource") == request.resource
-                })
-        })
-        .map(|b| text(&b["metadata"]["annotations"], "kcp.io/cluster").to_string())
-        .collect())
+    let mut accepted = BTreeMap::new();
+    for binding in listed.items.iter().filter(|b| binds_export(b)) {
+        let claim = binding["spec"]["permissionClaims"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| {
+                c["state"] == "Accepted"
+                    && text(c, "group") == request.group
+                    && text(c, "resource") == request.resource
+            });
+        let Some(claim) = claim else {
+            continue;
+        };
+        let selector = match claim["selector"]["matchAll"] == true {
+            true => Selector::everything(),
+            false => Selector::from_label_selector(&claim["selector"])
+                .unwrap_or_else(|_| Selector::nothing()),
+        };
+        let cluster = text(&binding["metadata"]["annotations"], "kcp.io/cluster").to_string();
+        accepted.insert(cluster, selector);
+    }
+    Ok(accepted)
 }

@@ -1072,3 +1072,64 @@ fn owner_references_across_bound_and_local_objects_are_collected() {
     gone("configmap", "fg-dependent");
     gone("widget", "fg");
 }
+
+/// A claim accepted with a selector shows the provider, through the export's virtual
+/// workspace, only the objects it selects in that consumer.
+#[test]
+fn a_claim_accepted_with_a_selector_shows_only_what_it_selects() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::shared("api-sharing-selectors");
+    let provider = kcp.workspace("provider");
+    export_widgets(&kcp, dir.path(), &provider, "red");
+    let consumer = kcp.workspace("consumer");
+    let binding = write_file(
+        dir.path(),
+        "binding.yaml",
+        &format!(
+            "apiVersion: apis.kcp.io/v1alpha2
+kind: APIBinding
+metadata: {{name: widgets}}
+spec:
+  reference: {{export: {{path: \"{provider}\", name: widgets}}}}
+  permissionClaims:
+  - {{group: \"\", resource: configmaps, verbs: [\"*\"], state: Accepted,
+     selector: {{matchLabels: {{shared: \"yes\"}}}}}}
+"
+        ),
+    );
+    kcp.kubectl_in_ok(&consumer, &["apply", "-f", &binding]);
+    kcp.kubectl_in_ok(
+        &consumer,
+        &[
+            "wait",
+            "--for=jsonpath={.status.phase}=Bound",
+            "apibinding/widgets",
+            "--timeout=10s",
+        ],
+    );
+    for (name, label) in [("shared", "yes"), ("private", "no")] {
+        kcp.kubectl_in_ok(&consumer, &["create", "configmap", name, "-n", "default"]);
+        kcp.kubectl_in_ok(
+            &consumer,
+            &[
+                "label",
+                "configmap",
+                name,
+                "-n",
+                "default",
+                &format!("shared={label}"),
+            ],
+        );
+    }
+    let url = kcp.endpoint_url(&provider, "widgets");
+    let cluster = kcp.logical_cluster(&consumer);
+    let listed = kcp.kubectl_ok(&[
+        &format!("--server={url}/clusters/*"),
+        "get",
+        "configmaps",
+        "-A",
+        "-o",
+        "jsonpath={range .items[*]}{.metadata.annotations.kcp\\.io/cluster}/{.metadata.name}{\"\\n\"}{end}",
+    ]);
+    assert_eq!(listed, format!("{cluster}/shared\n"));
+}
