@@ -74,22 +74,24 @@ pub async fn admit(
         .map_err(|_| ApiError::NoSuchResource)?;
     let identity = text(&export_object["status"], "identityHash").to_string();
     let exported = privileged.export_resources(cluster, &export_object).await?;
-    let claims: Vec<(String, String)> = export_object["spec"]["permissionClaims"]
+    // Claimed resources: built-in ones, and bound ones (a claim naming their export's identity).
+    let mut claimed: Vec<ResourceRef> = Vec::new();
+    for claim in export_object["spec"]["permissionClaims"]
         .as_array()
         .into_iter()
         .flatten()
-        .map(|c| {
-            (
-                text(c, "group").to_string(),
-                text(c, "resource").to_string(),
-            )
-        })
-        .collect();
-    let claimed: Vec<ResourceRef> = kcp_apis::builtin::RESOURCES
-        .iter()
-        .filter(|r| claims.iter().any(|(g, n)| r.group == *g && r.name == *n))
-        .map(ResourceRef::from)
-        .collect();
+    {
+        let (group, resource) = (text(claim, "group"), text(claim, "resource"));
+        match text(claim, "identityHash") {
+            "" => claimed.extend(
+                kcp_apis::builtin::RESOURCES
+                    .iter()
+                    .filter(|r| r.group == group && r.name == resource)
+                    .map(ResourceRef::from),
+            ),
+            identity => claimed.extend(registry.bound_with_identity(group, resource, identity)),
+        }
+    }
     let bindings = kcp_apis::system::resources()
         .iter()
         .filter(|r| r.group == kcp_apis::system::APIS_GROUP && r.name == "apibindings")
@@ -102,9 +104,10 @@ pub async fn admit(
         let is_exported = exported.iter().any(|r| {
             r.group == request.group && r.version == request.version && r.name == request.resource
         });
-        let is_claimed = claimed
+        let claimed_identity = claimed
             .iter()
-            .any(|r| r.group == request.group && r.name == request.resource);
+            .find(|r| r.group == request.group && r.name == request.resource)
+            .map(|r| r.identity().to_string());
         if request.group == kcp_apis::system::APIS_GROUP && request.resource == "apibindings" {
             let filter = binds_export.clone();
             request.restrict = Some(Restriction(Arc::new(move |o: &Value| filter(o))));
@@ -124,10 +127,14 @@ pub async fn admit(
                     return Err(ApiError::NoSuchResource);
                 }
             }
-        } else if is_claimed {
+        } else if let Some(identity) = claimed_identity {
             let accepted = accepting_clusters(&privileged, &binds_export, request).await?;
             if consumer != ALL_CLUSTERS && !accepted.contains_key(&consumer) {
                 return Err(ApiError::NoSuchResource);
+            }
+            if consumer == ALL_CLUSTERS && !identity.is_empty() {
+                // A claimed bound resource: the wildcard read of its export's identity.
+                request.resource = format!("{}:{identity}", request.resource);
             }
             let accepted = Arc::new(accepted);
             request.restrict = Some(Restriction(Arc::new(move |o: &Value| {

@@ -238,6 +238,36 @@ impl Registry {
             .find_anywhere(|r| r.group == group && r.version == version && r.name == plural)
     }
 
+    /// Every version of the bound resource `plural` of `group` served under `identity`, as
+    /// some cluster's binding serves it (empty when no cluster binds it).
+    pub fn bound_with_identity(
+        &self,
+        group: &str,
+        plural: &str,
+        identity: &str,
+    ) -> Vec<ResourceRef> {
+        let clusters = self
+            .bound_index()
+            .clusters
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        clusters
+            .values()
+            .flat_map(|b| b.values())
+            .flat_map(|bound| bound.resources.iter())
+            .find(|set| {
+                set.iter()
+                    .any(|r| r.group == group && r.name == plural && r.identity() == identity)
+            })
+            .map(|set| {
+                set.iter()
+                    .filter(|r| r.group == group && r.name == plural)
+                    .map(|r| ResourceRef::from(r.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Every resource `cluster`'s APIBindings bind.
     pub fn bound_resources(&self, cluster: &str) -> Vec<ResourceRef> {
         self.bound_index().served(cluster)

@@ -1133,3 +1133,77 @@ spec:
     ]);
     assert_eq!(listed, format!("{cluster}/shared\n"));
 }
+
+/// An export may claim another export's resource (by its identity): a consumer that binds both
+/// and accepts the claim shows the claiming provider those objects through its view.
+#[test]
+fn a_claim_on_another_exports_resource_is_served_where_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::shared("api-sharing-bound-claims");
+    let provider = kcp.workspace("provider");
+    let identity = export_widgets(&kcp, dir.path(), &provider, "red");
+    let observer = write_file(
+        dir.path(),
+        "observer.yaml",
+        &format!(
+            "apiVersion: apis.kcp.io/v1alpha2
+kind: APIExport
+metadata: {{name: observer}}
+spec:
+  permissionClaims:
+  - {{group: example.io, resource: widgets, identityHash: {identity}, verbs: [\"*\"]}}
+"
+        ),
+    );
+    kcp.kubectl_in_ok(&provider, &["apply", "-f", &observer]);
+    let consumer = kcp.workspace("consumer");
+    bind(
+        &kcp,
+        dir.path(),
+        &consumer,
+        &format!("{provider}:widgets"),
+        &[],
+    );
+    let binding = write_file(
+        dir.path(),
+        "binding.yaml",
+        &format!(
+            "apiVersion: apis.kcp.io/v1alpha2
+kind: APIBinding
+metadata: {{name: observer}}
+spec:
+  reference: {{export: {{path: \"{provider}\", name: observer}}}}
+  permissionClaims:
+  - {{group: example.io, resource: widgets, identityHash: {identity}, verbs: [\"*\"], state: Accepted,
+     selector: {{matchAll: true}}}}
+"
+        ),
+    );
+    kcp.kubectl_in_ok(&consumer, &["apply", "-f", &binding]);
+    kcp.kubectl_in_ok(
+        &consumer,
+        &[
+            "wait",
+            "--for=jsonpath={.status.phase}=Bound",
+            "apibinding/observer",
+            "--timeout=10s",
+        ],
+    );
+    let widget = write_file(
+        dir.path(),
+        "w.yaml",
+        "apiVersion: example.io/v1\nkind: Widget\nmetadata: {name: observed, namespace: default}\nspec: {color: red}\n",
+    );
+    kcp.kubectl_in_ok(&consumer, &["apply", "-f", &widget]);
+    let url = kcp.endpoint_url(&provider, "observer");
+    let cluster = kcp.logical_cluster(&consumer);
+    let listed = kcp.kubectl_ok(&[
+        &format!("--server={url}/clusters/*"),
+        "get",
+        "widgets",
+        "-A",
+        "-o",
+        "jsonpath={range .items[*]}{.metadata.annotations.kcp\\.io/cluster}/{.metadata.name}{\"\\n\"}{end}",
+    ]);
+    assert_eq!(listed, format!("{cluster}/observed\n"));
+}
