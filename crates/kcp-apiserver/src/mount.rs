@@ -7,8 +7,9 @@
 //! those steps as [`Layer`]s, in order; the router runs them ([`crate::router::Router`]) and
 //! the first that answers ends the request. The trees: [`CLUSTERS`] (`/clusters/<path>/...`
 //! and the bare paths), [`APIEXPORT`] (`/services/apiexport/...`, an export's virtual
-//! workspace) and [`INITIALIZING`] (`/services/initializingworkspaces/...`), the last two
-//! views of [`crate::virtual_workspaces`] with their own resolution and authorization.
+//! workspace), [`INITIALIZING`] and [`TERMINATING`] (`/services/initializingworkspaces/...`,
+//! `/services/terminatingworkspaces/...`), the last three views of
+//! [`crate::virtual_workspaces`] with their own resolution and authorization.
 
 /// One step of a mount's chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,11 +5,14 @@
 //!
 //! - [`apiexport`]: `/services/apiexport/<cluster>/<export>/clusters/<consumer or *>/...`, an
 //!   export's provider's view of every workspace bound to it.
-//! - [`initializing`]: `/services/initializingworkspaces/<initializer>/clusters/<* or
-//!   cluster>/...`, an initializer's view of the workspaces waiting for it.
+//! - [`lifecycle`]: `/services/initializingworkspaces/<initializer>/clusters/<* or
+//!   cluster>/...` and `/services/terminatingworkspaces/<terminator>/...`, an initializer's
+//!   (a terminator's) view of the workspaces waiting for it.
 
 pub mod apiexport;
-pub mod initializing;
+pub mod lifecycle;
+
+pub use lifecycle::Stage;
 
 use kcp_registry::{Registry, ServedResources};
 
@@ -23,12 +26,16 @@ use crate::request_info::RequestInfo;
 pub enum View {
     /// The APIExport `export` of the logical cluster `cluster`.
     ApiExport { cluster: String, export: String },
-    /// The workspaces a WorkspaceType's initializer (`<type's workspace path>:<type>`) holds.
-    Initializing { initializer: String },
+    /// The workspaces a WorkspaceType's initializer or terminator (`<type's workspace
+    /// path>:<type>`) holds.
+    Lifecycle { stage: Stage, name: String },
 }
 
 const APIEXPORT_PREFIX: &str = "/services/apiexport/";
-const INITIALIZING_PREFIX: &str = "/services/initializingworkspaces/";
+const LIFECYCLE_PREFIXES: &[(&str, Stage)] = &[
+    ("/services/initializingworkspaces/", Stage::Initializing),
+    ("/services/terminatingworkspaces/", Stage::Terminating),
+];
 
 /// `rest` split after its first `n` segments: the segments and the rest of the path from its
 /// `/` (empty when nothing follows).
@@ -63,10 +70,13 @@ pub fn route(path: &str) -> Option<(View, &str)> {
         };
         return Some((view, inner));
     }
-    let rest = path.strip_prefix(INITIALIZING_PREFIX)?;
+    let (rest, stage) = LIFECYCLE_PREFIXES
+        .iter()
+        .find_map(|(prefix, stage)| Some((path.strip_prefix(prefix)?, *stage)))?;
     let (parts, inner) = segments(rest, 1)?;
-    let view = View::Initializing {
-        initializer: parts[0].to_string(),
+    let view = View::Lifecycle {
+        stage,
+        name: parts[0].to_string(),
     };
     Some((view, inner))
 }
@@ -103,8 +113,8 @@ pub async fn admit(
         View::ApiExport { cluster, export } => {
             apiexport::admit(registry, authz, user, cluster, export, info).await
         }
-        View::Initializing { initializer } => {
-            initializing::admit(registry, authz, user, initializer, info).await
+        View::Lifecycle { stage, name } => {
+            lifecycle::admit(registry, authz, user, (*stage, name), info).await
         }
     }
 }
@@ -132,10 +142,19 @@ mod tests {
             route("/services/initializingworkspaces/root:org:team/clusters/*/apis").unwrap();
         assert_eq!(
             view,
-            View::Initializing {
-                initializer: "root:org:team".into()
+            View::Lifecycle {
+                stage: Stage::Initializing,
+                name: "root:org:team".into()
             }
         );
         assert_eq!(rest, "/clusters/*/apis");
+        let (view, _) = route("/services/terminatingworkspaces/root:t/clusters/*/apis").unwrap();
+        assert!(matches!(
+            view,
+            View::Lifecycle {
+                stage: Stage::Terminating,
+                ..
+            }
+        ));
     }
 }

@@ -148,6 +148,14 @@ pub(super) async fn reconcile(
             at_most: remaining_delay(remaining),
         });
     }
+    // Its terminators (through their virtual workspace) remove themselves; the LogicalCluster
+    // stays until they have, as in kcp. Their removal is an event of it.
+    if logical_cluster["status"]["terminators"]
+        .as_array()
+        .is_some_and(|left| !left.is_empty())
+    {
+        return Ok(Outcome::Finished);
+    }
     let result = privileged
         .patch(target, LOGICAL_CLUSTER, &|current: &Value| {
             let mut next = current.clone();

@@ -52,6 +52,7 @@ pub(super) async fn reconcile(
     let type_annotation = ty.qualified();
     let set = registry.workspace_type_set(ty).await?;
     let initializers = types::initializers(&set);
+    let terminators = types::terminators(&set);
     let mut remaining = initializers.clone();
     // The initializers' work, side by side: each waits for durable writes.
     let mut bound = remaining.clone();
@@ -89,6 +90,10 @@ pub(super) async fn reconcile(
         },
         "status": {"phase": phase, "URL": url, "initializers": remaining},
     });
+    if !terminators.is_empty() {
+        logical_cluster["spec"]["terminators"] = json!(terminators);
+        logical_cluster["status"]["terminators"] = json!(terminators);
+    }
     if let Some(owner) = &owner {
         logical_cluster["metadata"]["annotations"][OWNER_ANNOTATION] = json!(owner);
     }

@@ -192,6 +192,14 @@ pub fn initializers(set: &[WorkspaceType]) -> Vec<String> {
     all
 }
 
+/// The terminators of a workspace whose type set is `set`: its types with `terminator: true`.
+pub fn terminators(set: &[WorkspaceType]) -> Vec<String> {
+    set.iter()
+        .filter(|t| t.spec()["terminator"].as_bool() == Some(true))
+        .map(WorkspaceType::qualified)
+        .collect()
+}
+
 /// The exports (`(path, name)`) the types of `set` bind by default, each once.
 pub fn default_api_bindings(set: &[WorkspaceType]) -> Vec<(String, String)> {
     let mut all: Vec<(String, String)> = Vec::new();

@@ -1207,3 +1207,81 @@ spec:
     ]);
     assert_eq!(listed, format!("{cluster}/observed\n"));
 }
+
+/// A terminator holds the workspaces of its type while they are deleted, until it removes
+/// itself through the terminating workspaces' virtual workspace.
+#[test]
+fn a_terminator_lets_deleted_workspaces_of_its_type_go_through_its_virtual_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcp = Kcp::shared("terminating-view");
+    let home = kcp.home().to_string();
+    let doomed = write_file(
+        dir.path(),
+        "type.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata:\n  name: doomed\nspec:\n  terminator: true\n  extend:\n    with:\n    - name: universal\n      path: root\n",
+    );
+    kcp.kubectl_in_ok(&home, &["create", "-f", &doomed]);
+    let workspace = write_file(
+        dir.path(),
+        "ws.yaml",
+        &format!(
+            "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: held\nspec:\n  type: {{name: doomed, path: \"{home}\"}}\n"
+        ),
+    );
+    kcp.kubectl_in_ok(&home, &["create", "-f", &workspace]);
+    kcp.kubectl_in_ok(
+        &home,
+        &[
+            "wait",
+            "--for=jsonpath={.status.phase}=Ready",
+            "ws/held",
+            "--timeout=10s",
+        ],
+    );
+    let cluster = kcp.logical_cluster(&format!("{home}:held"));
+    kcp.kubectl_in_ok(&home, &["delete", "ws", "held", "--wait=false"]);
+    let terminator = format!("{home}:doomed");
+    let view = format!(
+        "{}/services/terminatingworkspaces/{terminator}",
+        kcp.base_url()
+    );
+    let in_view = |target: &str, args: &[&str]| {
+        let server = format!("--server={view}/clusters/{target}");
+        let mut all = vec![server.as_str()];
+        all.extend_from_slice(args);
+        kcp.kubectl(&all)
+    };
+    let waiting = kcp_testing::wait::until("the view lists the deleted workspace", || {
+        let names = stdout(&in_view(
+            "*",
+            &[
+                "get",
+                "logicalclusters",
+                "-o",
+                "jsonpath={range .items[*]}{.metadata.annotations.kcp\\.io/cluster}{\"\\n\"}{end}",
+            ],
+        ));
+        (!names.is_empty()).then_some(names)
+    });
+    assert_eq!(waiting, format!("{cluster}\n"));
+    // Held while the terminator is there (deliberately a fixed window: it must NOT go).
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    kcp.kubectl_in_ok(&home, &["get", "ws", "held"]);
+    stdout(&in_view(
+        &cluster,
+        &[
+            "patch",
+            "logicalcluster",
+            "cluster",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"terminators":[]}}"#,
+        ],
+    ));
+    kcp_testing::wait::until("the workspace goes", || {
+        !kcp.kubectl_in(&home, &["get", "ws", "held"])
+            .status
+            .success()
+    });
+}

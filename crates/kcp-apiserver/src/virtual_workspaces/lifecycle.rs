@@ -1,13 +1,14 @@
-//! The initializing workspaces view: `/services/initializingworkspaces/<initializer>/...`, what
-//! a WorkspaceType's initializer (`<type's workspace path>:<type name>`) sees, as kcp serves it:
+//! The views of a workspace's life: `/services/initializingworkspaces/<initializer>/...` and
+//! `/services/terminatingworkspaces/<terminator>/...`, what a WorkspaceType's initializer or
+//! terminator (`<type's workspace path>:<type name>`) sees, as kcp serves them:
 //!
 //! - `clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters`: the LogicalClusters in phase
-//!   Initializing whose `status.initializers` hold the initializer (list and watch; one that
-//!   stops matching leaves a watch as DELETED);
-//! - `clusters/<logical cluster>/...`: while that cluster is Initializing and holds the
-//!   initializer, its whole content, to set it up, and its LogicalCluster, whose initializer
-//!   the controller removes when it is done;
-//! - authorized by verb `initialize` on the WorkspaceType in its workspace.
+//!   Initializing whose `status.initializers` hold the initializer (or being deleted, whose
+//!   `status.terminators` hold the terminator); list and watch, and one that stops matching
+//!   leaves a watch as DELETED;
+//! - `clusters/<logical cluster>/...`: while that cluster waits for it, its content, and its
+//!   LogicalCluster, whose initializer (terminator) the controller removes when it is done;
+//! - authorized by verb `initialize` (`terminate`) on the WorkspaceType in its workspace.
 
 use std::sync::Arc;
 
@@ -23,20 +24,58 @@ use crate::authz::{Authorizer, Decision};
 use crate::error::ApiError;
 use crate::request_info::{RequestInfo, Restriction};
 
-/// Whether `logical_cluster` is Initializing and waits for `initializer`.
-fn waits_for(logical_cluster: &Value, initializer: &str) -> bool {
-    logical_cluster["status"]["phase"] == "Initializing"
-        && logical_cluster["status"]["initializers"]
-            .as_array()
-            .is_some_and(|all| all.iter().any(|i| i == initializer))
+/// Which end of a workspace's life a view serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    Initializing,
+    Terminating,
 }
 
-/// Admits `info` to the view of `initializer` for `user`, or answers why not.
+impl Stage {
+    /// The verb on the WorkspaceType the view needs.
+    fn verb(self) -> &'static str {
+        match self {
+            Stage::Initializing => "initialize",
+            Stage::Terminating => "terminate",
+        }
+    }
+
+    /// What the refusal of a cluster that does not wait for the view calls its owner.
+    fn role(self) -> &'static str {
+        match self {
+            Stage::Initializing => "initializer",
+            Stage::Terminating => "terminator",
+        }
+    }
+
+    /// Whether `logical_cluster` waits for `name` at this stage.
+    fn waits_for(self, logical_cluster: &Value, name: &str) -> bool {
+        let (at_stage, list) = match self {
+            Stage::Initializing => (
+                logical_cluster["status"]["phase"] == "Initializing",
+                "initializers",
+            ),
+            Stage::Terminating => (
+                logical_cluster["metadata"]
+                    .get("deletionTimestamp")
+                    .is_some(),
+                "terminators",
+            ),
+        };
+        at_stage
+            && logical_cluster["status"][list]
+                .as_array()
+                .is_some_and(|all| all.iter().any(|i| i == name))
+    }
+}
+
+/// Admits `info` to the `stage` view of `initializer` (or terminator) for `user`, or answers
+/// why not.
 pub async fn admit(
     registry: &Registry,
     authz: &Authorizer,
     user: &User,
-    initializer: &str,
+    (stage, initializer): (Stage, &str),
     mut info: RequestInfo,
 ) -> Result<Admitted, ApiError> {
     let Some((type_path, type_name)) = initializer.rsplit_once(':') else {
@@ -57,7 +96,7 @@ pub async fn admit(
         true => Decision::Allow,
         false => {
             authz
-                .decide(&user.info(), &type_cluster, "initialize", target)
+                .decide(&user.info(), &type_cluster, stage.verb(), target)
                 .await?
         }
     };
@@ -78,7 +117,7 @@ pub async fn admit(
             }
             let initializer = initializer.to_string();
             request.restrict = Some(Restriction(Arc::new(move |o: &Value| {
-                waits_for(o, &initializer)
+                stage.waits_for(o, &initializer)
             })));
         }
         return Ok(Admitted {
@@ -101,13 +140,17 @@ pub async fn admit(
         .get(target, kcp_registry::tenancy::LOGICAL_CLUSTER)
         .await
         .ok();
-    if !found.as_ref().is_some_and(|lc| waits_for(lc, initializer)) {
+    if !found
+        .as_ref()
+        .is_some_and(|lc| stage.waits_for(lc, initializer))
+    {
         let name = found
             .as_ref()
             .map_or(cluster.as_str(), |lc| text(&lc["metadata"], "name"));
         tracing::debug!(name, initializer, "not initializing for this initializer");
         return Err(forbidden(format!(
-            "initializer {initializer:?} cannot access this workspace"
+            "{} {initializer:?} cannot access this workspace",
+            stage.role()
         )));
     }
     Ok(Admitted {
