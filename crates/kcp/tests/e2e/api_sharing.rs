@@ -36,6 +36,8 @@ spec:
         properties:
           spec:
             type: object
+            x-kubernetes-validations:
+            - {{rule: \"self.size <= 10\", message: a widget is at most 10 big}}
             properties:
               size: {{type: integer, minimum: 1, default: 3, description: How big the widget is.}}
               color: {{type: string, enum: [{color}]}}
@@ -271,6 +273,81 @@ fn an_exported_api_is_bound_served_and_kept_apart() {
         );
         let explained = kcp.kubectl_in_ok(consumer, &["explain", "widgets.spec.size"]);
         assert!(explained.contains("How big the widget is."), "{explained}");
+        // The schema's CEL rules hold, and server-side apply owns fields as for a CRD's.
+        let big = kcp.kubectl_in_err(
+            consumer,
+            &[
+                "patch",
+                "widget",
+                name,
+                "-n",
+                "default",
+                "--type=merge",
+                "-p",
+                r#"{"spec":{"size":11}}"#,
+            ],
+        );
+        assert!(big.contains("a widget is at most 10 big"), "{big}");
+        let applied = write_file(
+            dir.path(),
+            &format!("{name}-applied.yaml"),
+            &format!(
+                "apiVersion: example.io/v1\nkind: Widget\nmetadata: {{name: {name}, namespace: default}}\nspec: {{size: 5}}\n"
+            ),
+        );
+        let conflict = kcp.kubectl_in_err(
+            consumer,
+            &[
+                "apply",
+                "--server-side",
+                "--field-manager=sizer",
+                "-f",
+                &applied,
+            ],
+        );
+        assert!(
+            conflict.contains("conflict with \"kubectl-client-side-apply\"")
+                && conflict.contains(".spec.size"),
+            "{conflict}"
+        );
+        kcp.kubectl_in_ok(
+            consumer,
+            &[
+                "apply",
+                "--server-side",
+                "--field-manager=sizer",
+                "--force-conflicts",
+                "-f",
+                &applied,
+            ],
+        );
+        let managers = kcp.kubectl_in_ok(
+            consumer,
+            &[
+                "get",
+                "widget",
+                name,
+                "-n",
+                "default",
+                "--show-managed-fields",
+                "-o",
+                "jsonpath={.metadata.managedFields[*].manager}",
+            ],
+        );
+        assert!(managers.contains("sizer"), "{managers}");
+        let size = kcp.kubectl_in_ok(
+            consumer,
+            &[
+                "get",
+                "widget",
+                name,
+                "-n",
+                "default",
+                "-o",
+                "jsonpath={.spec.size}",
+            ],
+        );
+        assert_eq!(size, "5");
     }
 
     // The provider's endpoint slice points at this server's virtual workspace of the export.
