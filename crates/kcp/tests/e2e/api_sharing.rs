@@ -12,6 +12,34 @@ use kcp_testing::output::{json, stderr, stdout};
 
 use super::support::{Kcp, kubectl_with_plugins, write_file};
 
+/// kubectl with `args` against `target` (`*` or a logical cluster) of the virtual workspace at
+/// `view`.
+fn in_view(kcp: &Kcp, view: &str, target: &str, args: &[&str]) -> std::process::Output {
+    let server = format!("--server={view}/clusters/{target}");
+    let mut all = vec![server.as_str()];
+    all.extend_from_slice(args);
+    kcp.kubectl(&all)
+}
+
+/// The logical clusters the initializing or terminating view at `view` lists, once it lists
+/// some (`what` it waits for).
+fn waiting_in_view(kcp: &Kcp, view: &str, what: &str) -> String {
+    kcp_testing::wait::until(what, || {
+        let names = stdout(&in_view(
+            kcp,
+            view,
+            "*",
+            &[
+                "get",
+                "logicalclusters",
+                "-o",
+                "jsonpath={range .items[*]}{.metadata.annotations.kcp\\.io/cluster}{\"\\n\"}{end}",
+            ],
+        ));
+        (!names.is_empty()).then_some(names)
+    })
+}
+
 /// A `widgets.example.io` CRD; `color` lists the colours its schema allows.
 fn widget_crd(color: &str) -> String {
     format!(
@@ -363,12 +391,7 @@ fn an_exported_api_is_bound_served_and_kept_apart() {
 
     // The export's virtual workspace: its resources, the claimed ones and the bindings.
     let (ca, cb) = (kcp.logical_cluster(&a), kcp.logical_cluster(&b));
-    let view = |target: &str, args: &[&str]| {
-        let server = format!("--server={url}/clusters/{target}");
-        let mut all = vec![server.as_str()];
-        all.extend_from_slice(args);
-        kcp.kubectl(&all)
-    };
+    let view = |target: &str, args: &[&str]| in_view(&kcp, &url, target, args);
     let resources = stdout(&view("*", &["api-resources", "-o", "name"]));
     assert_eq!(
         resources,
@@ -901,25 +924,9 @@ fn an_initializer_finishes_workspaces_of_its_type_through_its_virtual_workspace(
         "{}/services/initializingworkspaces/{initializer}",
         kcp.base_url()
     );
-    let in_view = |target: &str, args: &[&str]| {
-        let server = format!("--server={view}/clusters/{target}");
-        let mut all = vec![server.as_str()];
-        all.extend_from_slice(args);
-        kcp.kubectl(&all)
-    };
+    let in_view = |target: &str, args: &[&str]| in_view(&kcp, &view, target, args);
     // The workspaces waiting for this initializer, across workspaces.
-    let waiting = kcp_testing::wait::until("the view lists the workspace", || {
-        let names = stdout(&in_view(
-            "*",
-            &[
-                "get",
-                "logicalclusters",
-                "-o",
-                "jsonpath={range .items[*]}{.metadata.annotations.kcp\\.io/cluster}{\"\\n\"}{end}",
-            ],
-        ));
-        (!names.is_empty()).then_some(names)
-    });
+    let waiting = waiting_in_view(&kcp, &view, "the view lists the workspace");
     assert_eq!(waiting, format!("{cluster}\n"));
     // It sets the workspace up through the view, then lets it go.
     stdout(&in_view(
@@ -1322,24 +1329,8 @@ fn a_terminator_lets_deleted_workspaces_of_its_type_go_through_its_virtual_works
         "{}/services/terminatingworkspaces/{terminator}",
         kcp.base_url()
     );
-    let in_view = |target: &str, args: &[&str]| {
-        let server = format!("--server={view}/clusters/{target}");
-        let mut all = vec![server.as_str()];
-        all.extend_from_slice(args);
-        kcp.kubectl(&all)
-    };
-    let waiting = kcp_testing::wait::until("the view lists the deleted workspace", || {
-        let names = stdout(&in_view(
-            "*",
-            &[
-                "get",
-                "logicalclusters",
-                "-o",
-                "jsonpath={range .items[*]}{.metadata.annotations.kcp\\.io/cluster}{\"\\n\"}{end}",
-            ],
-        ));
-        (!names.is_empty()).then_some(names)
-    });
+    let in_view = |target: &str, args: &[&str]| in_view(&kcp, &view, target, args);
+    let waiting = waiting_in_view(&kcp, &view, "the view lists the deleted workspace");
     assert_eq!(waiting, format!("{cluster}\n"));
     // Held while the terminator is there (deliberately a fixed window: it must NOT go).
     std::thread::sleep(std::time::Duration::from_millis(500));
