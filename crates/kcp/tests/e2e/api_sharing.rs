@@ -12,6 +12,28 @@ use kcp_testing::output::{json, stderr, stdout};
 
 use super::support::{Kcp, kubectl_with_plugins, write_file};
 
+/// Creates, in `kcp`'s home, the WorkspaceType `name` (extending `root:universal`) with
+/// `field` (`initializer` or `terminator`) set, and the workspace `held` of that type.
+fn held_workspace(kcp: &Kcp, dir: &Path, name: &str, field: &str) {
+    let home = kcp.home();
+    let ty = write_file(
+        dir,
+        "type.yaml",
+        &format!(
+            "apiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata:\n  name: {name}\nspec:\n  {field}: true\n  extend:\n    with:\n    - name: universal\n      path: root\n"
+        ),
+    );
+    kcp.kubectl_in_ok(home, &["create", "-f", &ty]);
+    let workspace = write_file(
+        dir,
+        "ws.yaml",
+        &format!(
+            "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: held\nspec:\n  type: {{name: {name}, path: \"{home}\"}}\n"
+        ),
+    );
+    kcp.kubectl_in_ok(home, &["create", "-f", &workspace]);
+}
+
 /// kubectl with `args` against `target` (`*` or a logical cluster) of the virtual workspace at
 /// `view`.
 fn in_view(kcp: &Kcp, view: &str, target: &str, args: &[&str]) -> std::process::Output {
@@ -898,20 +920,7 @@ fn an_initializer_finishes_workspaces_of_its_type_through_its_virtual_workspace(
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::shared("initializing-view");
     let home = kcp.home().to_string();
-    let gated = write_file(
-        dir.path(),
-        "type.yaml",
-        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata:\n  name: gated\nspec:\n  initializer: true\n  extend:\n    with:\n    - name: universal\n      path: root\n",
-    );
-    kcp.kubectl_in_ok(&home, &["create", "-f", &gated]);
-    let workspace = write_file(
-        dir.path(),
-        "ws.yaml",
-        &format!(
-            "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: held\nspec:\n  type: {{name: gated, path: \"{home}\"}}\n"
-        ),
-    );
-    kcp.kubectl_in_ok(&home, &["create", "-f", &workspace]);
+    held_workspace(&kcp, dir.path(), "gated", "initializer");
     let initializer = format!("{home}:gated");
     let cluster = kcp_testing::wait::until("the workspace is scheduled", || {
         let cluster = kcp.kubectl_in_ok(
@@ -1299,20 +1308,7 @@ fn a_terminator_lets_deleted_workspaces_of_its_type_go_through_its_virtual_works
     let dir = tempfile::tempdir().unwrap();
     let kcp = Kcp::shared("terminating-view");
     let home = kcp.home().to_string();
-    let doomed = write_file(
-        dir.path(),
-        "type.yaml",
-        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata:\n  name: doomed\nspec:\n  terminator: true\n  extend:\n    with:\n    - name: universal\n      path: root\n",
-    );
-    kcp.kubectl_in_ok(&home, &["create", "-f", &doomed]);
-    let workspace = write_file(
-        dir.path(),
-        "ws.yaml",
-        &format!(
-            "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: held\nspec:\n  type: {{name: doomed, path: \"{home}\"}}\n"
-        ),
-    );
-    kcp.kubectl_in_ok(&home, &["create", "-f", &workspace]);
+    held_workspace(&kcp, dir.path(), "doomed", "terminator");
     kcp.kubectl_in_ok(
         &home,
         &[
