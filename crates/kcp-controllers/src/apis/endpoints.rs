@@ -51,6 +51,25 @@ async fn server_url(registry: &Registry) -> Option<String> {
     (!base.is_empty()).then(|| base.to_string())
 }
 
+/// Whether `slice` already lists this server's URL of its export, which some binding still
+/// binds, and its export is valid: what every binding's change finds once the first binding is
+/// there, answered without reading the export (a thousand workspaces binding an export each
+/// bring its slice back).
+fn settled(registry: &Registry, slice: &Value, export_name: &str) -> bool {
+    let Some(url) = slice["status"]["endpoints"][0]["url"].as_str() else {
+        return false;
+    };
+    let Some((_, tail)) = url.split_once("/services/apiexport/") else {
+        return false;
+    };
+    let Some((cluster, name)) = tail.split_once('/') else {
+        return false;
+    };
+    name == export_name
+        && kcp_registry::custom::status_condition_true(&slice["status"], "APIExportValid")
+        && registry.export_is_bound(cluster, name)
+}
+
 async fn reconcile(registry: &Registry, key: &Key) -> Result<Outcome, RegistryError> {
     let privileged = registry.privileged();
     let slice = match privileged.get(slices(&key.cluster), &key.name).await {
@@ -60,6 +79,9 @@ async fn reconcile(registry: &Registry, key: &Key) -> Result<Outcome, RegistryEr
     };
     let reference = &slice["spec"]["export"];
     let export_name = text(reference, "name");
+    if settled(&privileged, &slice, export_name) {
+        return Ok(Outcome::Finished);
+    }
     let cluster = export_cluster(&privileged, &key.cluster, text(reference, "path")).await;
     let export = match &cluster {
         Ok(cluster) => privileged.get(exports(cluster), export_name).await.ok(),
