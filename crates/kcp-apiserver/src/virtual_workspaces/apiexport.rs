@@ -17,7 +17,7 @@ use kcp_apimachinery::labels::Selector;
 use kcp_apimachinery::object::text;
 use kcp_apimachinery::rbac::Target as RbacTarget;
 use kcp_apis::builtin::ResourceRef;
-use kcp_registry::{ALL_CLUSTERS, ListOptions, Registry, ServedResources, Target};
+use kcp_registry::{ALL_CLUSTERS, Registry, ServedResources, Target};
 use serde_json::Value;
 
 use super::{Admitted, cluster_of, forbidden};
@@ -128,7 +128,7 @@ pub async fn admit(
                 }
             }
         } else if let Some(identity) = claimed_identity {
-            let accepted = accepting_clusters(&privileged, &binds_export, request).await?;
+            let accepted = accepting_clusters(registry, (cluster, export), request);
             if consumer != ALL_CLUSTERS && !accepted.contains_key(&consumer) {
                 return Err(ApiError::NoSuchResource);
             }
@@ -165,39 +165,23 @@ fn binding_filter(cluster: &str, export: &str) -> BindingFilter {
 
 /// The logical clusters whose binding to the export accepted the claim on `request`'s
 /// resource, each with the claim's selector (`matchAll`, or its labels and expressions; one
-/// that does not parse selects nothing).
-async fn accepting_clusters(
+/// that does not parse selects nothing), as the registry's bound index keeps them.
+fn accepting_clusters(
     registry: &Registry,
-    binds_export: &BindingFilter,
+    (cluster, export): (&str, &str),
     request: &crate::request_info::ResourceRequest,
-) -> Result<BTreeMap<String, Selector>, ApiError> {
-    let target = Target {
-        cluster: ALL_CLUSTERS,
-        resource: kcp_apis::system::api_bindings(),
-        namespace: None,
-    };
-    let listed = registry.list(target, ListOptions::default()).await?;
-    let mut accepted = BTreeMap::new();
-    for binding in listed.items.iter().filter(|b| binds_export(b)) {
-        let claim = binding["spec"]["permissionClaims"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|c| {
-                c["state"] == "Accepted"
-                    && text(c, "group") == request.group
-                    && text(c, "resource") == request.resource
-            });
-        let Some(claim) = claim else {
-            continue;
-        };
-        let selector = match claim["selector"]["matchAll"] == true {
-            true => Selector::everything(),
-            false => Selector::from_label_selector(&claim["selector"])
-                .unwrap_or_else(|_| Selector::nothing()),
-        };
-        let cluster = text(&binding["metadata"]["annotations"], "kcp.io/cluster").to_string();
-        accepted.insert(cluster, selector);
-    }
-    Ok(accepted)
+) -> BTreeMap<String, Selector> {
+    registry
+        .accepted_claims(cluster, export, &request.group, &request.resource)
+        .into_iter()
+        .map(|(at, selector)| {
+            let selector = match selector["matchAll"] == true {
+                true => Selector::everything(),
+                false => {
+                    Selector::from_label_selector(&selector).unwrap_or_else(|_| Selector::nothing())
+                }
+            };
+            (at, selector)
+        })
+        .collect()
 }

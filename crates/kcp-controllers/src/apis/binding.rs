@@ -120,7 +120,7 @@ async fn reconcile(registry: &Registry, key: &Key) -> Result<Outcome, RegistryEr
 
 /// Makes the APIBinding a workspace type's `defaultAPIBindings` entry `(path, export)` asks for
 /// in `cluster` (kcp's name for it), bound at once when it can be (its status written with
-/// it, and served before it is stored), unless it exists; whether it is Bound.
+/// it), unless it exists; whether it is Bound.
 pub(crate) async fn bind_default(
     registry: &Registry,
     cluster: &str,
@@ -144,9 +144,7 @@ pub(crate) async fn bind_default(
     let (status, _) = bind(&privileged, &key, &binding).await?;
     binding["status"] = Value::Object(status);
     let bound = is_bound(&binding);
-    if bound {
-        privileged.observe_binding(cluster, &binding).await?;
-    }
+    // Served once stored: the workspace is not Ready (nor its path resolved) before this ends.
     match privileged.create(bindings(cluster), binding).await {
         Ok(created) => {
             if bound {

@@ -14,13 +14,14 @@
 //! ([`Registry::start_crd_follower`]) applies every binding in storage, other servers' writes
 //! included.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 
 use futures::StreamExt;
 use kcp_apimachinery::object::text;
 use kcp_apis::builtin::{Resource, ResourceRef};
 use kcp_apis::custom::{Interner, Resources};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::RegistryError;
@@ -32,6 +33,8 @@ struct Bound {
     resources: Vec<Resources>,
     /// The export's logical cluster and name.
     export: (String, String),
+    /// The claims it accepted: group, resource and selector.
+    accepted: Vec<(String, String, Value)>,
     /// Being deleted: its objects can be read and deleted, not created.
     terminating: bool,
     /// The binding's resourceVersion this state is from (0: unknown).
@@ -47,18 +50,53 @@ pub(crate) struct BoundIndex {
     /// binding's resources come from here without reading its schema, whichever of a million
     /// bindings of one export is read at start-up.
     schemas: std::sync::Mutex<HashMap<SchemaKey, std::sync::Weak<[Arc<Resource>]>>>,
-    /// How many bindings bind each export (its cluster and name), kept with `clusters` (under
-    /// its lock): whether an export is bound is asked on every binding's change.
-    exports: std::sync::Mutex<HashMap<(String, String), usize>>,
+    /// The bindings (cluster, name) of each export (its cluster and name), kept with
+    /// `clusters` (under its lock): whether an export is bound is asked on every binding's
+    /// change, and its view asks which bindings accepted a claim on every request.
+    exports: std::sync::Mutex<ExportBindings>,
+}
+
+/// What the index reads of an APIBinding (at start-up, of every binding in the store: a part,
+/// never the whole objects).
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct BindingPart {
+    metadata: PartMeta,
+    spec: PartSpec,
+    status: PartStatus,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct PartMeta {
+    name: String,
+    #[serde(rename = "resourceVersion")]
+    resource_version: String,
+    #[serde(rename = "deletionTimestamp")]
+    deletion_timestamp: Option<Value>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct PartSpec {
+    reference: Value,
+    #[serde(rename = "permissionClaims")]
+    permission_claims: Vec<Value>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct PartStatus {
+    #[serde(rename = "apiExportClusterName")]
+    export_cluster: String,
+    #[serde(rename = "boundResources")]
+    bound_resources: Vec<Value>,
 }
 
 type SchemaKey = (String, String, String, String);
 
-fn revision_of(object: &Value) -> u64 {
-    text(&object["metadata"], "resourceVersion")
-        .parse()
-        .unwrap_or(0)
-}
+/// Each export's (cluster, name) bindings, by their (cluster, name).
+type ExportBindings = HashMap<(String, String), BTreeSet<(String, String)>>;
 
 impl BoundIndex {
     fn set(&self, cluster: &str, name: &str, bound: Option<Bound>) {
@@ -73,11 +111,15 @@ impl BoundIndex {
                 return;
             }
             let mut exports = self.exports.lock().unwrap_or_else(|e| e.into_inner());
+            let location = (cluster.to_string(), name.to_string());
             if let Some(old) = clusters.get(cluster).and_then(|b| b.get(name)) {
-                uncount(&mut exports, &old.export);
+                unlist(&mut exports, &old.export, &location);
             }
             if let Some(new) = bound.as_ref().filter(|b| !b.export.0.is_empty()) {
-                *exports.entry(new.export.clone()).or_default() += 1;
+                exports
+                    .entry(new.export.clone())
+                    .or_default()
+                    .insert(location);
             }
             drop(exports);
             // A binding that binds no resources (an export of claims alone) is kept too: it
@@ -100,9 +142,14 @@ impl BoundIndex {
     }
 
     fn reset(&self, fresh: HashMap<String, BTreeMap<String, Bound>>) {
-        let mut counts: HashMap<(String, String), usize> = HashMap::new();
-        for bound in fresh.values().flat_map(BTreeMap::values) {
-            *counts.entry(bound.export.clone()).or_default() += 1;
+        let mut counts: ExportBindings = HashMap::new();
+        for (cluster, bindings) in &fresh {
+            for (name, bound) in bindings {
+                counts
+                    .entry(bound.export.clone())
+                    .or_default()
+                    .insert((cluster.clone(), name.clone()));
+            }
         }
         let mut clusters = self.clusters.write().unwrap_or_else(|e| e.into_inner());
         let old = std::mem::replace(&mut *clusters, fresh);
@@ -145,6 +192,33 @@ impl BoundIndex {
             })
     }
 
+    /// The clusters whose binding to the export `name` of `cluster` accepted a claim on
+    /// `resource` of `group`, each with the claim's selector.
+    fn accepted(
+        &self,
+        cluster: &str,
+        name: &str,
+        group: &str,
+        resource: &str,
+    ) -> Vec<(String, Value)> {
+        let clusters = self.clusters.read().unwrap_or_else(|e| e.into_inner());
+        let exports = self.exports.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(bindings) = exports.get(&(cluster.to_string(), name.to_string())) else {
+            return Vec::new();
+        };
+        bindings
+            .iter()
+            .filter_map(|(at, binding)| {
+                let bound = clusters.get(at)?.get(binding)?;
+                let (_, _, selector) = bound
+                    .accepted
+                    .iter()
+                    .find(|(g, r, _)| g == group && r == resource)?;
+                Some((at.clone(), selector.clone()))
+            })
+            .collect()
+    }
+
     /// Whether some cluster binds the export `name` of `cluster`.
     fn binds(&self, cluster: &str, name: &str) -> bool {
         let exports = self.exports.lock().unwrap_or_else(|e| e.into_inner());
@@ -167,11 +241,11 @@ impl BoundIndex {
     }
 }
 
-/// Counts one binding of `export` less.
-fn uncount(exports: &mut HashMap<(String, String), usize>, export: &(String, String)) {
-    if let Some(count) = exports.get_mut(export) {
-        *count -= 1;
-        if *count == 0 {
+/// Takes the binding at `location` off `export`'s list.
+fn unlist(exports: &mut ExportBindings, export: &(String, String), location: &(String, String)) {
+    if let Some(bindings) = exports.get_mut(export) {
+        bindings.remove(location);
+        if bindings.is_empty() {
             exports.remove(export);
         }
     }
@@ -296,6 +370,19 @@ impl Registry {
         })
     }
 
+    /// The logical clusters whose APIBinding to the APIExport `name` of `cluster` accepted its
+    /// claim on `resource` of `group`, each with the claim's selector (`{matchAll: true}`, or
+    /// labels and expressions).
+    pub fn accepted_claims(
+        &self,
+        cluster: &str,
+        name: &str,
+        group: &str,
+        resource: &str,
+    ) -> Vec<(String, Value)> {
+        self.bound_index().accepted(cluster, name, group, resource)
+    }
+
     /// Whether an APIBinding of some logical cluster binds the APIExport `name` of `cluster`.
     pub fn export_is_bound(&self, cluster: &str, name: &str) -> bool {
         self.bound_index().binds(cluster, name)
@@ -322,9 +409,11 @@ impl Registry {
         cluster: &str,
         binding: &Value,
     ) -> Result<(), RegistryError> {
-        let name = text(&binding["metadata"], "name");
-        let bound = self.bound_of(binding).await?;
-        self.bound_index().set(cluster, name, Some(bound));
+        let part = BindingPart::deserialize(binding).unwrap_or_default();
+        let name = part.metadata.name.clone();
+        let revision = part.metadata.resource_version.parse().unwrap_or(0);
+        let bound = self.bound_of(part, revision).await?;
+        self.bound_index().set(cluster, &name, Some(bound));
         Ok(())
     }
 
@@ -334,18 +423,14 @@ impl Registry {
     }
 
     /// What `binding` binds, read from its export's schemas.
-    async fn bound_of(&self, binding: &Value) -> Result<Bound, RegistryError> {
-        let export_cluster = text(&binding["status"], "apiExportClusterName");
+    async fn bound_of(&self, binding: BindingPart, revision: u64) -> Result<Bound, RegistryError> {
+        let export_cluster = binding.status.export_cluster;
         let mut resources = Vec::new();
-        let entries = binding["status"]["boundResources"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        for entry in entries {
+        for entry in &binding.status.bound_resources {
             let schema = &entry["schema"];
             let found = self
                 .schema_resources(
-                    export_cluster,
+                    &export_cluster,
                     text(schema, "name"),
                     Some(text(schema, "UID")),
                     text(schema, "identityHash"),
@@ -353,14 +438,28 @@ impl Registry {
                 .await?;
             resources.extend(found);
         }
+        let accepted = binding
+            .spec
+            .permission_claims
+            .iter()
+            .filter(|claim| claim["state"] == "Accepted")
+            .map(|claim| {
+                (
+                    text(claim, "group").to_string(),
+                    text(claim, "resource").to_string(),
+                    claim["selector"].clone(),
+                )
+            })
+            .collect();
         Ok(Bound {
             resources,
             export: (
-                export_cluster.to_string(),
-                text(&binding["spec"]["reference"]["export"], "name").to_string(),
+                export_cluster,
+                text(&binding.spec.reference["export"], "name").to_string(),
             ),
-            terminating: binding["metadata"].get("deletionTimestamp").is_some(),
-            revision: revision_of(binding),
+            accepted,
+            terminating: binding.metadata.deletion_timestamp.is_some(),
+            revision,
         })
     }
 
@@ -454,16 +553,25 @@ impl Registry {
     /// every cluster, then follows their changes. Returns on an error.
     pub(crate) async fn follow_bindings_once(&self) -> Result<(), RegistryError> {
         let resource = kcp_apis::system::api_bindings();
-        let (objects, revision) = self
-            .list_all_clusters(resource, &(Box::new(|_: &Value| true) as crate::Filter))
+        // Each binding's part, page by page, only of bindings some export's binding made.
+        let prefix = crate::store::resource_keys(resource).all_clusters();
+        let mut parts: Vec<(String, BindingPart, u64)> = Vec::new();
+        let revision = self
+            .each_page(&prefix, |kv| {
+                let part: BindingPart = crate::summary::decode_part(&kv.value)?;
+                if let Some(cluster) = crate::store::cluster_of_key(&kv.key)
+                    && !part.status.export_cluster.is_empty()
+                {
+                    parts.push((cluster.to_string(), part, kv.mod_revision));
+                }
+                Ok(())
+            })
             .await?;
         let mut fresh: HashMap<String, BTreeMap<String, Bound>> = HashMap::new();
-        for object in objects {
-            let bound = self.bound_of(&object.object).await?;
-            if !bound.export.0.is_empty() {
-                let name = text(&object.object["metadata"], "name").to_string();
-                fresh.entry(object.cluster).or_default().insert(name, bound);
-            }
+        for (cluster, part, at) in parts {
+            let name = part.metadata.name.clone();
+            let bound = self.bound_of(part, at).await?;
+            fresh.entry(cluster).or_default().insert(name, bound);
         }
         self.bound_index().reset(fresh);
         let mut events = Box::pin(self.watch_all_clusters(resource, revision).await?);

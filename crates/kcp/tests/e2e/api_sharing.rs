@@ -777,6 +777,14 @@ subjects:
         "{written}"
     );
     stdout(&kcp.kubectl_in(&consumer, &create));
+
+    // After a restart the bindings are read back (their parts, page by page): the widget is
+    // served, and the view still lists it.
+    kcp.stop();
+    let kcp = Kcp::start(&dir.path().join("root"), &["--token-auth-file", &tokens]);
+    kcp.kubectl_in_ok(&consumer, &["get", "widget", "w", "-n", "default"]);
+    let listed = kcp.kubectl_in_as("alice-token", "root", &["get", "--raw", &path]);
+    assert!(stdout(&listed).contains("\"name\":\"w\""));
 }
 
 /// The SDK's example provider controller (`kcp_sdk::examples::provider`), pointed at the
