@@ -10,6 +10,9 @@ use serde_json::{Value, json};
 use crate::negotiation::Encoding;
 use crate::status::{Body, encoded, failure_status};
 
+/// Go's `http.NotFound` body.
+const PAGE_NOT_FOUND: &str = "404 page not found\n";
+
 /// Why a request failed.
 #[derive(Debug, Clone)]
 pub enum ApiError {
@@ -19,6 +22,9 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     /// 404 `the server could not find the requested resource`: no such path or resource.
     NoSuchResource,
+    /// 404 as Go's `http.NotFound` writes it, in plain text (`404 page not found`): what kcp
+    /// answers a wildcard request for a bound resource without its right identity.
+    PageNotFound,
     /// 405: a verb this resource or subresource does not serve.
     MethodNotAllowed(String),
     /// 403 with this message alone (a virtual workspace's refusals, which name no resource).
@@ -35,6 +41,7 @@ impl std::fmt::Display for ApiError {
             ApiError::NoSuchResource => {
                 f.write_str("the server could not find the requested resource")
             }
+            ApiError::PageNotFound => f.write_str(PAGE_NOT_FOUND.trim_end()),
         }
     }
 }
@@ -50,6 +57,9 @@ impl From<RegistryError> for ApiError {
 impl ApiError {
     /// The response, in the negotiated encoding.
     pub fn into_response(self, encoding: Encoding) -> Response<Body> {
+        if let ApiError::PageNotFound = self {
+            return crate::status::text_response(StatusCode::NOT_FOUND, PAGE_NOT_FOUND);
+        }
         let (code, status) = self.status();
         encoded(encoding, code, &status)
     }
@@ -62,7 +72,7 @@ impl ApiError {
                 let code = StatusCode::UNSUPPORTED_MEDIA_TYPE;
                 (code, failure_status(code, "UnsupportedMediaType", message))
             }
-            ApiError::NoSuchResource => {
+            ApiError::NoSuchResource | ApiError::PageNotFound => {
                 let code = StatusCode::NOT_FOUND;
                 let message = "the server could not find the requested resource";
                 (code, failure_status(code, "NotFound", message))

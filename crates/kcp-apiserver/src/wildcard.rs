@@ -46,6 +46,22 @@ pub fn metadata_only_resource(
     .flatten()
 }
 
+/// Why nothing serves `info`'s resource in `cluster`: for a wildcard request of a bound
+/// resource without its right identity (`widgets`, `widgets:<other hash>`) kcp's plain-text
+/// `404 page not found`; otherwise the usual 404 Status.
+pub fn not_found(registry: &Registry, info: &ResourceRequest, cluster: &str) -> ApiError {
+    let plural = info.resource.split(':').next().unwrap_or_default();
+    let bound = cluster == kcp_registry::ALL_CLUSTERS
+        && (plural.len() < info.resource.len()
+            || registry
+                .bound_anywhere(&info.group, &info.version, plural)
+                .is_some());
+    match bound {
+        true => ApiError::PageNotFound,
+        false => ApiError::NoSuchResource,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

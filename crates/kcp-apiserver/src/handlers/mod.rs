@@ -81,7 +81,7 @@ async fn serve_in_scope(
             let conversion = negotiated.as_ref().ok()?.conversion;
             crate::wildcard::metadata_only_resource(registry, info, cluster, conversion)
         })
-        .ok_or(ApiError::NoSuchResource)?;
+        .ok_or_else(|| crate::wildcard::not_found(registry, info, cluster))?;
     let mut params = Params::parse(query);
     params.restrict = info.restrict.clone();
     let delete_options = match info.verb.as_str() {

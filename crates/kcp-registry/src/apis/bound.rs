@@ -302,7 +302,7 @@ impl Registry {
 
     /// A bound resource of some cluster named `plural` of `group/version`, whatever its
     /// identity (metadata-only wildcard requests).
-    pub(crate) fn bound_anywhere(
+    pub fn bound_anywhere(
         &self,
         group: &str,
         version: &str,

@@ -497,14 +497,14 @@ fn an_exported_api_is_bound_served_and_kept_apart() {
         wildcard_names(&kcp, &by_identity),
         [format!("{ca}/wa"), format!("{cb}/wb")]
     );
-    let plain = kcp.kubectl_in_err(
-        "*",
-        &["get", "--raw", "/clusters/*/apis/example.io/v1/widgets"],
-    );
-    assert!(
-        plain.contains("NotFound") || plain.contains("not find"),
-        "{plain}"
-    );
+    // Without it, or with another hash, kcp's plain-text 404 (not a Status).
+    for plural in ["widgets", "widgets:0123abcd"] {
+        let path = format!("/clusters/*/apis/example.io/v1/{plural}");
+        let plain = kcp.kubectl_in_err("*", &["get", "--raw", &path, "-v=8"]);
+        let body = plain.split("\"Response Body\"").nth(1).unwrap_or_default();
+        assert!(body.contains("404 page not found"), "{plain}");
+        assert!(plain.contains("Content-Type: text/plain"), "{plain}");
+    }
 
     // Another export of the same group and resource, bound elsewhere, stays apart.
     let other_provider = kcp.workspace("provider-2");
