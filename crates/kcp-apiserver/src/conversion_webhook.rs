@@ -16,7 +16,7 @@ use kcp_apis::custom::Webhook;
 use kcp_registry::custom::WebhookConverter;
 use serde_json::{Value, json};
 
-use crate::webhook_client::{Endpoint, go_quote};
+use crate::webhook_client::{Endpoint, WebhookClients, go_quote};
 
 /// kube-apiserver's default timeout for webhook calls.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -28,12 +28,14 @@ const REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
 #[derive(Debug, Clone)]
 pub struct HttpsConversionWebhooks {
     timeout: Duration,
+    clients: WebhookClients,
 }
 
 impl Default for HttpsConversionWebhooks {
     fn default() -> Self {
         HttpsConversionWebhooks {
             timeout: DEFAULT_TIMEOUT,
+            clients: WebhookClients::default(),
         }
     }
 }
@@ -41,7 +43,10 @@ impl Default for HttpsConversionWebhooks {
 impl HttpsConversionWebhooks {
     /// Webhooks whose calls give up after `timeout`.
     pub fn with_timeout(timeout: Duration) -> Self {
-        HttpsConversionWebhooks { timeout }
+        HttpsConversionWebhooks {
+            timeout,
+            clients: WebhookClients::default(),
+        }
     }
 }
 
@@ -72,7 +77,7 @@ impl WebhookConverter for HttpsConversionWebhooks {
                 ca_bundle: webhook.ca_bundle.clone(),
                 ..Endpoint::default()
             };
-            let call = endpoint.post(body, "ConversionReview");
+            let call = self.clients.post(&endpoint, body, "ConversionReview");
             let answer = match tokio::time::timeout(self.timeout, call).await {
                 Ok(answer) => answer.map_err(|e| format!("Post {}: {e}", go_quote(url)))?,
                 Err(_) => {

@@ -92,6 +92,28 @@ impl ApiError {
 /// The HTTP code and `Status` of a registry error.
 pub fn registry_status(error: &RegistryError) -> (StatusCode, Value) {
     use RegistryError as E;
+    if let E::Refused {
+        code,
+        reason,
+        message,
+        details,
+    } = error
+    {
+        let code = StatusCode::from_u16(*code)
+            .ok()
+            .filter(|c| c.as_u16() >= 400)
+            .unwrap_or(StatusCode::BAD_REQUEST);
+        let mut status = failure_status(code, reason, message);
+        if reason.is_empty()
+            && let Some(fields) = status.as_object_mut()
+        {
+            fields.remove("reason");
+        }
+        if let Some(details) = details.as_ref().filter(|d| d.is_object()) {
+            status["details"] = details.clone();
+        }
+        return (code, status);
+    }
     let message = error.to_string();
     let (code, reason) = match error {
         E::NotFound { .. } => (StatusCode::NOT_FOUND, "NotFound"),
@@ -106,6 +128,7 @@ pub fn registry_status(error: &RegistryError) -> (StatusCode, Value) {
         E::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable"),
         E::TooLargeResourceVersion { .. } => (StatusCode::GATEWAY_TIMEOUT, "Timeout"),
         E::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "InternalError"),
+        E::Refused { .. } => (StatusCode::BAD_REQUEST, "BadRequest"),
     };
     let mut status = failure_status(code, reason, &message);
     match error {

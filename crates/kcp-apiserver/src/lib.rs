@@ -9,6 +9,7 @@
 //! on disk, or how the process is configured: the composition root (`kcp-server`) hands it a
 //! rustls configuration, the accepted tokens and a bound listener.
 
+pub mod admission_webhook;
 pub mod aggregated_discovery;
 pub mod authn;
 pub mod authz;

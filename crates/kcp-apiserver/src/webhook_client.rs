@@ -1,15 +1,18 @@
 //! Posting JSON to a webhook over HTTPS, as kube-apiserver calls its webhooks (conversion,
 //! token authentication, authorization): HTTP/1.1, the server verified against a CA bundle
 //! (the system's roots without one), optionally presenting a bearer token or a client
-//! certificate. Also reads the kubeconfig-format files that name authentication and
+//! certificate, over connections [`WebhookClients`] keeps and reuses. Also reads the kubeconfig-format files that name authentication and
 //! authorization webhooks (`--authentication-token-webhook-config-file`,
 //! `--authorization-webhook-config-file`).
 //!
 //! Errors read as they do after kube-apiserver's `Post "<url>": ` (`dial tcp ...`, `the server
 //! responded with the status code ...`).
 
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use base64::Engine;
 use bytes::Bytes;
@@ -42,6 +45,9 @@ pub struct Endpoint {
     pub token: Option<String>,
     /// A PEM client certificate and key presented to the webhook.
     pub client_certificate: Option<(Vec<u8>, Vec<u8>)>,
+    /// The name the webhook's certificate must carry when it is not the URL's host (a
+    /// Service's `<name>.<namespace>.svc` dialled at an endpoint's address).
+    pub server_name: Option<String>,
 }
 
 impl Endpoint {
@@ -118,84 +124,20 @@ impl Endpoint {
             ca_bundle,
             token,
             client_certificate: certificate.zip(key),
+            server_name: None,
         })
     }
 
-    /// Posts `body` and answers the response body as JSON (`what` names what the answer must
-    /// be, for the error when it is not JSON).
-    pub async fn post(&self, body: Vec<u8>, what: &str) -> Result<Value, String> {
-        let uri: Uri = self.url.parse().map_err(|e| format!("invalid URL: {e}"))?;
-        if uri.scheme_str() != Some("https") {
-            return Err("only https URLs are supported".into());
+    /// The TLS name the webhook's certificate must carry: `server_name`, else the URL's host.
+    fn tls_name(&self, uri: &Uri) -> Result<String, String> {
+        if let Some(name) = &self.server_name {
+            return Ok(name.clone());
         }
         let host = uri.host().ok_or("the URL has no host")?;
-        let host = host
+        Ok(host
             .trim_start_matches('[')
             .trim_end_matches(']')
-            .to_string();
-        let port = uri.port_u16().unwrap_or(443);
-        let server_name = ServerName::try_from(host.clone()).map_err(|e| e.to_string())?;
-        let connector = TlsConnector::from(Arc::new(self.tls_config()?));
-        let tcp = TcpStream::connect((host.as_str(), port))
-            .await
-            .map_err(|e| format!("dial tcp {host}:{port}: {e}"))?;
-        let tls = connector
-            .connect(server_name, tcp)
-            .await
-            .map_err(|e| format!("tls: {e}"))?;
-        let (mut sender, connection) = http1::handshake(TokioIo::new(tls))
-            .await
-            .map_err(|e| e.to_string())?;
-        let driver = tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        let path = uri.path_and_query().map_or("/", |p| p.as_str());
-        let authority = uri.authority().map_or(host.as_str(), |a| a.as_str());
-        let mut request = Request::post(path)
-            .header(header::HOST, authority)
-            .header(header::CONTENT_TYPE, "application/json")
-            .header(header::ACCEPT, "application/json, */*");
-        if let Some(token) = &self.token {
-            request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
-        }
-        let request = request
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| e.to_string())?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| e.to_string());
-        let result = match response {
-            Ok(response) => {
-                let status = response.status();
-                let bytes = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
-                    .collect()
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .to_bytes();
-                if !status.is_success() {
-                    let text = String::from_utf8_lossy(&bytes);
-                    let text = text.trim();
-                    Err(if text.is_empty() {
-                        format!(
-                            "the server responded with the status code {} but did not return more information",
-                            status.as_u16()
-                        )
-                    } else {
-                        format!(
-                            "the server responded with the status code {}: {text}",
-                            status.as_u16()
-                        )
-                    })
-                } else {
-                    serde_json::from_slice(&bytes)
-                        .map_err(|e| format!("the response is not a JSON {what}: {e}"))
-                }
-            }
-            Err(error) => Err(error),
-        };
-        driver.abort();
-        result
+            .to_string())
     }
 
     /// A client configuration trusting the CA bundle (or the system's roots), presenting the
@@ -249,6 +191,221 @@ impl Endpoint {
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(config)
     }
+}
+
+/// Idle connections kept per webhook address at most.
+const IDLE_PER_ADDRESS: usize = 16;
+/// How long an idle connection is kept.
+const IDLE_FOR: Duration = Duration::from_secs(60);
+/// TLS configurations (one per CA bundle and client certificate) kept at most; the cache
+/// starts over when full.
+const MAX_TLS_CONFIGS: usize = 256;
+
+/// Where a pooled connection goes: the address dialled, the TLS name verified, and the TLS
+/// configuration's key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ConnectionKey {
+    host: String,
+    port: u16,
+    tls_name: String,
+    tls: u64,
+}
+
+struct Idle {
+    sender: http1::SendRequest<Full<Bytes>>,
+    since: Instant,
+}
+
+#[derive(Default)]
+struct Pool {
+    idle: HashMap<ConnectionKey, Vec<Idle>>,
+    tls: HashMap<u64, Arc<rustls::ClientConfig>>,
+}
+
+/// Clients of webhooks, as kube-apiserver keeps them: one TLS configuration per CA bundle and
+/// client certificate, built once, and HTTP/1.1 connections reused from call to call (idle
+/// ones kept a minute). Cloning shares the pool. Each webhook user (conversion, token and
+/// authorization webhooks, admission) holds its own.
+#[derive(Clone, Default)]
+pub struct WebhookClients {
+    pool: Arc<Mutex<Pool>>,
+}
+
+impl std::fmt::Debug for WebhookClients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookClients").finish_non_exhaustive()
+    }
+}
+
+impl WebhookClients {
+    /// Posts `body` to `endpoint` and answers the response body as JSON (`what` names what
+    /// the answer must be, for the error when it is not JSON).
+    pub async fn post(
+        &self,
+        endpoint: &Endpoint,
+        body: Vec<u8>,
+        what: &str,
+    ) -> Result<Value, String> {
+        let uri: Uri = endpoint
+            .url
+            .parse()
+            .map_err(|e| format!("invalid URL: {e}"))?;
+        if uri.scheme_str() != Some("https") {
+            return Err("only https URLs are supported".into());
+        }
+        let host = uri.host().ok_or("the URL has no host")?;
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let port = uri.port_u16().unwrap_or(443);
+        let key = ConnectionKey {
+            host: host.clone(),
+            port,
+            tls_name: endpoint.tls_name(&uri)?,
+            tls: tls_key(endpoint),
+        };
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let authority = uri.authority().map_or(host.as_str(), |a| a.as_str());
+        let body = Bytes::from(body);
+        let request = || {
+            let mut request = Request::post(path)
+                .header(header::HOST, authority)
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::ACCEPT, "application/json, */*");
+            if let Some(token) = &endpoint.token {
+                request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+            }
+            request
+                .body(Full::new(body.clone()))
+                .map_err(|e| e.to_string())
+        };
+        let (mut sender, reused) = match self.idle(&key) {
+            Some(sender) => (sender, true),
+            None => (self.connect(endpoint, &key).await?, false),
+        };
+        let response = match sender.send_request(request()?).await {
+            // A kept connection the webhook closed meanwhile: once more on a new one.
+            Err(error) if reused && (error.is_closed() || error.is_canceled()) => {
+                sender = self.connect(endpoint, &key).await?;
+                sender.send_request(request()?).await
+            }
+            other => other,
+        }
+        .map_err(|e| e.to_string())?;
+        let status = response.status();
+        let bytes = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        self.keep(key, sender);
+        if !status.is_success() {
+            let text = String::from_utf8_lossy(&bytes);
+            let text = text.trim();
+            return Err(if text.is_empty() {
+                format!(
+                    "the server responded with the status code {} but did not return more information",
+                    status.as_u16()
+                )
+            } else {
+                format!(
+                    "the server responded with the status code {}: {text}",
+                    status.as_u16()
+                )
+            });
+        }
+        serde_json::from_slice(&bytes)
+            .map_err(|e| format!("the response is not a JSON {what}: {e}"))
+    }
+
+    /// An idle connection to `key` still open, if one is kept.
+    fn idle(&self, key: &ConnectionKey) -> Option<http1::SendRequest<Full<Bytes>>> {
+        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        let idle = pool.idle.get_mut(key)?;
+        while let Some(kept) = idle.pop() {
+            if kept.since.elapsed() < IDLE_FOR && !kept.sender.is_closed() {
+                return Some(kept.sender);
+            }
+        }
+        None
+    }
+
+    /// Keeps `sender` for the next call to `key`, unless its connection closed or enough are
+    /// kept.
+    fn keep(&self, key: ConnectionKey, sender: http1::SendRequest<Full<Bytes>>) {
+        if sender.is_closed() {
+            return;
+        }
+        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        let idle = pool.idle.entry(key).or_default();
+        idle.retain(|kept| kept.since.elapsed() < IDLE_FOR && !kept.sender.is_closed());
+        if idle.len() < IDLE_PER_ADDRESS {
+            idle.push(Idle {
+                sender,
+                since: Instant::now(),
+            });
+        }
+    }
+
+    /// The TLS configuration of `endpoint`, built once per CA bundle and client certificate.
+    fn tls_config(
+        &self,
+        endpoint: &Endpoint,
+        key: u64,
+    ) -> Result<Arc<rustls::ClientConfig>, String> {
+        if let Some(config) = self
+            .pool
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .tls
+            .get(&key)
+        {
+            return Ok(config.clone());
+        }
+        let config = Arc::new(endpoint.tls_config()?);
+        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.tls.len() >= MAX_TLS_CONFIGS {
+            pool.tls.clear();
+        }
+        pool.tls.insert(key, config.clone());
+        Ok(config)
+    }
+
+    /// A new connection to `key`'s address, TLS verified against its name.
+    async fn connect(
+        &self,
+        endpoint: &Endpoint,
+        key: &ConnectionKey,
+    ) -> Result<http1::SendRequest<Full<Bytes>>, String> {
+        let (host, port) = (key.host.as_str(), key.port);
+        let server_name = ServerName::try_from(key.tls_name.clone()).map_err(|e| e.to_string())?;
+        let connector = TlsConnector::from(self.tls_config(endpoint, key.tls)?);
+        let tcp = TcpStream::connect((host, port))
+            .await
+            .map_err(|e| format!("dial tcp {host}:{port}: {e}"))?;
+        let _ = tcp.set_nodelay(true);
+        let tls = connector
+            .connect(server_name, tcp)
+            .await
+            .map_err(|e| format!("tls: {e}"))?;
+        let (sender, connection) = http1::handshake(TokioIo::new(tls))
+            .await
+            .map_err(|e| e.to_string())?;
+        // The connection lives while its sender does (in a call or kept idle).
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Ok(sender)
+    }
+}
+
+/// The key of an endpoint's TLS configuration: its CA bundle and client certificate.
+fn tls_key(endpoint: &Endpoint) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    endpoint.ca_bundle.hash(&mut hasher);
+    endpoint.client_certificate.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// The entry of a kubeconfig list (`clusters`, `users`, `contexts`) called `name`.

@@ -78,6 +78,15 @@ pub enum RegistryError {
     Unavailable(String),
     #[error("{0}")]
     Internal(String),
+    /// A refusal worded by someone else (an admission webhook's `status`): its code (400 or
+    /// more), reason, message and details, as they come.
+    #[error("{message}")]
+    Refused {
+        code: u16,
+        reason: String,
+        message: String,
+        details: Option<serde_json::Value>,
+    },
 }
 
 /// kube-apiserver's message for a continue token past compaction, with a token for the rest.

@@ -189,6 +189,12 @@ pub struct Registry {
     manager: Option<Arc<str>>,
     /// Objects of kcp's tenancy kinds decoded lately (see [`Registry::get_shared`]).
     decoded: Arc<crate::decoded::DecodedObjects>,
+    /// Each logical cluster's admission webhooks, kept until their configurations change.
+    admission_configurations: crate::admission::webhooks::AdmissionConfigurations,
+    /// Posts AdmissionReviews; without one, no admission webhook is called.
+    webhook_caller: Option<Arc<dyn crate::admission::webhooks::WebhookCaller>>,
+    /// Where admission leaves warnings and audit annotations for the request being served.
+    notes: Option<Arc<crate::admission::webhooks::Notes>>,
 }
 
 /// The user a write is made for, as admission needs it: kcp records who created a workspace,
@@ -270,6 +276,9 @@ impl Registry {
             service_account_lookups: Default::default(),
             manager: None,
             decoded: Arc::default(),
+            admission_configurations: Default::default(),
+            webhook_caller: None,
+            notes: None,
         }
     }
 
@@ -351,6 +360,37 @@ impl Registry {
 
     pub(crate) fn webhook_converter(&self) -> Option<&dyn WebhookConverter> {
         self.converter.as_deref()
+    }
+
+    /// The same registry calling admission webhooks through `caller`.
+    pub fn with_webhook_caller(
+        mut self,
+        caller: Arc<dyn crate::admission::webhooks::WebhookCaller>,
+    ) -> Registry {
+        self.webhook_caller = Some(caller);
+        self
+    }
+
+    pub(crate) fn webhook_caller(&self) -> Option<&dyn crate::admission::webhooks::WebhookCaller> {
+        self.webhook_caller.as_deref()
+    }
+
+    pub(crate) fn admission_configurations(
+        &self,
+    ) -> &crate::admission::webhooks::AdmissionConfigurations {
+        &self.admission_configurations
+    }
+
+    /// The same registry leaving admission's warnings and audit annotations in `notes`.
+    pub fn noting(&self, notes: Arc<crate::admission::webhooks::Notes>) -> Registry {
+        Registry {
+            notes: Some(notes),
+            ..self.clone()
+        }
+    }
+
+    pub(crate) fn notes(&self) -> Option<&crate::admission::webhooks::Notes> {
+        self.notes.as_deref()
     }
 
     pub(crate) fn custom_index(&self) -> &CustomResourceIndex {
@@ -454,9 +494,6 @@ impl Registry {
         if !causes.is_empty() {
             return Err(target.invalid(&name, causes));
         }
-        // A quota's place is reserved only for a valid object.
-        self.admit_create(Phase::Validating, &target, &mut object, &sent_name)
-            .await?;
         let metadata = meta::metadata_mut(&mut object);
         metadata.insert("uid".into(), json!(meta::new_uid()));
         metadata.insert("creationTimestamp".into(), json!(meta::now()));
@@ -467,6 +504,10 @@ impl Registry {
             _ => metadata.insert("generation".into(), json!(1)),
         };
         kinds::rules(target.resource).prepare_create(target.resource, self.part, &mut object);
+        // Validating admission sees the object as it will be stored (validating webhooks get
+        // its uid and creation time); a quota's place is reserved only for a valid object.
+        self.admit_create(Phase::Validating, &target, &mut object, &sent_name)
+            .await?;
         meta::remove_cluster_annotation(&mut object);
         check_depth(&target, &object)?;
         let stored_form = self.encode_for_storage(&target, &object).await?;

@@ -32,6 +32,16 @@ pub enum Part {
 }
 
 impl Part {
+    /// The subresource this part is written through ("" for the object itself).
+    pub fn subresource_name(self) -> &'static str {
+        match self {
+            Part::Status => "status",
+            Part::Finalize => "finalize",
+            Part::Approval => "approval",
+            Part::Whole | Part::Everything => "",
+        }
+    }
+
     /// The part a subresource name addresses, if the registry serves writes to it.
     pub fn of_subresource(name: &str) -> Option<Part> {
         match name {

@@ -80,6 +80,9 @@ impl Server {
             .with_webhook_converter(Arc::new(
                 kcp_apiserver::conversion_webhook::HttpsConversionWebhooks::default(),
             ))
+            .with_webhook_caller(Arc::new(
+                kcp_apiserver::admission_webhook::HttpsAdmissionWebhooks::default(),
+            ))
             .with_service_account_tokens(Arc::new(service_account::tokens(&options, &pki.ca_pem)?));
         let client_ca = match &options.client_ca_file {
             Some(path) => Some(

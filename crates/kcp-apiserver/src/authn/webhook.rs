@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::{User, token_digest};
-use crate::webhook_client::{Endpoint, go_quote};
+use crate::webhook_client::{Endpoint, WebhookClients, go_quote};
 
 /// How long a refusal (or a failure) is remembered.
 const REFUSED_TTL: Duration = Duration::from_secs(10);
@@ -28,6 +28,7 @@ type Cache = HashMap<[u8; 32], (Instant, Option<User>)>;
 #[derive(Debug)]
 pub struct TokenWebhook {
     endpoint: Endpoint,
+    clients: WebhookClients,
     version: String,
     audiences: Vec<String>,
     ttl: Duration,
@@ -50,6 +51,7 @@ impl TokenWebhook {
         }
         Ok(TokenWebhook {
             endpoint,
+            clients: WebhookClients::default(),
             version: version.to_string(),
             audiences,
             ttl,
@@ -101,10 +103,13 @@ impl TokenWebhook {
         });
         let body = serde_json::to_vec(&review).map_err(|e| e.to_string())?;
         let url = &self.endpoint.url;
-        let answer = tokio::time::timeout(TIMEOUT, self.endpoint.post(body, "TokenReview"))
-            .await
-            .map_err(|_| format!("Post {}: context deadline exceeded", go_quote(url)))?
-            .map_err(|e| format!("Post {}: {e}", go_quote(url)))?;
+        let answer = tokio::time::timeout(
+            TIMEOUT,
+            self.clients.post(&self.endpoint, body, "TokenReview"),
+        )
+        .await
+        .map_err(|_| format!("Post {}: context deadline exceeded", go_quote(url)))?
+        .map_err(|e| format!("Post {}: {e}", go_quote(url)))?;
         Ok(user_of_review(&answer))
     }
 }

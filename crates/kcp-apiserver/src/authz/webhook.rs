@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use kcp_apimachinery::rbac::{Target, UserInfo};
 use serde_json::{Value, json};
 
-use crate::webhook_client::{Endpoint, go_quote};
+use crate::webhook_client::{Endpoint, WebhookClients, go_quote};
 
 /// The extra key naming the logical cluster, as kcp adds it for webhooks.
 pub const CLUSTER_NAME_EXTRA: &str = "authorization.kcp.io/cluster-name";
@@ -34,6 +34,7 @@ pub enum Answer {
 #[derive(Debug)]
 pub struct AuthorizationWebhook {
     endpoint: Endpoint,
+    clients: WebhookClients,
     version: String,
     cache: Mutex<HashMap<String, (Instant, Answer)>>,
 }
@@ -48,6 +49,7 @@ impl AuthorizationWebhook {
         }
         Ok(AuthorizationWebhook {
             endpoint,
+            clients: WebhookClients::default(),
             version: version.to_string(),
             cache: Mutex::new(HashMap::new()),
         })
@@ -95,10 +97,14 @@ impl AuthorizationWebhook {
         });
         let body = serde_json::to_vec(&review).map_err(|e| e.to_string())?;
         let url = &self.endpoint.url;
-        let answer = tokio::time::timeout(TIMEOUT, self.endpoint.post(body, "SubjectAccessReview"))
-            .await
-            .map_err(|_| format!("Post {}: context deadline exceeded", go_quote(url)))?
-            .map_err(|e| format!("Post {}: {e}", go_quote(url)))?;
+        let answer = tokio::time::timeout(
+            TIMEOUT,
+            self.clients
+                .post(&self.endpoint, body, "SubjectAccessReview"),
+        )
+        .await
+        .map_err(|_| format!("Post {}: context deadline exceeded", go_quote(url)))?
+        .map_err(|e| format!("Post {}: {e}", go_quote(url)))?;
         let status = &answer["status"];
         Ok(
             match status["allowed"] == true && status["denied"] != true {

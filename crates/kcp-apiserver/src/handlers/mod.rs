@@ -16,6 +16,7 @@ mod scale;
 mod update;
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http::HeaderMap;
@@ -104,6 +105,14 @@ async fn serve_in_scope(
             &registry, &resource, sub, &info.verb,
         )?),
     };
+    // Admission's warnings (and audit annotations) for this request.
+    let notes = Arc::new(kcp_registry::admission::webhooks::Notes::default());
+    let registry = match info.verb.as_str() {
+        "create" | "update" | "patch" | "delete" | "deletecollection" => {
+            Cow::Owned(registry.noting(Arc::clone(&notes)))
+        }
+        _ => registry,
+    };
     let registry = match info.verb.as_str() {
         "create" | "update" | "patch" => {
             let apply = info.verb == "patch"
@@ -144,6 +153,7 @@ async fn serve_in_scope(
         Ok(response) => response,
         Err(error) => error.into_response(scope.negotiated.encoding),
     };
+    scope.warnings.extend(notes.take_warnings());
     scope.warnings.extend(deprecation);
     Ok(scope.finish(response))
 }

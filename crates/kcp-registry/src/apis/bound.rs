@@ -302,12 +302,7 @@ impl Registry {
 
     /// A bound resource of some cluster named `plural` of `group/version`, whatever its
     /// identity (metadata-only wildcard requests).
-    pub fn bound_anywhere(
-        &self,
-        group: &str,
-        version: &str,
-        plural: &str,
-    ) -> Option<ResourceRef> {
+    pub fn bound_anywhere(&self, group: &str, version: &str, plural: &str) -> Option<ResourceRef> {
         self.bound_index()
             .find_anywhere(|r| r.group == group && r.version == version && r.name == plural)
     }

@@ -102,7 +102,7 @@ spec:
 /// Exports `widgets` from `provider`: the schema made from [`widget_crd`] by the plugin, and
 /// an APIExport written at v1alpha1 (stored at v1alpha2) claiming configmaps. Returns the
 /// export's identity hash once it has one.
-fn export_widgets(kcp: &Kcp, dir: &Path, provider: &str, color: &str) -> String {
+pub(super) fn export_widgets(kcp: &Kcp, dir: &Path, provider: &str, color: &str) -> String {
     let file = color.replace([',', ' '], "");
     let crd = write_file(dir, &format!("{file}-crd.yaml"), &widget_crd(color));
     let kubeconfig = kcp.kubeconfig_in(dir, provider, None);
@@ -148,7 +148,7 @@ spec:
 }
 
 /// `kubectl kcp bind apiexport <export> <flags>` in `consumer`, which must succeed; its output.
-fn bind(kcp: &Kcp, dir: &Path, consumer: &str, export: &str, flags: &[&str]) -> String {
+pub(super) fn bind(kcp: &Kcp, dir: &Path, consumer: &str, export: &str, flags: &[&str]) -> String {
     let kubeconfig = kcp.kubeconfig_in(dir, consumer, None);
     let mut args = vec!["kcp", "bind", "apiexport", export];
     args.extend_from_slice(flags);

@@ -38,6 +38,7 @@ const MAP_LITERAL: u64 = 30;
 
 /// The estimate of one expression, the ids of its sub-expressions known to be small values,
 /// and of its comprehensions whose elements are.
+#[derive(Default)]
 pub(super) struct Estimate {
     pub(super) cost: u64,
     /// The first field selected from an object type that does not declare it, which cel-go's

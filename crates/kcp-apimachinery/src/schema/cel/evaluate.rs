@@ -319,7 +319,7 @@ fn same_keys<'a>(olds: &'a [Value], item: &Value, keys: &[String]) -> Option<&'a
 
 /// The message a `messageExpression` gave, or `None` (then the static message is used)
 /// when it is not a string, is blank, has line breaks or is too long.
-fn usable_message(value: CelValue) -> Option<String> {
+pub(super) fn usable_message(value: CelValue) -> Option<String> {
     match value {
         CelValue::String(s) => {
             let trimmed = s.trim();
@@ -360,7 +360,7 @@ fn failure(rule: &Rule, field: &str, shown_type: &str, message: String) -> Field
 }
 
 /// A runtime error as kube-apiserver reports it, with cel-go's wording where it differs.
-fn evaluation_error(error: &ExecutionError, shown: &str) -> String {
+pub(super) fn evaluation_error(error: &ExecutionError, shown: &str) -> String {
     let text = match error {
         ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
         ExecutionError::NoSuchOverload

@@ -39,11 +39,20 @@ pub(super) struct Instrumented {
 /// Instruments `expression`, knowing from its estimate which sub-expressions are small
 /// values and which comprehensions have small elements (those need no measuring).
 pub(super) fn instrument(expression: &IdedExpr, estimate: &Estimate) -> Instrumented {
+    instrument_with(expression, estimate, &["self", "oldSelf"])
+}
+
+/// [`instrument`] for an expression whose top-level variables are `variables`.
+pub(super) fn instrument_with(
+    expression: &IdedExpr,
+    estimate: &Estimate,
+    variables: &[&str],
+) -> Instrumented {
     let mut rewriter = Rewriter {
         next_id: max_id(expression).saturating_add(1),
         small: &estimate.small,
         small_elements: &estimate.small_elements,
-        variables: vec!["self".to_string(), "oldSelf".to_string()],
+        variables: variables.iter().map(|v| v.to_string()).collect(),
         accumulators: Vec::new(),
         per_step: Vec::new(),
     };

@@ -25,6 +25,7 @@
 
 mod estimate;
 mod evaluate;
+mod expressions;
 mod instrument;
 mod meter;
 mod needs;
@@ -45,6 +46,7 @@ use serde_json::Value;
 
 use super::{FieldError, child, index};
 use estimate::STATIC_ESTIMATED_CRD_COST_LIMIT;
+pub use expressions::{Evaluation, Expression, Outcome};
 use needs::Need;
 use rules::Rule;
 pub use rules::valid_field_path;

@@ -271,7 +271,7 @@ pub(super) fn to_cel_needed(value: &Value, shape: &Shape, need: &Need) -> Box<dy
 }
 
 /// JSON as CEL sees it without a schema.
-fn plain(value: &Value) -> Box<dyn Val> {
+pub(super) fn plain(value: &Value) -> Box<dyn Val> {
     match value {
         Value::Null => Box::new(CelNull),
         Value::Bool(b) => Box::new(CelBool::from(*b)),

@@ -2,7 +2,7 @@
 //! controllers), in two phases as Kubernetes runs them, each an ordered list of plugins:
 //!
 //! 1. [`MUTATING`], after the write is decoded and defaulted and before its kind validates it;
-//!    plugins may change the object (and refuse it). Mutating webhooks will run last here.
+//!    plugins may change the object (and refuse it).
 //!    - [`Plugin::NamespaceLifecycle`], Kubernetes' plugin: objects of namespaced kinds are
 //!      created only in a namespace that exists (404 otherwise) and is not terminating (403
 //!      with cause `NamespaceTerminating`); `default`, `kube-system` and `kube-public` are
@@ -13,19 +13,25 @@
 //!      bindings: a role may hold only rules its writer holds (or verb `escalate`), a binding
 //!      may grant only a role whose rules its writer holds (or verb `bind` on it)
 //!      (`crate::escalation`; kube-apiserver checks them before the object is validated too).
-//! 2. [`VALIDATING`], once the kind has validated the object, just before it is stored;
-//!    plugins only refuse. Validating webhooks and admission policies will run here.
+//!    - [`Plugin::MutatingWebhooks`], last: the workspace's mutating admission webhooks
+//!      ([`webhooks`]); the object they patch is decoded and defaulted again.
+//! 2. [`VALIDATING`], once the kind has validated the object and the server set its uid and
+//!    creation time, just before it is stored; plugins only refuse.
 //!    - [`Plugin::ApiSharing`], kcp's `apiresourceschema` and `apibinding` plugins:
 //!      APIResourceSchemas valid as CRDs and immutable; binding an export needs verb `bind` on
 //!      it (`crate::apis`).
 //!    - [`Plugin::ReservedCrd`], kcp's `ReservedCRDGroups` and `ReservedCRDAnnotations`: CRDs
 //!      written through the API may not use `*apis.kcp.io` groups or `apis.kcp.io`
 //!      annotations (`crate::reserved_crds`).
+//!    - [`Plugin::ValidatingWebhooks`], the workspace's validating admission webhooks, all
+//!      called at once ([`webhooks`]).
 //!    - [`Plugin::ResourceQuota`], last, as in Kubernetes: a create takes its place in its
 //!      namespace's quotas only once everything else admitted it (`crate::quota`).
 //!
 //! The server's own controllers write through [`Registry::privileged`], which only
 //! NamespaceLifecycle's create checks hold to.
+
+pub mod webhooks;
 
 use serde_json::Value;
 
@@ -39,8 +45,10 @@ pub enum Plugin {
     NamespaceLifecycle,
     Tenancy,
     RbacEscalation,
+    MutatingWebhooks,
     ApiSharing,
     ReservedCrd,
+    ValidatingWebhooks,
     ResourceQuota,
 }
 
@@ -58,12 +66,14 @@ pub const MUTATING: &[Plugin] = &[
     Plugin::NamespaceLifecycle,
     Plugin::Tenancy,
     Plugin::RbacEscalation,
+    Plugin::MutatingWebhooks,
 ];
 
 /// The plugins of the validating phase, in order.
 pub const VALIDATING: &[Plugin] = &[
     Plugin::ApiSharing,
     Plugin::ReservedCrd,
+    Plugin::ValidatingWebhooks,
     Plugin::ResourceQuota,
 ];
 
@@ -101,6 +111,29 @@ impl Registry {
                 Plugin::RbacEscalation => self.admit_rbac_write(target, object).await?,
                 Plugin::ApiSharing => self.admit_api_sharing_create(target, object).await?,
                 Plugin::ReservedCrd => self.admit_reserved_crd(target, object)?,
+                Plugin::MutatingWebhooks => {
+                    let name = object["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string();
+                    let write = webhooks::Write {
+                        operation: webhooks::Operation::Create,
+                        target,
+                        name: &name,
+                        old: None,
+                    };
+                    self.call_mutating_webhooks(&write, Some(object)).await?
+                }
+                Plugin::ValidatingWebhooks => {
+                    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+                    let write = webhooks::Write {
+                        operation: webhooks::Operation::Create,
+                        target,
+                        name,
+                        old: None,
+                    };
+                    self.call_validating_webhooks(&write, Some(object)).await?
+                }
                 Plugin::ResourceQuota => self.admit_quota(target, sent_name).await?,
             }
         }
@@ -127,6 +160,20 @@ impl Registry {
                         .await?
                 }
                 Plugin::ReservedCrd => self.admit_reserved_crd(target, next)?,
+                Plugin::MutatingWebhooks | Plugin::ValidatingWebhooks => {
+                    let write = webhooks::Write {
+                        operation: webhooks::Operation::Update,
+                        target,
+                        name,
+                        old: Some(stored),
+                    };
+                    match plugin {
+                        Plugin::MutatingWebhooks => {
+                            self.call_mutating_webhooks(&write, Some(next)).await?
+                        }
+                        _ => self.call_validating_webhooks(&write, Some(next)).await?,
+                    }
+                }
             }
         }
         Ok(())
@@ -155,9 +202,12 @@ impl Registry {
                     }
                 }
                 Plugin::Tenancy => self.admit_tenancy_delete(target, name).await?,
+                // Both kinds of webhooks at once: the object is read only when some apply.
+                Plugin::MutatingWebhooks => self.call_delete_webhooks(target, name).await?,
                 Plugin::RbacEscalation
                 | Plugin::ApiSharing
                 | Plugin::ReservedCrd
+                | Plugin::ValidatingWebhooks
                 | Plugin::ResourceQuota => {}
             }
         }

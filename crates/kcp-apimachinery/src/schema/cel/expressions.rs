@@ -1,0 +1,199 @@
+//! CEL expressions outside schemas: admission webhooks' `matchConditions` and, later,
+//! admission policies. An [`Expression`] is parsed once within Kubernetes' size and nesting
+//! limits and instrumented like a validation rule (without a schema every value counts as
+//! large, so the meter measures them all); an [`Evaluation`] binds the request's variables
+//! (`object`, `oldObject`, `request`, ...) from JSON and runs expressions against them,
+//! charging one budget shared by all of them.
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, OnceLock};
+
+use kube_cel::KubeCelExt;
+use kube_cel::cel::{Context, Value as CelValue};
+use serde_json::Value;
+
+use super::estimate::Estimate;
+use super::evaluate::{evaluation_error, usable_message};
+use super::instrument::{Instrumented, instrument_with};
+use super::meter::{self, COST_LIMIT_EXCEEDED, Exceeded, PER_CALL_LIMIT, RUNTIME_BUDGET, metered};
+use super::syntax::parse;
+
+/// One expression, compiled once and shared.
+#[derive(Clone)]
+pub struct Expression {
+    source: Arc<str>,
+    runnable: Arc<Instrumented>,
+}
+
+impl std::fmt::Debug for Expression {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Expression").field(&self.source).finish()
+    }
+}
+
+/// How running an expression ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Bool(bool),
+    String(String),
+    /// Some other value (its CEL type's name).
+    Other(String),
+    /// It failed, with cel-go's words (`no such key: x evaluating rule: <expression>`).
+    Failed(String),
+    /// The per-call limit or the request's budget ran out.
+    Exceeded(String),
+}
+
+impl Expression {
+    /// `source` parsed for variables `variables`, or why it does not compile.
+    pub fn compile(source: &str, variables: &[&str]) -> Result<Expression, String> {
+        let expression = parse(source)?;
+        let runnable = instrument_with(&expression, &Estimate::default(), variables);
+        Ok(Expression {
+            source: source.into(),
+            runnable: Arc::new(runnable),
+        })
+    }
+
+    /// Its source text.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+}
+
+/// CEL's standard functions, Kubernetes' libraries and the meter's, built once.
+fn functions() -> &'static Context<'static> {
+    static FUNCTIONS: OnceLock<Context<'static>> = OnceLock::new();
+    FUNCTIONS.get_or_init(|| {
+        let mut functions = Context::default().with_all();
+        meter::register(&mut functions);
+        functions
+    })
+}
+
+/// Variables bound for one request, and what is left of its cost budget.
+pub struct Evaluation {
+    scope: Context<'static>,
+    remaining: u64,
+}
+
+impl Default for Evaluation {
+    fn default() -> Self {
+        Evaluation::new()
+    }
+}
+
+impl Evaluation {
+    /// No variables yet, Kubernetes' runtime budget per request.
+    pub fn new() -> Evaluation {
+        Evaluation {
+            scope: Context::Child {
+                parent: functions(),
+                variables: BTreeMap::new(),
+                resolver: None,
+            },
+            remaining: RUNTIME_BUDGET,
+        }
+    }
+
+    /// Binds `name` to `value` (JSON null is CEL null).
+    pub fn bind(&mut self, name: &str, value: &Value) {
+        if let Context::Child { variables, .. } = &mut self.scope {
+            variables.insert(name.to_string(), super::values::plain(value));
+        }
+    }
+
+    /// Runs `expression` (on the calling thread; it is bounded by the per-call limit).
+    pub fn run(&mut self, expression: &Expression) -> Outcome {
+        let scope = &self.scope;
+        let program = &expression.runnable;
+        let run = metered(PER_CALL_LIMIT, self.remaining, program.base, || {
+            catch_unwind(AssertUnwindSafe(|| {
+                CelValue::resolve(&program.expression, scope)
+            }))
+        });
+        self.remaining = self.remaining.saturating_sub(run.used);
+        match (run.exceeded, run.value) {
+            (Some(Exceeded::PerCall), _) => Outcome::Exceeded(format!(
+                "operation cancelled: actual cost limit exceeded evaluating rule: {}",
+                expression.source
+            )),
+            (Some(Exceeded::Budget), _) | (None, None) => Outcome::Exceeded(format!(
+                "validation failed due to running out of cost budget, no further validation rules will be run ({COST_LIMIT_EXCEEDED})"
+            )),
+            (None, Some(Err(_))) => Outcome::Failed(format!(
+                "internal error: the interpreter failed evaluating rule: {}",
+                expression.source
+            )),
+            (None, Some(Ok(Err(error)))) => {
+                Outcome::Failed(evaluation_error(&error, &expression.source))
+            }
+            (None, Some(Ok(Ok(CelValue::Bool(b))))) => Outcome::Bool(b),
+            (None, Some(Ok(Ok(value @ CelValue::String(_))))) => Outcome::String(
+                usable_message(value.clone()).unwrap_or_else(|| match value {
+                    CelValue::String(s) => s.to_string(),
+                    _ => String::new(),
+                }),
+            ),
+            (None, Some(Ok(Ok(other)))) => Outcome::Other(format!("{:?}", other.type_of())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn expressions_see_their_variables() {
+        let names = ["object", "oldObject", "request"];
+        let mut evaluation = Evaluation::new();
+        evaluation.bind(
+            "object",
+            &json!({"metadata": {"name": "a", "labels": {"x": "1"}}}),
+        );
+        evaluation.bind("oldObject", &Value::Null);
+        evaluation.bind("request", &json!({"operation": "CREATE", "dryRun": false}));
+        let run =
+            |e: &mut Evaluation, source: &str| e.run(&Expression::compile(source, &names).unwrap());
+        assert_eq!(
+            run(&mut evaluation, "object.metadata.name == 'a'"),
+            Outcome::Bool(true)
+        );
+        assert_eq!(
+            run(&mut evaluation, "oldObject == null"),
+            Outcome::Bool(true)
+        );
+        assert_eq!(
+            run(
+                &mut evaluation,
+                "request.operation != 'CREATE' || !request.dryRun"
+            ),
+            Outcome::Bool(true)
+        );
+        assert_eq!(
+            run(&mut evaluation, "'x' in object.metadata.labels"),
+            Outcome::Bool(true)
+        );
+        assert!(matches!(
+            run(&mut evaluation, "object.spec.x"),
+            Outcome::Failed(m) if m.contains("no such key: spec")
+        ));
+        assert!(Expression::compile("object.", &names).is_err());
+    }
+
+    #[test]
+    fn a_costly_expression_is_stopped() {
+        let names = ["object"];
+        let mut evaluation = Evaluation::new();
+        evaluation.bind("object", &json!({"items": (0..2000).collect::<Vec<_>>()}));
+        let costly = Expression::compile(
+            "object.items.all(x, object.items.all(y, object.items.all(z, x + y + z >= 0)))",
+            &names,
+        )
+        .unwrap();
+        assert!(matches!(evaluation.run(&costly), Outcome::Exceeded(_)));
+    }
+}
