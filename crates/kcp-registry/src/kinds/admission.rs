@@ -321,6 +321,67 @@ fn validate_webhook(
         ));
     }
     validate_client_config(&hook["clientConfig"], &format!("{path}.clientConfig"), errs);
+    validate_match_conditions(
+        &hook["matchConditions"],
+        &format!("{path}.matchConditions"),
+        errs,
+    );
+}
+
+/// At most this many match conditions per webhook.
+const MAX_MATCH_CONDITIONS: usize = 64;
+
+/// A webhook's `matchConditions`: named (qualified names, unique), each a CEL expression that
+/// compiles, at most 64.
+fn validate_match_conditions(conditions: &Value, path: &str, errs: &mut Errors) {
+    let Some(conditions) = conditions.as_array() else {
+        return;
+    };
+    if conditions.len() > MAX_MATCH_CONDITIONS {
+        errs.push(crate::Cause {
+            reason: "FieldValueTooMany",
+            field: path.to_string(),
+            message: format!(
+                "Too many: {}: must have at most {MAX_MATCH_CONDITIONS} items",
+                conditions.len()
+            ),
+        });
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for (i, condition) in conditions.iter().enumerate() {
+        let at = index(path, i);
+        let expression = text(condition, "expression").trim();
+        if expression.is_empty() {
+            errs.push(required(format!("{at}.expression"), ""));
+        } else if let Err(error) = kcp_apimachinery::schema::cel::Expression::compile(
+            expression,
+            crate::admission::webhooks::CONDITION_VARIABLES,
+        ) {
+            errs.push(invalid(
+                format!("{at}.expression"),
+                Bad::Str(expression),
+                &format!("compilation failed: {error}"),
+            ));
+        }
+        let name = text(condition, "name");
+        if name.is_empty() {
+            errs.push(required(format!("{at}.name"), ""));
+            continue;
+        }
+        let problems = crate::validation::formats::qualified_name_errors(name);
+        if !problems.is_empty() {
+            errs.push(invalid(
+                format!("{at}.name"),
+                Bad::Str(name),
+                &problems.join(", "),
+            ));
+        }
+        if names.contains(&name) {
+            errs.push(duplicate(format!("{at}.name"), Bad::Str(name)));
+        } else {
+            names.push(name);
+        }
+    }
 }
 
 fn validate_rule(rule: &Value, path: &str, errs: &mut Errors) {

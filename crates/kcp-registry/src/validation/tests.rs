@@ -827,6 +827,20 @@ fn webhook_configurations() {
             ],
         ),
         (
+            "match conditions",
+            hook(json!({"matchConditions": [
+                {"name": "ok", "expression": "request.dryRun != true"},
+                {"name": "ok", "expression": "object.metadata.name == "},
+                {"name": "", "expression": " "},
+            ]})),
+            &[
+                "webhooks[0].matchConditions[1].expression: Invalid value: \"object.metadata.name ==\": compilation failed: ERROR: <input>:1:24: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n| object.metadata.name ==\n| .......................^",
+                "webhooks[0].matchConditions[1].name: Duplicate value: \"ok\"",
+                "webhooks[0].matchConditions[2].expression: Required value",
+                "webhooks[0].matchConditions[2].name: Required value",
+            ],
+        ),
+        (
             "unknown review version",
             hook(json!({"admissionReviewVersions": ["v2"]})),
             &[

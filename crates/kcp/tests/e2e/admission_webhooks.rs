@@ -43,6 +43,18 @@ fn answer(path: &str, review: &Value) -> Value {
             "uid": uid, "allowed": false,
             "status": {"code": 403, "reason": "Forbidden", "message": "bad is not a name here"},
         }),
+        "/annotate" => {
+            let patch = match object["metadata"]["annotations"].is_object() {
+                true => {
+                    json!([{"op": "add", "path": "/metadata/annotations/annotated", "value": "yes"}])
+                }
+                false => {
+                    json!([{"op": "add", "path": "/metadata/annotations", "value": {"annotated": "yes"}}])
+                }
+            };
+            let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
+            json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
+        }
         "/slow" => {
             // The test's runtime has worker threads to spare for this one.
             std::thread::sleep(Duration::from_secs(3));
@@ -492,5 +504,101 @@ fn a_providers_webhook_validates_its_resource_in_every_consumer() {
     kcp_testing::wait::until("the consumer's own webhook refuses bad configmaps", || {
         kcp.kubectl_in_err(&consumers[1], &["create", "configmap", "bad"])
             .contains("denied the request")
+    });
+}
+
+#[test]
+fn mutations_reinvoke_if_needed_and_services_are_dialled_by_name() {
+    let kcp = Kcp::shared("admission-reinvocation");
+    let dir = tempfile::tempdir().unwrap();
+    let hooks = Webhooks::start();
+    let ws = kcp.workspace("reinvoked");
+    let ca = &hooks.ca_bundle;
+    // `a-label` runs first and asks to run again when a later webhook changes the object.
+    let label = configuration(
+        "Mutating",
+        "a-label",
+        &format!("{}/label", hooks.url),
+        ca,
+        "",
+        "configmaps",
+        "  reinvocationPolicy: IfNeeded\n",
+    );
+    let annotate = configuration(
+        "Mutating",
+        "b-annotate",
+        &format!("{}/annotate", hooks.url),
+        ca,
+        "",
+        "configmaps",
+        "",
+    );
+    apply_in(&kcp, dir.path(), &ws, "a.yaml", &label);
+    apply_in(&kcp, dir.path(), &ws, "b.yaml", &annotate);
+    kcp_testing::wait::until("both mutating webhooks are called", || {
+        let name = format!("m-{}", fastrand::u32(..));
+        kcp.kubectl_in_ok(&ws, &["create", "configmap", &name]);
+        let got = kcp.kubectl_in_ok(
+            &ws,
+            &[
+                "get",
+                "configmap",
+                &name,
+                "-o",
+                "jsonpath={.metadata.labels.webhooked}/{.metadata.annotations.annotated}",
+            ],
+        );
+        got == "yes/yes"
+    });
+    kcp.kubectl_in_ok(&ws, &["create", "configmap", "twice"]);
+    let labelled: Vec<_> = hooks
+        .seen("/label")
+        .into_iter()
+        .filter(|r| r["request"]["name"] == "twice")
+        .collect();
+    assert_eq!(labelled.len(), 2, "reinvoked once");
+    assert_eq!(
+        labelled[1]["request"]["object"]["metadata"]["annotations"]["annotated"],
+        "yes"
+    );
+    assert_eq!(
+        hooks
+            .seen("/annotate")
+            .iter()
+            .filter(|r| r["request"]["name"] == "twice")
+            .count(),
+        1
+    );
+
+    // kcp serves no Services: a webhook's Service is dialled by its DNS name, as kcp does.
+    let by_service = format!(
+        "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {{name: by-service}}
+webhooks:
+- name: by-service.example.com
+  clientConfig:
+    service: {{namespace: default, name: hook, path: /check}}
+    caBundle: {ca}
+  rules:
+  - {{apiGroups: [\"\"], apiVersions: [v1], operations: [CREATE], resources: [secrets]}}
+  sideEffects: None
+  admissionReviewVersions: [v1]
+"
+    );
+    apply_in(&kcp, dir.path(), &ws, "by-service.yaml", &by_service);
+    kcp_testing::wait::until("the Service's name is dialled", || {
+        let refused = kcp.kubectl_in(
+            &ws,
+            &[
+                "create",
+                "secret",
+                "generic",
+                &format!("s-{}", fastrand::u32(..)),
+            ],
+        );
+        String::from_utf8_lossy(&refused.stderr).contains(
+            "failed calling webhook \"by-service.example.com\": failed to call webhook: Post \"https://hook.default.svc:443/check?timeout=10s\": dial tcp hook.default.svc:443",
+        )
     });
 }

@@ -41,6 +41,7 @@ use kcp_apimachinery::labels::Selector;
 use kcp_apimachinery::schema::cel::{Evaluation, Outcome};
 use serde_json::{Map, Value, json};
 
+pub(crate) use config::CONDITION_VARIABLES;
 pub(crate) use index::AdmissionConfigurations;
 
 use crate::error::RegistryError;

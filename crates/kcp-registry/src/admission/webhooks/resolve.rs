@@ -1,8 +1,9 @@
-//! Where a webhook's `clientConfig.service` is, in the workspace of its configuration: an
-//! `ExternalName` Service's name; else the first address of the Service's Endpoints at the
-//! target port of the named port; else its cluster IP. (No proxy runs here: the Endpoints are
-//! what a webhook registered in a workspace points at.) Its certificate is then verified for
-//! `<name>.<namespace>.svc`, as kube-apiserver does.
+//! Where a webhook's `clientConfig.service` is. kcp serves no Services of its own, and dials
+//! `<name>.<namespace>.svc:<port>` as the host's DNS resolves it; so does this server. A
+//! workspace that serves Services (a CRD of the core group, as physical clusters' APIs are
+//! negotiated) resolves them itself: an `ExternalName` Service's name; else the first address
+//! of the Service's Endpoints at the target port of the named port; else its cluster IP. The
+//! certificate is verified for `<name>.<namespace>.svc` either way, as kube-apiserver does.
 
 use serde_json::Value;
 
@@ -18,21 +19,12 @@ impl Registry {
         name: &str,
         port: u16,
     ) -> Result<String, String> {
-        let read = |plural: &'static str| {
-            let target = Target {
-                cluster,
-                resource: kcp_apis::builtin::core(plural),
-                namespace: Some(namespace),
-            };
-            async move {
-                match self.get(target, name).await {
-                    Ok(object) => Ok(Some(object)),
-                    Err(RegistryError::NotFound { .. }) => Ok(None),
-                    Err(error) => Err(error.to_string()),
-                }
-            }
+        let Some(services) = self.resolve(cluster, "", "v1", "services").await else {
+            return Ok(format!("{name}.{namespace}.svc:{port}"));
         };
-        let service = read("services")
+        let endpoints = self.resolve(cluster, "", "v1", "endpoints").await;
+        let service = self
+            .read_named(cluster, Some(&services), namespace, name)
             .await?
             .ok_or_else(|| format!("service \"{name}\" not found"))?;
         let spec = &service["spec"];
@@ -48,7 +40,9 @@ impl Registry {
                     .find(|p| p["port"].as_u64() == Some(port.into()))
             })
             .ok_or_else(|| format!("service {namespace}/{name} has no port {port}"))?;
-        if let Some(endpoints) = read("endpoints").await?
+        if let Some(endpoints) = self
+            .read_named(cluster, endpoints.as_deref(), namespace, name)
+            .await?
             && let Some(address) = endpoint_address(&endpoints, service_port)
         {
             return Ok(address);
@@ -59,6 +53,31 @@ impl Registry {
         {
             Some(ip) => Ok(host_port(ip, port)),
             None => Err(format!("no endpoints available for service \"{name}\"")),
+        }
+    }
+}
+
+impl Registry {
+    /// The object `namespace/name` of `resource` (none when it is not served).
+    async fn read_named(
+        &self,
+        cluster: &str,
+        resource: Option<&kcp_apis::builtin::Resource>,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>, String> {
+        let Some(resource) = resource else {
+            return Ok(None);
+        };
+        let target = Target {
+            cluster,
+            resource,
+            namespace: Some(namespace),
+        };
+        match self.get(target, name).await {
+            Ok(object) => Ok(Some(object)),
+            Err(RegistryError::NotFound { .. }) => Ok(None),
+            Err(error) => Err(error.to_string()),
         }
     }
 }
