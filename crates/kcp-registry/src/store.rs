@@ -190,7 +190,7 @@ pub struct Registry {
     /// Objects of kcp's tenancy kinds decoded lately (see [`Registry::get_shared`]).
     decoded: Arc<crate::decoded::DecodedObjects>,
     /// Each logical cluster's admission webhooks, kept until their configurations change.
-    admission_configurations: crate::admission::webhooks::AdmissionConfigurations,
+    admission_configurations: crate::admission::AdmissionConfigurations,
     /// Posts AdmissionReviews; without one, no admission webhook is called.
     webhook_caller: Option<Arc<dyn crate::admission::webhooks::WebhookCaller>>,
     /// Where admission leaves warnings and audit annotations for the request being served.
@@ -375,9 +375,7 @@ impl Registry {
         self.webhook_caller.as_deref()
     }
 
-    pub(crate) fn admission_configurations(
-        &self,
-    ) -> &crate::admission::webhooks::AdmissionConfigurations {
+    pub(crate) fn admission_configurations(&self) -> &crate::admission::AdmissionConfigurations {
         &self.admission_configurations
     }
 

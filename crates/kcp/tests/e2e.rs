@@ -9,6 +9,7 @@
 //! see every workspace of the server.
 
 mod e2e {
+    pub mod admission_policies;
     pub mod admission_webhooks;
     pub mod adversarial;
     pub mod api_sharing;

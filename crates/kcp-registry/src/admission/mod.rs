@@ -23,6 +23,8 @@
 //!    - [`Plugin::ReservedCrd`], kcp's `ReservedCRDGroups` and `ReservedCRDAnnotations`: CRDs
 //!      written through the API may not use `*apis.kcp.io` groups or `apis.kcp.io`
 //!      annotations (`crate::reserved_crds`).
+//!    - [`Plugin::ValidatingAdmissionPolicy`], the workspace's ValidatingAdmissionPolicies
+//!      through their bindings ([`policies`]).
 //!    - [`Plugin::ValidatingWebhooks`], the workspace's validating admission webhooks, all
 //!      called at once ([`webhooks`]).
 //!    - [`Plugin::ResourceQuota`], last, as in Kubernetes: a create takes its place in its
@@ -31,7 +33,11 @@
 //! The server's own controllers write through [`Registry::privileged`], which only
 //! NamespaceLifecycle's create checks hold to.
 
+mod configurations;
+pub(crate) mod policies;
 pub mod webhooks;
+
+pub(crate) use configurations::AdmissionConfigurations;
 
 use serde_json::Value;
 
@@ -48,6 +54,7 @@ pub enum Plugin {
     MutatingWebhooks,
     ApiSharing,
     ReservedCrd,
+    ValidatingAdmissionPolicy,
     ValidatingWebhooks,
     ResourceQuota,
 }
@@ -73,6 +80,7 @@ pub const MUTATING: &[Plugin] = &[
 pub const VALIDATING: &[Plugin] = &[
     Plugin::ApiSharing,
     Plugin::ReservedCrd,
+    Plugin::ValidatingAdmissionPolicy,
     Plugin::ValidatingWebhooks,
     Plugin::ResourceQuota,
 ];
@@ -124,7 +132,7 @@ impl Registry {
                     };
                     self.call_mutating_webhooks(&write, Some(object)).await?
                 }
-                Plugin::ValidatingWebhooks => {
+                Plugin::ValidatingAdmissionPolicy | Plugin::ValidatingWebhooks => {
                     let name = object["metadata"]["name"].as_str().unwrap_or_default();
                     let write = webhooks::Write {
                         operation: webhooks::Operation::Create,
@@ -132,7 +140,12 @@ impl Registry {
                         name,
                         old: None,
                     };
-                    self.call_validating_webhooks(&write, Some(object)).await?
+                    match plugin {
+                        Plugin::ValidatingAdmissionPolicy => {
+                            self.call_policies(&write, Some(object)).await?
+                        }
+                        _ => self.call_validating_webhooks(&write, Some(object)).await?,
+                    }
                 }
                 Plugin::ResourceQuota => self.admit_quota(target, sent_name).await?,
             }
@@ -160,7 +173,9 @@ impl Registry {
                         .await?
                 }
                 Plugin::ReservedCrd => self.admit_reserved_crd(target, next)?,
-                Plugin::MutatingWebhooks | Plugin::ValidatingWebhooks => {
+                Plugin::MutatingWebhooks
+                | Plugin::ValidatingAdmissionPolicy
+                | Plugin::ValidatingWebhooks => {
                     let write = webhooks::Write {
                         operation: webhooks::Operation::Update,
                         target,
@@ -170,6 +185,9 @@ impl Registry {
                     match plugin {
                         Plugin::MutatingWebhooks => {
                             self.call_mutating_webhooks(&write, Some(next)).await?
+                        }
+                        Plugin::ValidatingAdmissionPolicy => {
+                            self.call_policies(&write, Some(next)).await?
                         }
                         _ => self.call_validating_webhooks(&write, Some(next)).await?,
                     }
@@ -207,6 +225,7 @@ impl Registry {
                 Plugin::RbacEscalation
                 | Plugin::ApiSharing
                 | Plugin::ReservedCrd
+                | Plugin::ValidatingAdmissionPolicy
                 | Plugin::ValidatingWebhooks
                 | Plugin::ResourceQuota => {}
             }

@@ -15,7 +15,8 @@ use crate::error::RegistryError;
 use crate::kinds::printing::{self, Column, col};
 use crate::kinds::{Generation, Kind, metadata_list_strategy};
 use crate::validation::field::{
-    Bad, Errors, duplicate, go_strings, index, invalid, not_supported, required,
+    Bad, Errors, duplicate, forbidden as forbidden_field, go_strings, index, invalid,
+    not_supported, required,
 };
 use crate::validation::formats::fully_qualified_name_error;
 
@@ -34,11 +35,11 @@ pub(crate) static VALIDATING_WEBHOOK_CONFIGURATION: WebhookConfiguration = Webho
     kind: "ValidatingWebhookConfiguration",
     mutating: false,
 };
-/// ValidatingAdmissionPolicies: stored, printed, not yet enforced.
+/// ValidatingAdmissionPolicies (enforced by `crate::admission::policies`).
 pub(crate) struct ValidatingAdmissionPolicy;
 pub(crate) static VALIDATING_ADMISSION_POLICY: ValidatingAdmissionPolicy =
     ValidatingAdmissionPolicy;
-/// ValidatingAdmissionPolicyBindings: stored, printed, not yet enforced.
+/// ValidatingAdmissionPolicyBindings.
 pub(crate) struct ValidatingAdmissionPolicyBinding;
 pub(crate) static VALIDATING_ADMISSION_POLICY_BINDING: ValidatingAdmissionPolicyBinding =
     ValidatingAdmissionPolicyBinding;
@@ -124,6 +125,20 @@ impl Kind for ValidatingAdmissionPolicy {
         (GROUP, "ValidatingAdmissionPolicy")
     }
 
+    fn decode(&self, _: &Resource, object: &mut Value) -> Result<(), RegistryError> {
+        if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.entry("failurePolicy").or_insert(json!("Fail"));
+            if let Some(constraints) = spec.get_mut("matchConstraints") {
+                default_match_resources(constraints);
+            }
+        }
+        Ok(())
+    }
+
+    fn validate(&self, object: &Value, _: Option<&Value>, errs: &mut Errors) {
+        validate_policy(&object["spec"], errs);
+    }
+
     fn generation(&self, _: &Resource) -> Generation {
         Generation::Fields(&["spec"])
     }
@@ -153,6 +168,20 @@ impl Kind for ValidatingAdmissionPolicy {
 impl Kind for ValidatingAdmissionPolicyBinding {
     fn group_kind(&self) -> (&'static str, &'static str) {
         (GROUP, "ValidatingAdmissionPolicyBinding")
+    }
+
+    fn decode(&self, _: &Resource, object: &mut Value) -> Result<(), RegistryError> {
+        if let Some(resources) = object
+            .get_mut("spec")
+            .and_then(|s| s.get_mut("matchResources"))
+        {
+            default_match_resources(resources);
+        }
+        Ok(())
+    }
+
+    fn validate(&self, object: &Value, _: Option<&Value>, errs: &mut Errors) {
+        validate_policy_binding(&object["spec"], errs);
     }
 
     fn generation(&self, _: &Resource) -> Generation {
@@ -593,5 +622,254 @@ fn param_ref(binding: &Value) -> String {
             .collect::<Vec<_>>()
             .join(","),
         None => "<unset>".to_string(),
+    }
+}
+
+/// Kubernetes' defaults of a policy's `matchConstraints` or a binding's `matchResources`.
+fn default_match_resources(resources: &mut Value) {
+    let Some(fields) = resources.as_object_mut() else {
+        return;
+    };
+    fields.entry("matchPolicy").or_insert(json!("Equivalent"));
+    fields.entry("namespaceSelector").or_insert(json!({}));
+    fields.entry("objectSelector").or_insert(json!({}));
+    for list in ["resourceRules", "excludeResourceRules"] {
+        if let Some(rules) = fields.get_mut(list).and_then(Value::as_array_mut) {
+            for rule in rules.iter_mut().filter_map(Value::as_object_mut) {
+                rule.entry("scope").or_insert(json!("*"));
+            }
+        }
+    }
+}
+
+const VALIDATION_ACTIONS: &[&str] = &["Audit", "Deny", "Warn"];
+const PARAMETER_NOT_FOUND_ACTIONS: &[&str] = &["Allow", "Deny"];
+const VALIDATION_REASONS: &[&str] = &[
+    "Unauthorized",
+    "Forbidden",
+    "Invalid",
+    "RequestEntityTooLarge",
+];
+
+/// A CEL expression of a policy at `path`: required, and compiling.
+fn validate_expression(expression: &Value, path: String, errs: &mut Errors) {
+    let source = expression.as_str().unwrap_or_default().trim();
+    if source.is_empty() {
+        errs.push(required(path, ""));
+        return;
+    }
+    if let Err(error) = kcp_apimachinery::schema::cel::Expression::compile(
+        source,
+        crate::admission::policies::config::POLICY_VARIABLES,
+    ) {
+        errs.push(invalid(
+            path,
+            Bad::Str(source),
+            &format!("compilation failed: {error}"),
+        ));
+    }
+}
+
+fn validate_match_resources(resources: &Value, path: &str, require_rules: bool, errs: &mut Errors) {
+    let rules = resources["resourceRules"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if require_rules && rules.is_empty() {
+        errs.push(required(format!("{path}.resourceRules"), ""));
+    }
+    for list in ["resourceRules", "excludeResourceRules"] {
+        for (i, rule) in resources[list].as_array().into_iter().flatten().enumerate() {
+            validate_rule(rule, &format!("{path}.{list}[{i}]"), errs);
+        }
+    }
+    if let Some(value) = resources["matchPolicy"]
+        .as_str()
+        .filter(|v| !MATCH_POLICIES.contains(v))
+    {
+        errs.push(not_supported(
+            format!("{path}.matchPolicy"),
+            Bad::Str(value),
+            MATCH_POLICIES,
+        ));
+    }
+}
+
+/// A ValidatingAdmissionPolicy's spec, as kube-apiserver validates it.
+fn validate_policy(spec: &Value, errs: &mut Errors) {
+    match spec.get("matchConstraints").filter(|m| m.is_object()) {
+        Some(constraints) => {
+            validate_match_resources(constraints, "spec.matchConstraints", true, errs)
+        }
+        None => errs.push(required("spec.matchConstraints", "")),
+    }
+    if let Some(value) = spec["failurePolicy"]
+        .as_str()
+        .filter(|v| !FAILURE_POLICIES.contains(v))
+    {
+        errs.push(not_supported(
+            "spec.failurePolicy",
+            Bad::Str(value),
+            FAILURE_POLICIES,
+        ));
+    }
+    if let Some(kind) = spec.get("paramKind").filter(|k| k.is_object()) {
+        for field in ["apiVersion", "kind"] {
+            if text(kind, field).is_empty() {
+                errs.push(required(format!("spec.paramKind.{field}"), ""));
+            }
+        }
+    }
+    let validations = spec["validations"].as_array().cloned().unwrap_or_default();
+    let audits = spec["auditAnnotations"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if validations.is_empty() && audits.is_empty() {
+        errs.push(required(
+            "spec.validations",
+            "validations or auditAnnotations must contain at least one item",
+        ));
+    }
+    for (i, validation) in validations.iter().enumerate() {
+        let path = index("spec.validations", i);
+        validate_expression(
+            &validation["expression"],
+            format!("{path}.expression"),
+            errs,
+        );
+        if let Some(message) = validation["messageExpression"]
+            .as_str()
+            .filter(|m| !m.trim().is_empty())
+        {
+            validate_expression(&json!(message), format!("{path}.messageExpression"), errs);
+        }
+        let message = text(validation, "message");
+        if message.contains('\n') {
+            errs.push(invalid(
+                format!("{path}.message"),
+                Bad::Str(message),
+                "message must not contain line breaks",
+            ));
+        }
+        if let Some(reason) = validation["reason"]
+            .as_str()
+            .filter(|r| !VALIDATION_REASONS.contains(r))
+        {
+            errs.push(not_supported(
+                format!("{path}.reason"),
+                Bad::Str(reason),
+                VALIDATION_REASONS,
+            ));
+        }
+    }
+    let mut keys: Vec<&str> = Vec::new();
+    for (i, audit) in audits.iter().enumerate() {
+        let path = index("spec.auditAnnotations", i);
+        let key = text(audit, "key");
+        if key.is_empty() {
+            errs.push(required(format!("{path}.key"), ""));
+        } else if keys.contains(&key) {
+            errs.push(duplicate(format!("{path}.key"), Bad::Str(key)));
+        } else {
+            keys.push(key);
+        }
+        validate_expression(
+            &audit["valueExpression"],
+            format!("{path}.valueExpression"),
+            errs,
+        );
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for (i, variable) in spec["variables"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let path = index("spec.variables", i);
+        let name = text(variable, "name");
+        let identifier = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if name.is_empty() {
+            errs.push(required(format!("{path}.name"), ""));
+        } else if !identifier {
+            errs.push(invalid(
+                format!("{path}.name"),
+                Bad::Str(name),
+                "name is not a valid CEL identifier",
+            ));
+        } else if names.contains(&name) {
+            errs.push(duplicate(format!("{path}.name"), Bad::Str(name)));
+        } else {
+            names.push(name);
+        }
+        validate_expression(&variable["expression"], format!("{path}.expression"), errs);
+    }
+    validate_match_conditions(&spec["matchConditions"], "spec.matchConditions", errs);
+}
+
+/// A ValidatingAdmissionPolicyBinding's spec, as kube-apiserver validates it.
+fn validate_policy_binding(spec: &Value, errs: &mut Errors) {
+    if text(spec, "policyName").is_empty() {
+        errs.push(required("spec.policyName", ""));
+    }
+    let actions = strings(&spec["validationActions"]);
+    if actions.is_empty() {
+        errs.push(required(
+            "spec.validationActions",
+            "at least one validation action is required",
+        ));
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, action) in actions.iter().enumerate() {
+        let path = index("spec.validationActions", i);
+        if !VALIDATION_ACTIONS.contains(&action.as_str()) {
+            errs.push(not_supported(path, Bad::Str(action), VALIDATION_ACTIONS));
+        } else if seen.contains(&action.as_str()) {
+            errs.push(duplicate(path, Bad::Str(action)));
+        } else {
+            seen.push(action);
+        }
+    }
+    if seen.contains(&"Deny") && seen.contains(&"Warn") {
+        errs.push(invalid(
+            "spec.validationActions",
+            Bad::Go(go_strings(&actions)),
+            "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
+        ));
+    }
+    if let Some(param_ref) = spec.get("paramRef").filter(|p| p.is_object()) {
+        let named = !text(param_ref, "name").is_empty();
+        let selected = param_ref.get("selector").is_some_and(|s| !s.is_null());
+        if named && selected {
+            errs.push(forbidden_field(
+                "spec.paramRef.name",
+                "name and selector are mutually exclusive",
+            ));
+        }
+        if !named && !selected {
+            errs.push(required(
+                "spec.paramRef",
+                "one of name or selector must be specified",
+            ));
+        }
+        match param_ref["parameterNotFoundAction"].as_str() {
+            None => errs.push(required("spec.paramRef.parameterNotFoundAction", "")),
+            Some(action) if !PARAMETER_NOT_FOUND_ACTIONS.contains(&action) => {
+                errs.push(not_supported(
+                    "spec.paramRef.parameterNotFoundAction",
+                    Bad::Str(action),
+                    PARAMETER_NOT_FOUND_ACTIONS,
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(resources) = spec.get("matchResources").filter(|m| m.is_object()) {
+        validate_match_resources(resources, "spec.matchResources", false, errs);
     }
 }

@@ -76,6 +76,8 @@ fn functions() -> &'static Context<'static> {
 pub struct Evaluation {
     scope: Context<'static>,
     remaining: u64,
+    /// Values of `variables.<name>` defined so far.
+    defined: std::collections::HashMap<String, CelValue>,
 }
 
 impl Default for Evaluation {
@@ -94,6 +96,7 @@ impl Evaluation {
                 resolver: None,
             },
             remaining: RUNTIME_BUDGET,
+            defined: std::collections::HashMap::new(),
         }
     }
 
@@ -104,8 +107,44 @@ impl Evaluation {
         }
     }
 
+    /// Runs `expression` and binds its value as `<map>.<name>` (admission policies'
+    /// `variables.<name>`), whatever its type; `None` when it ran, else why not (the name
+    /// stays unbound, so expressions using it fail).
+    pub fn define(&mut self, map: &str, name: &str, expression: &Expression) -> Option<Outcome> {
+        let value = match self.resolve(expression) {
+            Ok(value) => value,
+            Err(outcome) => return Some(outcome),
+        };
+        self.defined.insert(name.to_string(), value);
+        let entries: std::collections::HashMap<String, CelValue> = self.defined.clone();
+        let Ok(boxed) = CelValue::from(entries).try_into() else {
+            return Some(Outcome::Failed(format!(
+                "the value of {name} cannot be bound"
+            )));
+        };
+        if let Context::Child { variables, .. } = &mut self.scope {
+            variables.insert(map.to_string(), boxed);
+        }
+        None
+    }
+
     /// Runs `expression` (on the calling thread; it is bounded by the per-call limit).
     pub fn run(&mut self, expression: &Expression) -> Outcome {
+        match self.resolve(expression) {
+            Ok(CelValue::Bool(b)) => Outcome::Bool(b),
+            Ok(value @ CelValue::String(_)) => Outcome::String(
+                usable_message(value.clone()).unwrap_or_else(|| match value {
+                    CelValue::String(s) => s.to_string(),
+                    _ => String::new(),
+                }),
+            ),
+            Ok(other) => Outcome::Other(format!("{:?}", other.type_of())),
+            Err(outcome) => outcome,
+        }
+    }
+
+    /// The value of `expression`, or how running it ended otherwise.
+    fn resolve(&mut self, expression: &Expression) -> Result<CelValue, Outcome> {
         let scope = &self.scope;
         let program = &expression.runnable;
         let run = metered(PER_CALL_LIMIT, self.remaining, program.base, || {
@@ -115,28 +154,22 @@ impl Evaluation {
         });
         self.remaining = self.remaining.saturating_sub(run.used);
         match (run.exceeded, run.value) {
-            (Some(Exceeded::PerCall), _) => Outcome::Exceeded(format!(
+            (Some(Exceeded::PerCall), _) => Err(Outcome::Exceeded(format!(
                 "operation cancelled: actual cost limit exceeded evaluating rule: {}",
                 expression.source
-            )),
-            (Some(Exceeded::Budget), _) | (None, None) => Outcome::Exceeded(format!(
+            ))),
+            (Some(Exceeded::Budget), _) | (None, None) => Err(Outcome::Exceeded(format!(
                 "validation failed due to running out of cost budget, no further validation rules will be run ({COST_LIMIT_EXCEEDED})"
-            )),
-            (None, Some(Err(_))) => Outcome::Failed(format!(
+            ))),
+            (None, Some(Err(_))) => Err(Outcome::Failed(format!(
                 "internal error: the interpreter failed evaluating rule: {}",
                 expression.source
-            )),
-            (None, Some(Ok(Err(error)))) => {
-                Outcome::Failed(evaluation_error(&error, &expression.source))
-            }
-            (None, Some(Ok(Ok(CelValue::Bool(b))))) => Outcome::Bool(b),
-            (None, Some(Ok(Ok(value @ CelValue::String(_))))) => Outcome::String(
-                usable_message(value.clone()).unwrap_or_else(|| match value {
-                    CelValue::String(s) => s.to_string(),
-                    _ => String::new(),
-                }),
-            ),
-            (None, Some(Ok(Ok(other)))) => Outcome::Other(format!("{:?}", other.type_of())),
+            ))),
+            (None, Some(Ok(Err(error)))) => Err(Outcome::Failed(evaluation_error(
+                &error,
+                &expression.source,
+            ))),
+            (None, Some(Ok(Ok(value)))) => Ok(value),
         }
     }
 }
@@ -182,6 +215,38 @@ mod tests {
             Outcome::Failed(m) if m.contains("no such key: spec")
         ));
         assert!(Expression::compile("object.", &names).is_err());
+    }
+
+    #[test]
+    fn variables_keep_any_type() {
+        let names = ["object", "variables"];
+        let mut evaluation = Evaluation::new();
+        evaluation.bind(
+            "object",
+            &json!({"spec": {"replicas": 3, "tags": ["a", "b"]}}),
+        );
+        let define = |source: &str| Expression::compile(source, &names).unwrap();
+        assert_eq!(
+            evaluation.define("variables", "replicas", &define("object.spec.replicas")),
+            None
+        );
+        assert_eq!(
+            evaluation.define("variables", "tags", &define("object.spec.tags")),
+            None
+        );
+        assert!(
+            evaluation
+                .define("variables", "broken", &define("object.nope"))
+                .is_some()
+        );
+        let check = Expression::compile(
+            "variables.replicas == 3 && size(variables.tags) == 2",
+            &names,
+        )
+        .unwrap();
+        assert_eq!(evaluation.run(&check), Outcome::Bool(true));
+        let missing = Expression::compile("variables.broken == 1", &names).unwrap();
+        assert!(matches!(evaluation.run(&missing), Outcome::Failed(_)));
     }
 
     #[test]

@@ -22,6 +22,20 @@ pub(crate) struct Rule {
     pub(crate) resources: Vec<String>,
     /// `*`, `Cluster` or `Namespaced`.
     pub(crate) scope: String,
+    /// The objects' names it is limited to (admission policies' rules; empty: any).
+    pub(crate) resource_names: Vec<String>,
+}
+
+/// A rule as a configuration writes it (`rules[]`, `resourceRules[]`).
+pub(crate) fn rule_of(rule: &Value) -> Rule {
+    Rule {
+        operations: strings(&rule["operations"]),
+        groups: strings(&rule["apiGroups"]),
+        versions: strings(&rule["apiVersions"]),
+        resources: strings(&rule["resources"]),
+        scope: rule["scope"].as_str().unwrap_or("*").to_string(),
+        resource_names: strings(&rule["resourceNames"]),
+    }
 }
 
 /// Where a webhook is.
@@ -62,7 +76,7 @@ pub(crate) struct Webhook {
     pub(crate) ca_bundle: Option<Arc<[u8]>>,
 }
 
-fn strings(value: &Value) -> Vec<String> {
+pub(crate) fn strings(value: &Value) -> Vec<String> {
     value
         .as_array()
         .map(|items| {
@@ -75,7 +89,7 @@ fn strings(value: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn selector(value: &Value) -> Selector {
+pub(crate) fn selector(value: &Value) -> Selector {
     match value {
         Value::Null => Selector::everything(),
         selector => Selector::from_label_selector(selector).unwrap_or_else(|_| Selector::nothing()),
@@ -118,18 +132,7 @@ fn webhook(hook: &Value, configuration: &str, mutating: bool) -> Option<Webhook>
         .map(Arc::from);
     let rules = hook["rules"]
         .as_array()
-        .map(|rules| {
-            rules
-                .iter()
-                .map(|rule| Rule {
-                    operations: strings(&rule["operations"]),
-                    groups: strings(&rule["apiGroups"]),
-                    versions: strings(&rule["apiVersions"]),
-                    resources: strings(&rule["resources"]),
-                    scope: rule["scope"].as_str().unwrap_or("*").to_string(),
-                })
-                .collect()
-        })
+        .map(|rules| rules.iter().map(rule_of).collect())
         .unwrap_or_default();
     let conditions = hook["matchConditions"]
         .as_array()

@@ -17,6 +17,8 @@ pub(crate) struct Asked<'a> {
     pub(crate) namespace: &'a str,
     /// Other served versions of the resource (custom resources), for `Equivalent`.
     pub(crate) other_versions: &'a [String],
+    /// The object's name ("" when the server generates it).
+    pub(crate) name: &'a str,
 }
 
 fn listed(list: &[String], value: &str) -> bool {
@@ -40,7 +42,8 @@ fn scope_matches(rule: &Rule, asked: &Asked<'_>) -> bool {
 }
 
 fn rule_matches(rule: &Rule, asked: &Asked<'_>, version: &str) -> bool {
-    listed(&rule.operations, asked.operation)
+    (rule.resource_names.is_empty() || rule.resource_names.iter().any(|n| n == asked.name))
+        && listed(&rule.operations, asked.operation)
         && listed(&rule.groups, asked.group)
         && listed(&rule.versions, version)
         && resource_listed(rule, asked.resource, asked.subresource)
@@ -50,21 +53,26 @@ fn rule_matches(rule: &Rule, asked: &Asked<'_>, version: &str) -> bool {
 /// The version at which `hook` sees the request, if one of its rules matches it: the
 /// request's own, else (`Equivalent`) the first other served version a rule names.
 pub(crate) fn matched_version<'a>(hook: &Webhook, asked: &Asked<'a>) -> Option<&'a str> {
-    if hook
-        .rules
-        .iter()
-        .any(|r| rule_matches(r, asked, asked.version))
-    {
+    rules_match(&hook.rules, hook.equivalent, asked)
+}
+
+/// [`matched_version`] for any list of rules.
+pub(crate) fn rules_match<'a>(
+    rules: &[Rule],
+    equivalent: bool,
+    asked: &Asked<'a>,
+) -> Option<&'a str> {
+    if rules.iter().any(|r| rule_matches(r, asked, asked.version)) {
         return Some(asked.version);
     }
-    if !hook.equivalent {
+    if !equivalent {
         return None;
     }
     asked
         .other_versions
         .iter()
         .filter(|v| *v != asked.version)
-        .find(|v| hook.rules.iter().any(|r| rule_matches(r, asked, v)))
+        .find(|v| rules.iter().any(|r| rule_matches(r, asked, v)))
         .map(String::as_str)
 }
 
@@ -80,6 +88,7 @@ mod tests {
             versions: owned(versions),
             resources: owned(resources),
             scope: scope.into(),
+            resource_names: Vec::new(),
         }
     }
 
@@ -92,6 +101,7 @@ mod tests {
             subresource,
             namespace,
             other_versions: &[],
+            name: "x",
         }
     }
 

@@ -27,9 +27,8 @@
 //! the review. Services named by `clientConfig.service` are resolved here, in the
 //! configuration's workspace (`resolve`).
 
-mod config;
-mod index;
-mod matching;
+pub(crate) mod config;
+pub(crate) mod matching;
 mod resolve;
 mod review;
 
@@ -42,7 +41,6 @@ use kcp_apimachinery::schema::cel::{Evaluation, Outcome};
 use serde_json::{Map, Value, json};
 
 pub(crate) use config::CONDITION_VARIABLES;
-pub(crate) use index::AdmissionConfigurations;
 
 use crate::error::RegistryError;
 use crate::store::{Registry, Target};
@@ -115,7 +113,7 @@ pub(crate) enum Operation {
 }
 
 impl Operation {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Operation::Create => "CREATE",
             Operation::Update => "UPDATE",
@@ -177,7 +175,10 @@ impl Registry {
     ) -> Result<(String, Vec<(Arc<Webhook>, String)>), RegistryError> {
         let target = write.target;
         let resource = target.resource;
-        let Some(configured_in) = self.configured_in(target) else {
+        let Some(configured_in) = self
+            .configured_in(target)
+            .filter(|_| self.webhook_caller().is_some())
+        else {
             return Ok((String::new(), Vec::new()));
         };
         let configurations = self
@@ -204,6 +205,7 @@ impl Registry {
             subresource: self.part().subresource_name(),
             namespace,
             other_versions: &other_versions,
+            name: write.name,
         };
         let mut namespace_labels: Option<Value> = None;
         let mut matched = Vec::new();
@@ -228,11 +230,11 @@ impl Registry {
         Ok((configured_in, matched))
     }
 
-    /// The logical cluster whose webhook configurations apply to writes of `target`: its own,
-    /// or for a bound resource the export's; `None` when no webhook is called (the server's
-    /// own writes, no webhook caller).
-    fn configured_in(&self, target: &Target<'_>) -> Option<String> {
-        if self.requester().is_none() || self.is_privileged() || self.webhook_caller().is_none() {
+    /// The logical cluster whose admission configuration (webhooks, policies) applies to
+    /// writes of `target`: its own, or for a bound resource the export's; `None` for the
+    /// server's own writes, which admission configurations do not concern.
+    pub(crate) fn configured_in(&self, target: &Target<'_>) -> Option<String> {
+        if self.requester().is_none() || self.is_privileged() {
             return None;
         }
         let resource = target.resource;
@@ -244,8 +246,8 @@ impl Registry {
         }
     }
 
-    /// Calls the webhooks that apply to deleting `name` (mutating ones for their verdict
-    /// only), reading the object only when the cluster has webhooks.
+    /// Calls the webhooks and policies that apply to deleting `name` (mutating webhooks for
+    /// their verdict only), reading the object only when the cluster has some.
     pub(crate) async fn call_delete_webhooks(
         &self,
         target: &Target<'_>,
@@ -258,7 +260,7 @@ impl Registry {
             .admission_configurations()
             .of(self, &configured_in)
             .await?;
-        if configurations.mutating.is_empty() && configurations.validating.is_empty() {
+        if configurations.is_empty() {
             return Ok(());
         }
         let old = match self.get(*target, name).await {
@@ -274,12 +276,13 @@ impl Registry {
             old: Some(&old),
         };
         self.call_mutating_webhooks(&write, None).await?;
+        self.call_policies(&write, None).await?;
         self.call_validating_webhooks(&write, None).await
     }
 
     /// The namespace a write is in for selectors: its own for namespaced objects, the
     /// namespace's name for a Namespace, none otherwise.
-    fn request_namespace<'a>(&self, target: &'a Target<'a>, name: &'a str) -> &'a str {
+    pub(crate) fn request_namespace<'a>(&self, target: &'a Target<'a>, name: &'a str) -> &'a str {
         let resource = target.resource;
         if resource.group.is_empty() && resource.name == "namespaces" {
             return name;
@@ -291,7 +294,7 @@ impl Registry {
     }
 
     /// The labels of the write's namespace (a Namespace's own, as written).
-    async fn namespace_labels(
+    pub(crate) async fn namespace_labels(
         &self,
         target: &Target<'_>,
         write: &Write<'_>,
@@ -595,6 +598,19 @@ impl Registry {
         version: &str,
         value: Option<&Value>,
     ) -> Result<Value, Failure> {
+        self.admitted_object(write, version, value)
+            .await
+            .map_err(Failure::Call)
+    }
+
+    /// `value` as admission configurations see it: at `version` of its resource, with the
+    /// `kcp.io/cluster` annotation of the write's cluster; null when there is none.
+    pub(crate) async fn admitted_object(
+        &self,
+        write: &Write<'_>,
+        version: &str,
+        value: Option<&Value>,
+    ) -> Result<Value, String> {
         let Some(value) = value else {
             return Ok(Value::Null);
         };
@@ -606,7 +622,7 @@ impl Registry {
                 .ok()
                 .and_then(|mut converted| converted.pop())
                 .ok_or_else(|| {
-                    Failure::Call("could not create admission objects: conversion failed".into())
+                    "could not create admission objects: conversion failed".to_string()
                 })?
         };
         crate::meta::set_cluster_annotation(&mut value, write.target.cluster);
@@ -624,7 +640,7 @@ impl Registry {
     }
 
     /// The AdmissionRequest of `write` (without its uid), the object at `version`.
-    fn admission_request(
+    pub(crate) fn admission_request(
         &self,
         write: &Write<'_>,
         version: &str,
@@ -688,7 +704,7 @@ impl Registry {
 }
 
 /// Whether the object (or, for updates and deletes, the old object) is selected.
-fn selects(selector: &Selector, object: Option<&Value>, old: Option<&Value>) -> bool {
+pub(crate) fn selects(selector: &Selector, object: Option<&Value>, old: Option<&Value>) -> bool {
     if selector.is_empty() {
         return true;
     }
