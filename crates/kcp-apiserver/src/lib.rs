@@ -11,6 +11,7 @@
 
 pub mod admission_webhook;
 pub mod aggregated_discovery;
+pub mod audit;
 pub mod authn;
 pub mod authz;
 pub mod body;

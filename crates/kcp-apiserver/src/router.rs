@@ -43,6 +43,8 @@ pub struct Router {
     registry: Registry,
     metrics: Arc<Metrics>,
     limits: Arc<Limits>,
+    /// Writes the audit log, when the server keeps one.
+    auditor: Option<Arc<crate::audit::Auditor>>,
 }
 
 impl Router {
@@ -54,7 +56,17 @@ impl Router {
             registry,
             metrics: Arc::new(Metrics::new()),
             limits: Limits::new(LimitConfig::default()),
+            auditor: None,
         }
+    }
+
+    /// The same router writing audit events through `auditor`.
+    pub fn with_auditor(mut self, auditor: crate::audit::Auditor) -> Self {
+        if let Some(metrics) = Arc::get_mut(&mut self.metrics) {
+            auditor.metrics().register(metrics.registry_mut());
+        }
+        self.auditor = Some(Arc::new(auditor));
+        self
     }
 
     /// The same router asking `webhook` about what RBAC does not allow.
@@ -91,6 +103,13 @@ impl Router {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let started = Instant::now();
+        let record = self.auditor.as_ref().map(|auditor| {
+            let peer = request
+                .extensions()
+                .get::<crate::serve::PeerAddress>()
+                .map(|p| p.0.ip());
+            auditor.begin(request.method(), request.uri(), request.headers(), peer)
+        });
         let (mount, view, path) = crate::mount::of(request.uri().path());
         let info = request_info::parse(request.method(), path, request.uri().query());
         let (verb, group, resource) = match &info {
@@ -113,8 +132,29 @@ impl Router {
             _ => Encoding::Json,
         };
         let gzip = crate::compression::accepts_gzip(request.headers());
-        let route = Route { mount, view };
-        let (response, served) = self.admit(request, route, info, negotiated, encoding).await;
+        let route = Route {
+            mount,
+            view,
+            record: record.clone(),
+        };
+        let admitted = self.admit(request, route, info, negotiated, encoding);
+        let (response, served) = match (&self.auditor, &record) {
+            (Some(auditor), Some(record)) => {
+                match futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(admitted)).await
+                {
+                    Ok(answered) => answered,
+                    Err(panic) => {
+                        auditor.panicked(record);
+                        std::panic::resume_unwind(panic);
+                    }
+                }
+            }
+            _ => admitted.await,
+        };
+        let response = match (&self.auditor, record) {
+            (Some(auditor), Some(record)) => auditor.finish(record, response, &self.registry).await,
+            _ => response,
+        };
         let response = crate::compression::maybe_gzip(response, gzip).await;
         // Labels only from bounded sets: a resource nothing serves, or any path of a client
         // that is not even authenticated, must not become a new series.
@@ -220,6 +260,10 @@ impl Router {
                 false,
             );
         };
+        if let Some(record) = &route.record {
+            record.set_user(user);
+            record.set_info(&info, None);
+        }
         let class = Class::of(match &info {
             RequestInfo::Resource(r) => &r.verb,
             RequestInfo::NonResource { verb, .. } => verb,
@@ -269,6 +313,7 @@ impl Router {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let (parts, body) = request.into_parts();
+        let record = route.record.as_deref();
         let read_only = matches!(parts.method, Method::GET | Method::HEAD);
         let encoding = negotiated.as_ref().map_or(Encoding::Json, |n| n.encoding);
         let requested_cluster = cluster_of(&info).map(str::to_string);
@@ -278,6 +323,7 @@ impl Router {
             requested_cluster,
             view: route.view,
             view_served: None,
+            record,
         };
         for layer in route.mount.layers {
             if let Some(answered) = self
@@ -294,6 +340,9 @@ impl Router {
             view_served,
             ..
         } = flow;
+        if let Some(record) = record {
+            record.set_info(&info, requested_cluster.as_deref());
+        }
         let user: &User = &user;
         // What discovery and OpenAPI list: a view's resources, or the cluster's.
         let mut view_served = view_served;
@@ -403,13 +452,30 @@ impl Router {
                         .await
                         .unwrap_or_else(|error| error.into_response(encoding));
                 }
+                if let (Some(auditor), Some(record)) = (&self.auditor, record)
+                    && auditor.wants_body(record)
+                {
+                    let content_type = parts
+                        .headers
+                        .get(header::CONTENT_TYPE)
+                        .and_then(|v| v.to_str().ok());
+                    record.set_body(&body, content_type);
+                }
                 // Writes carry who makes them, for admission (a workspace's owner, the
-                // requester of a CertificateSigningRequest).
+                // requester of a CertificateSigningRequest), and what admission notes.
                 let registry = match read_only {
                     true => std::borrow::Cow::Borrowed(&self.registry),
-                    false => std::borrow::Cow::Owned(
-                        self.registry.on_behalf_of(self.authz.requester(user)),
-                    ),
+                    false => {
+                        let notes = Arc::new(kcp_registry::admission::webhooks::Notes::default());
+                        if let Some(record) = record {
+                            record.set_notes(Arc::clone(&notes));
+                        }
+                        std::borrow::Cow::Owned(
+                            self.registry
+                                .on_behalf_of(self.authz.requester(user))
+                                .noting(notes),
+                        )
+                    }
                 };
                 crate::handlers::serve(
                     &registry,
@@ -429,10 +495,14 @@ impl Router {
 struct Route {
     mount: &'static crate::mount::Mount,
     view: Option<crate::virtual_workspaces::View>,
+    /// The request's audit record, if the server audits.
+    record: Option<Arc<crate::audit::Record>>,
 }
 
 /// A request on its way through its mount's layers.
 struct Flow<'u> {
+    /// The request's audit record, if the server audits.
+    record: Option<&'u crate::audit::Record>,
     /// The virtual workspace view the request is for, if any.
     view: Option<crate::virtual_workspaces::View>,
     /// What that view serves, once it admitted the request.
@@ -484,6 +554,9 @@ impl Router {
                 if let RequestInfo::Resource(resource) = &flow.info {
                     *served = self.serves(resource);
                 }
+                if let Some(record) = flow.record {
+                    record.set_info(&flow.info, flow.requested_cluster.as_deref());
+                }
             }
             Layer::ForeignIdentity => {
                 let cluster = cluster_of(&flow.info).unwrap_or("root");
@@ -496,7 +569,12 @@ impl Router {
                 Ok(Some(wanted)) => {
                     let cluster = cluster_of(&flow.info).unwrap_or("root");
                     match self.authz.impersonate(&flow.user, cluster, &wanted).await {
-                        Ok(Ok(acting)) => flow.user = Cow::Owned(acting),
+                        Ok(Ok(acting)) => {
+                            if let Some(record) = flow.record {
+                                record.set_impersonated(&acting);
+                            }
+                            flow.user = Cow::Owned(acting)
+                        }
                         Ok(Err(refused)) => {
                             let error = kcp_registry::RegistryError::Forbidden {
                                 qualified_resource: refused.resource,
@@ -552,8 +630,15 @@ impl Router {
                 }
             }
             Layer::Authorize => match self.authz.authorize(&flow.user, &flow.info).await {
-                Ok(Decision::Allow) => {}
+                Ok(Decision::Allow) => {
+                    if let Some(record) = flow.record {
+                        record.set_decision(true);
+                    }
+                }
                 Ok(Decision::Deny(denial)) => {
+                    if let Some(record) = flow.record {
+                        record.set_decision(false);
+                    }
                     return Some(forbidden(&flow.info, &denial.message, encoding));
                 }
                 Err(error) => {

@@ -38,6 +38,10 @@ use crate::status::failure;
 const H2_MAX_CONCURRENT_STREAMS: u32 = 100;
 /// The largest request header: HTTP/1.1 read buffer and HTTP/2 header list.
 const MAX_HEADER_BYTES: usize = 64 * 1024;
+/// The address a request came from (its connection's peer).
+#[derive(Debug, Clone, Copy)]
+pub struct PeerAddress(pub SocketAddr);
+
 /// How often an HTTP/2 peer is pinged, and how long its answer may take.
 const H2_PING_INTERVAL: Duration = Duration::from_secs(30);
 const H2_PING_TIMEOUT: Duration = Duration::from_secs(20);
@@ -203,6 +207,7 @@ async fn connection(
             if let Some(user) = &certificate_user {
                 request.extensions_mut().insert(user.clone());
             }
+            request.extensions_mut().insert(PeerAddress(peer));
             let router = Arc::clone(&router);
             let busy = activity.begin();
             // Boxed: an HTTP/2 stream's task keeps room for the answering future as long as

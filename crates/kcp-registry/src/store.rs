@@ -391,6 +391,11 @@ impl Registry {
         self.notes.as_deref()
     }
 
+    /// The notes this view leaves admission's findings in, if it has some.
+    pub fn shared_notes(&self) -> Option<Arc<crate::admission::webhooks::Notes>> {
+        self.notes.clone()
+    }
+
     pub(crate) fn custom_index(&self) -> &CustomResourceIndex {
         &self.custom
     }

@@ -37,6 +37,10 @@ fn router(
     registry: Registry,
 ) -> anyhow::Result<Router> {
     let router = Router::new(authn, registry);
+    let router = match auditor(options)? {
+        Some(auditor) => router.with_auditor(auditor),
+        None => router,
+    };
     let Some(path) = &options.authorization_webhook_config_file else {
         return Ok(router);
     };
@@ -44,6 +48,39 @@ fn router(
     let webhook = AuthorizationWebhook::new(endpoint, &options.authorization_webhook_version)
         .map_err(anyhow::Error::msg)?;
     Ok(router.with_authorization_webhook(webhook))
+}
+
+/// The audit policy and backends the options ask for (none without a policy file).
+fn auditor(options: &Options) -> anyhow::Result<Option<kcp_apiserver::audit::Auditor>> {
+    use kcp_apiserver::audit::{Auditor, policy::Policy, sink};
+    let Some(policy_file) = &options.audit_policy_file else {
+        return Ok(None);
+    };
+    let policy = Policy::from_file(policy_file).map_err(anyhow::Error::msg)?;
+    let log = options
+        .audit_log_path
+        .as_ref()
+        .map(|path| sink::LogOptions {
+            path: path.clone(),
+            max_size_mb: options.audit_log_maxsize,
+            max_backups: options.audit_log_maxbackup,
+            max_age_days: options.audit_log_maxage,
+        });
+    let webhook = match &options.audit_webhook_config_file {
+        Some(path) => Some(sink::WebhookOptions {
+            endpoint: Endpoint::from_kubeconfig_file(path).map_err(anyhow::Error::msg)?,
+            batch_max_size: options.audit_webhook_batch_max_size,
+            batch_max_wait: options.audit_webhook_batch_max_wait,
+            timeout: std::time::Duration::from_secs(30),
+        }),
+        None => None,
+    };
+    if log.is_none() && webhook.is_none() {
+        return Ok(None);
+    }
+    let metrics = sink::AuditMetrics::default();
+    let sink = sink::Sink::start(log, webhook, metrics.clone()).map_err(anyhow::Error::msg)?;
+    Ok(Some(Auditor::new(policy, sink, metrics)))
 }
 
 /// The logical cluster that exists from the first start.

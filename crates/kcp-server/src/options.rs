@@ -61,6 +61,30 @@ pub struct Options {
     /// The SubjectAccessReview version sent to the authorization webhook (v1 or v1beta1).
     #[arg(long, default_value = "v1beta1")]
     pub authorization_webhook_version: String,
+    /// The audit policy (`audit.k8s.io/v1` Policy); without it nothing is audited.
+    #[arg(long)]
+    pub audit_policy_file: Option<PathBuf>,
+    /// Where audit events are written, one JSON line each (`-`: standard output).
+    #[arg(long)]
+    pub audit_log_path: Option<PathBuf>,
+    /// Megabytes the audit log grows to before it is rotated (0: never).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxsize: u64,
+    /// Rotated audit logs kept at most (0: all).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxbackup: usize,
+    /// Days a rotated audit log is kept at most (0: forever).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxage: u64,
+    /// A kubeconfig-format file naming a webhook audit events are posted to, in batches.
+    #[arg(long)]
+    pub audit_webhook_config_file: Option<PathBuf>,
+    /// Events per batch posted to the audit webhook at most.
+    #[arg(long, default_value_t = 400)]
+    pub audit_webhook_batch_max_size: usize,
+    /// How long events wait for their batch to fill before it is posted.
+    #[arg(long, default_value = "30s", value_parser = crate::compactor::parse_duration)]
+    pub audit_webhook_batch_max_wait: std::time::Duration,
     /// The PEM PKCS#8 ECDSA P-256 private key that signs service account tokens; without it,
     /// one made at the first start and kept as `service-account.key` in the root directory.
     #[arg(long)]

@@ -13,6 +13,7 @@ mod e2e {
     pub mod admission_webhooks;
     pub mod adversarial;
     pub mod api_sharing;
+    pub mod audit;
     pub mod authorization;
     pub mod boundary;
     pub mod clusterrole_aggregation;

@@ -105,13 +105,19 @@ async fn serve_in_scope(
             &registry, &resource, sub, &info.verb,
         )?),
     };
-    // Admission's warnings (and audit annotations) for this request.
-    let notes = Arc::new(kcp_registry::admission::webhooks::Notes::default());
-    let registry = match info.verb.as_str() {
-        "create" | "update" | "patch" | "delete" | "deletecollection" => {
-            Cow::Owned(registry.noting(Arc::clone(&notes)))
+    // Admission's warnings (and audit annotations) for this request: the router's, if it
+    // keeps them.
+    let writes = matches!(
+        info.verb.as_str(),
+        "create" | "update" | "patch" | "delete" | "deletecollection"
+    );
+    let (registry, notes) = match registry.shared_notes() {
+        Some(notes) => (registry, Some(notes)),
+        None if writes => {
+            let notes = Arc::new(kcp_registry::admission::webhooks::Notes::default());
+            (Cow::Owned(registry.noting(Arc::clone(&notes))), Some(notes))
         }
-        _ => registry,
+        None => (registry, None),
     };
     let registry = match info.verb.as_str() {
         "create" | "update" | "patch" => {
@@ -153,7 +159,9 @@ async fn serve_in_scope(
         Ok(response) => response,
         Err(error) => error.into_response(scope.negotiated.encoding),
     };
-    scope.warnings.extend(notes.take_warnings());
+    if let Some(notes) = notes {
+        scope.warnings.extend(notes.take_warnings());
+    }
     scope.warnings.extend(deprecation);
     Ok(scope.finish(response))
 }
