@@ -13,6 +13,7 @@
 //! `apis` (a thousand workspaces binding one export: rate, memory, the virtual workspace's
 //! watch and LIST).
 
+mod admission;
 mod api;
 mod apis;
 mod authz;
@@ -73,6 +74,10 @@ enum Command {
     /// watch through the export's virtual workspace (delivery latency), and a LIST through it
     /// against the same LIST in the workspace. Expects `cargo build --release -p kcp`.
     Apis(apis::Options),
+    /// Admission: creates with a validating webhook, an admission policy, or the audit log,
+    /// against the same creates without; memory per webhook configuration. Expects
+    /// `cargo build --release -p kcp`.
+    Admission(admission::Options),
 }
 
 #[tokio::main]
@@ -87,6 +92,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Lists(options) => lists::run(options).await,
         Command::Watches(options) => watches::run(options).await,
         Command::Apis(options) => apis::run(options).await,
+        Command::Admission(options) => admission::run(options).await,
         Command::Gc(options) => gc::run(options).await,
     }
 }

@@ -104,9 +104,17 @@ impl Sink {
                 std::thread::Builder::new()
                     .name("audit-log".into())
                     .spawn(move || {
+                        // Written through a buffer, flushed whenever the queue runs empty.
                         while let Ok(line) = receiver.recv() {
-                            if let Err(error) = writer.write(&line) {
-                                errors.error("log", 1);
+                            let mut next = Some(line);
+                            while let Some(line) = next {
+                                if let Err(error) = writer.write(&line) {
+                                    errors.error("log", 1);
+                                    tracing::warn!(%error, "writing the audit log");
+                                }
+                                next = receiver.try_recv().ok();
+                            }
+                            if let Err(error) = writer.flush() {
                                 tracing::warn!(%error, "writing the audit log");
                             }
                         }
@@ -201,7 +209,7 @@ async fn post_batches(
 /// The audit log file and its rotation.
 struct LogWriter {
     options: LogOptions,
-    file: Option<File>,
+    file: Option<std::io::BufWriter<File>>,
     size: u64,
 }
 
@@ -229,8 +237,15 @@ impl LogWriter {
             .open(path)
             .map_err(|e| format!("open the audit log {}: {e}", path.display()))?;
         self.size = file.metadata().map(|m| m.len()).unwrap_or(0);
-        self.file = Some(file);
+        self.file = Some(std::io::BufWriter::with_capacity(64 * 1024, file));
         Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self.file.as_mut() {
+            Some(file) => file.flush(),
+            None => std::io::stdout().flush(),
+        }
     }
 
     fn write(&mut self, event: &[u8]) -> std::io::Result<()> {

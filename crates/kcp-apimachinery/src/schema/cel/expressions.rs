@@ -60,6 +60,50 @@ impl Expression {
     pub fn source(&self) -> &str {
         &self.source
     }
+
+    /// Whether it names the variable `name` (an identifier not selected from something else,
+    /// outside string literals): variables it does not name need not be bound.
+    pub fn mentions(&self, name: &str) -> bool {
+        let bytes = self.source.as_bytes();
+        let mut i = 0;
+        let mut quote: Option<u8> = None;
+        while i < bytes.len() {
+            let c = bytes[i];
+            if let Some(q) = quote {
+                if c == b'\\' {
+                    i += 2;
+                    continue;
+                }
+                if c == q {
+                    quote = None;
+                }
+                i += 1;
+                continue;
+            }
+            if c == b'"' || c == b'\'' {
+                quote = Some(c);
+                i += 1;
+                continue;
+            }
+            if c.is_ascii_alphabetic() || c == b'_' {
+                let start = i;
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                    i += 1;
+                }
+                let selected = bytes[..start]
+                    .iter()
+                    .rev()
+                    .find(|b| !b.is_ascii_whitespace())
+                    .is_some_and(|b| *b == b'.');
+                if !selected && &self.source[start..i] == name {
+                    return true;
+                }
+                continue;
+            }
+            i += 1;
+        }
+        false
+    }
 }
 
 /// CEL's standard functions, Kubernetes' libraries and the meter's, built once.
@@ -247,6 +291,19 @@ mod tests {
         assert_eq!(evaluation.run(&check), Outcome::Bool(true));
         let missing = Expression::compile("variables.broken == 1", &names).unwrap();
         assert!(matches!(evaluation.run(&missing), Outcome::Failed(_)));
+    }
+
+    #[test]
+    fn mentions_finds_variables_not_fields_or_strings() {
+        let e = Expression::compile(
+            "object.spec.request == 'params' && oldObject.x.object == 1",
+            &["object", "oldObject", "request", "params"],
+        )
+        .unwrap();
+        assert!(e.mentions("object"));
+        assert!(e.mentions("oldObject"));
+        assert!(!e.mentions("request"));
+        assert!(!e.mentions("params"));
     }
 
     #[test]

@@ -80,6 +80,10 @@ pub(crate) struct Policy {
     pub(crate) audit_annotations: Vec<(String, Compiled)>,
     /// `failurePolicy: Ignore`.
     pub(crate) fail_open: bool,
+    /// Whether some expression names `namespaceObject` (else the namespace is not read).
+    pub(crate) reads_namespace: bool,
+    /// The variables its expressions name (the others are not bound).
+    pub(crate) names: Vec<&'static str>,
 }
 
 /// `paramRef` of a binding.
@@ -160,17 +164,46 @@ pub(crate) fn policy_of(object: &Value) -> Arc<Policy> {
                 .collect()
         })
         .unwrap_or_default();
+    let mut expressions: Vec<&Expression> = Vec::new();
+    for validation in &validations {
+        let validation: &Validation = validation;
+        expressions.extend(validation.expression.as_ref().ok());
+        expressions.extend(
+            validation
+                .message_expression
+                .iter()
+                .filter_map(|m| m.as_ref().ok()),
+        );
+    }
+    let conditions = named_expressions(&spec["matchConditions"], "name", "expression");
+    let variables = named_expressions(&spec["variables"], "name", "expression");
+    let audit_annotations = named_expressions(&spec["auditAnnotations"], "key", "valueExpression");
+    for (_, expression) in conditions
+        .iter()
+        .chain(&variables)
+        .chain(&audit_annotations)
+    {
+        expressions.extend(expression.as_ref().ok());
+    }
+    let names: Vec<&'static str> = POLICY_VARIABLES
+        .iter()
+        .copied()
+        .filter(|name| expressions.iter().any(|e| e.mentions(name)))
+        .collect();
+    let reads_namespace = names.contains(&"namespaceObject");
     Arc::new(Policy {
+        reads_namespace,
+        names,
         name: object["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
             .to_string(),
         param_kind,
         constraints: MatchResources::of(&spec["matchConstraints"]),
-        conditions: named_expressions(&spec["matchConditions"], "name", "expression"),
-        variables: named_expressions(&spec["variables"], "name", "expression"),
+        conditions,
+        variables,
         validations,
-        audit_annotations: named_expressions(&spec["auditAnnotations"], "key", "valueExpression"),
+        audit_annotations,
         fail_open: spec["failurePolicy"].as_str() == Some("Ignore"),
     })
 }

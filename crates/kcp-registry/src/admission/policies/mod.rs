@@ -97,7 +97,17 @@ impl Registry {
             name: write.name,
         };
         let is_namespace = resource.group.is_empty() && resource.name == "namespaces";
-        let namespaced_object = !namespace.is_empty() && !is_namespace;
+        // The namespace is read only when a selector or an expression looks at it.
+        let needs_namespace = configurations.policies.iter().any(|(policy, bindings)| {
+            policy.reads_namespace
+                || !policy.constraints.namespace_selector.is_empty()
+                || bindings.iter().any(|b| {
+                    b.resources
+                        .as_ref()
+                        .is_some_and(|r| !r.namespace_selector.is_empty())
+                })
+        });
+        let namespaced_object = !namespace.is_empty() && !is_namespace && needs_namespace;
         let namespace_object = match namespaced_object {
             true => self.namespace_object(target, namespace).await?,
             false => Value::Null,
@@ -133,14 +143,23 @@ impl Registry {
                 .admitted_object(write, &version, object)
                 .await
                 .unwrap_or(Value::Null);
-            let sent_old = self
-                .admitted_object(write, &version, write.old)
-                .await
-                .unwrap_or(Value::Null);
-            let mut request = self.admission_request(write, &version, Value::Null, Value::Null);
-            request.remove("object");
-            request.remove("oldObject");
-            let request = Value::Object(request);
+            let sent_old = match policy.names.contains(&"oldObject") {
+                true => self
+                    .admitted_object(write, &version, write.old)
+                    .await
+                    .unwrap_or(Value::Null),
+                false => Value::Null,
+            };
+            let request = match policy.names.contains(&"request") {
+                true => {
+                    let mut request =
+                        self.admission_request(write, &version, Value::Null, Value::Null);
+                    request.remove("object");
+                    request.remove("oldObject");
+                    Value::Object(request)
+                }
+                false => Value::Null,
+            };
             let inputs = Inputs {
                 object: &sent_object,
                 old: &sent_old,
@@ -371,12 +390,20 @@ fn go_quote(text: &str) -> String {
 fn evaluate(policy: &Policy, inputs: &Inputs<'_>, param: &Value) -> Outcomes {
     let mut outcomes = Outcomes::default();
     let mut evaluation = Evaluation::new();
-    evaluation.bind("object", inputs.object);
-    evaluation.bind("oldObject", inputs.old);
-    evaluation.bind("request", inputs.request);
-    evaluation.bind("params", param);
-    evaluation.bind("namespaceObject", inputs.namespace);
-    evaluation.bind("variables", &Value::Object(Map::new()));
+    for name in &policy.names {
+        let value = match *name {
+            "object" => inputs.object,
+            "oldObject" => inputs.old,
+            "request" => inputs.request,
+            "params" => param,
+            "namespaceObject" => inputs.namespace,
+            _ => continue,
+        };
+        evaluation.bind(name, value);
+    }
+    if !policy.variables.is_empty() {
+        evaluation.bind("variables", &Value::Object(Map::new()));
+    }
     let error = |outcomes: &mut Outcomes, message: String, index: usize| {
         if !policy.fail_open {
             outcomes.denials.push(Denial {
