@@ -16,6 +16,7 @@ mod e2e {
     pub mod audit;
     pub mod authorization;
     pub mod boundary;
+    pub mod cert_manager;
     pub mod clusterrole_aggregation;
     pub mod crash;
     pub mod crd_cel;

@@ -23,7 +23,7 @@ func main() {
 	port := flag.Int("secure-port", 0, "the port the webhook serves HTTPS on")
 	certFile := flag.String("tls-cert-file", "", "the serving certificate")
 	keyFile := flag.String("tls-private-key-file", "", "the serving key")
-	kubeconfig := flag.String("kubeconfig", "", "the kubeconfig of the API server")
+	kubeconfig := flag.String("api-kubeconfig", "", "the kubeconfig of the API server (controller-runtime holds --kubeconfig)")
 	flag.Parse()
 
 	var opts config.WebhookConfiguration

@@ -291,13 +291,13 @@ current-context: hook
     kcp_testing::wait::until("the log rotates", || rotated() == 2);
     assert!(std::fs::metadata(&log).unwrap().len() <= 1 << 20);
 
-    // The webhook holds its first batch forever; thousands of requests are still answered,
+    // The webhook holds its first batch forever; 10,000 requests are still answered,
     // and the events that do not fit its queue are counted as dropped.
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let client = kcp.kube_client().await;
         let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client);
-        for _ in 0..6000 {
+        for _ in 0..10_000 {
             namespaces.get("default").await.unwrap();
         }
     });
