@@ -18,6 +18,15 @@ use super::support::{Kcp, write_file};
 /// The reviews each path received, in order.
 type Seen = Arc<Mutex<HashMap<String, Vec<Value>>>>;
 
+/// A base64 JSON patch setting `metadata.<map>.<key>` to `yes` on `object`.
+fn add_patch(object: &Value, map: &str, key: &str) -> String {
+    let patch = match object["metadata"][map].is_object() {
+        true => json!([{"op": "add", "path": format!("/metadata/{map}/{key}"), "value": "yes"}]),
+        false => json!([{"op": "add", "path": format!("/metadata/{map}"), "value": {key: "yes"}}]),
+    };
+    base64::engine::general_purpose::STANDARD.encode(patch.to_string())
+}
+
 /// The test webhooks, by path: `/label` adds the label `webhooked: "yes"` (and warns);
 /// `/deny-bad` refuses objects named `bad`; `/slow` answers after 3 seconds; `/dry` allows and
 /// only records.
@@ -26,35 +35,15 @@ fn answer(path: &str, review: &Value) -> Value {
     let uid = request["uid"].clone();
     let object = &request["object"];
     let response = match path {
-        "/label" => {
-            let patch = match object["metadata"]["labels"].is_object() {
-                true => {
-                    json!([{"op": "add", "path": "/metadata/labels/webhooked", "value": "yes"}])
-                }
-                false => {
-                    json!([{"op": "add", "path": "/metadata/labels", "value": {"webhooked": "yes"}}])
-                }
-            };
-            let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
-            json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch,
-                   "warnings": ["labelled by the test webhook"]})
-        }
+        "/label" => json!({"uid": uid, "allowed": true, "patchType": "JSONPatch",
+                           "patch": add_patch(object, "labels", "webhooked"),
+                           "warnings": ["labelled by the test webhook"]}),
         "/deny-bad" if object["metadata"]["name"] == "bad" => json!({
             "uid": uid, "allowed": false,
             "status": {"code": 403, "reason": "Forbidden", "message": "bad is not a name here"},
         }),
-        "/annotate" => {
-            let patch = match object["metadata"]["annotations"].is_object() {
-                true => {
-                    json!([{"op": "add", "path": "/metadata/annotations/annotated", "value": "yes"}])
-                }
-                false => {
-                    json!([{"op": "add", "path": "/metadata/annotations", "value": {"annotated": "yes"}}])
-                }
-            };
-            let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
-            json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
-        }
+        "/annotate" => json!({"uid": uid, "allowed": true, "patchType": "JSONPatch",
+                              "patch": add_patch(object, "annotations", "annotated")}),
         "/slow" => {
             // The test's runtime has worker threads to spare for this one.
             std::thread::sleep(Duration::from_secs(3));
@@ -95,6 +84,20 @@ impl Webhooks {
             seen,
             _runtime: runtime,
         }
+    }
+
+    /// [`configuration`] of the webhook at `path` of these webhooks.
+    fn configuration(
+        &self,
+        kind: &str,
+        name: &str,
+        path: &str,
+        group: &str,
+        resources: &str,
+        extra: &str,
+    ) -> String {
+        let url = format!("{}{path}", self.url);
+        configuration(kind, name, &url, &self.ca_bundle, group, resources, extra)
     }
 
     fn seen(&self, path: &str) -> Vec<Value> {
@@ -146,25 +149,9 @@ fn webhooks_mutate_and_refuse_in_their_workspace_only() {
     let hooks = Webhooks::start();
     let ws = kcp.workspace("hooked");
     let sibling = kcp.workspace("unhooked");
-    let ca = &hooks.ca_bundle;
-    let mutating = configuration(
-        "Mutating",
-        "label",
-        &format!("{}/label", hooks.url),
-        ca,
-        "",
-        "configmaps",
-        "",
-    );
-    let validating = configuration(
-        "Validating",
-        "deny-bad",
-        &format!("{}/deny-bad", hooks.url),
-        ca,
-        "",
-        "configmaps",
-        "",
-    );
+    let mutating = hooks.configuration("Mutating", "label", "/label", "", "configmaps", "");
+    let validating =
+        hooks.configuration("Validating", "deny-bad", "/deny-bad", "", "configmaps", "");
     apply_in(&kcp, dir.path(), &ws, "mutating.yaml", &mutating);
     apply_in(&kcp, dir.path(), &ws, "validating.yaml", &validating);
 
@@ -319,11 +306,10 @@ fn failure_policies_timeouts_dry_runs_and_match_conditions() {
         "  failurePolicy: Ignore\n",
     );
     apply_in(&kcp, dir.path(), &ignoring, "ignore.yaml", &config);
-    let slow = configuration(
+    let slow = hooks.configuration(
         "Validating",
         "slow",
-        &format!("{}/slow", hooks.url),
-        ca,
+        "/slow",
         "",
         "secrets",
         "  timeoutSeconds: 1\n",
@@ -348,24 +334,8 @@ fn failure_policies_timeouts_dry_runs_and_match_conditions() {
 
     // Dry runs reach a side-effect-free webhook; a match condition keeps another to real writes.
     let dry = kcp.workspace("dry-runs");
-    let seen_dry = configuration(
-        "Validating",
-        "dry",
-        &format!("{}/dry", hooks.url),
-        ca,
-        "",
-        "configmaps",
-        "",
-    );
-    let real_only = configuration(
-        "Validating",
-        "real-only",
-        &format!("{}/real-only", hooks.url),
-        ca,
-        "",
-        "configmaps",
-        "  matchConditions:\n  - {name: not-dry, expression: \"!request.dryRun\"}\n  - {name: named, expression: \"object.metadata.name.startsWith('d')\"}\n",
-    );
+    let seen_dry = hooks.configuration("Validating", "dry", "/dry", "", "configmaps", "");
+    let real_only = hooks.configuration("Validating", "real-only", "/real-only", "", "configmaps", "  matchConditions:\n  - {name: not-dry, expression: \"!request.dryRun\"}\n  - {name: named, expression: \"object.metadata.name.startsWith('d')\"}\n");
     apply_in(&kcp, dir.path(), &dry, "dry.yaml", &seen_dry);
     apply_in(&kcp, dir.path(), &dry, "real-only.yaml", &real_only);
     kcp_testing::wait::until("both webhooks see real writes", || {
@@ -401,16 +371,9 @@ fn failure_policies_timeouts_dry_runs_and_match_conditions() {
     assert!(!real_names.contains(&json!("x-real")), "{real_names:?}");
 
     // admissionregistration v1 refuses webhooks that may have side effects.
-    let some = configuration(
-        "Validating",
-        "some",
-        &format!("{}/dry", hooks.url),
-        ca,
-        "",
-        "configmaps",
-        "",
-    )
-    .replace("sideEffects: None", "sideEffects: Some");
+    let some = hooks
+        .configuration("Validating", "some", "/dry", "", "configmaps", "")
+        .replace("sideEffects: None", "sideEffects: Some");
     let path = write_file(dir.path(), "some.yaml", &some);
     let refused = kcp.kubectl_in_err(&dry, &["apply", "-f", &path]);
     assert!(refused.contains("sideEffects"), "{refused}");
@@ -421,14 +384,12 @@ fn a_providers_webhook_validates_its_resource_in_every_consumer() {
     let kcp = Kcp::shared("admission-providers");
     let dir = tempfile::tempdir().unwrap();
     let hooks = Webhooks::start();
-    let ca = &hooks.ca_bundle;
     let provider = kcp.workspace("provider");
     export_widgets(&kcp, dir.path(), &provider, "red, blue");
-    let config = configuration(
+    let config = hooks.configuration(
         "Validating",
         "deny-bad",
-        &format!("{}/deny-bad", hooks.url),
-        ca,
+        "/deny-bad",
         "example.io",
         "widgets",
         "",
@@ -445,16 +406,16 @@ fn a_providers_webhook_validates_its_resource_in_every_consumer() {
         );
     }
     // A consumer's own webhook on the bound resource is never called.
-    let own = configuration(
-        "Validating",
-        "own",
-        &format!("{}/deny-bad", hooks.url),
-        ca,
-        "example.io",
-        "widgets",
-        "",
-    )
-    .replace("deny-bad", "own-path");
+    let own = hooks
+        .configuration(
+            "Validating",
+            "own",
+            "/deny-bad",
+            "example.io",
+            "widgets",
+            "",
+        )
+        .replace("deny-bad", "own-path");
     apply_in(&kcp, dir.path(), &consumers[0], "own.yaml", &own);
     let widget = |name: &str| {
         write_file(
@@ -491,15 +452,7 @@ fn a_providers_webhook_validates_its_resource_in_every_consumer() {
     }
     assert!(hooks.seen("/own-path").is_empty());
     // Local resources of the consumer still call its own webhooks.
-    let local = configuration(
-        "Validating",
-        "local",
-        &format!("{}/deny-bad", hooks.url),
-        ca,
-        "",
-        "configmaps",
-        "",
-    );
+    let local = hooks.configuration("Validating", "local", "/deny-bad", "", "configmaps", "");
     apply_in(&kcp, dir.path(), &consumers[1], "local.yaml", &local);
     kcp_testing::wait::until("the consumer's own webhook refuses bad configmaps", || {
         kcp.kubectl_in_err(&consumers[1], &["create", "configmap", "bad"])
@@ -515,24 +468,15 @@ fn mutations_reinvoke_if_needed_and_services_are_dialled_by_name() {
     let ws = kcp.workspace("reinvoked");
     let ca = &hooks.ca_bundle;
     // `a-label` runs first and asks to run again when a later webhook changes the object.
-    let label = configuration(
+    let label = hooks.configuration(
         "Mutating",
         "a-label",
-        &format!("{}/label", hooks.url),
-        ca,
+        "/label",
         "",
         "configmaps",
         "  reinvocationPolicy: IfNeeded\n",
     );
-    let annotate = configuration(
-        "Mutating",
-        "b-annotate",
-        &format!("{}/annotate", hooks.url),
-        ca,
-        "",
-        "configmaps",
-        "",
-    );
+    let annotate = hooks.configuration("Mutating", "b-annotate", "/annotate", "", "configmaps", "");
     apply_in(&kcp, dir.path(), &ws, "a.yaml", &label);
     apply_in(&kcp, dir.path(), &ws, "b.yaml", &annotate);
     kcp_testing::wait::until("both mutating webhooks are called", || {

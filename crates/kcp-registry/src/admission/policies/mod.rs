@@ -27,8 +27,8 @@ use std::sync::Arc;
 use kcp_apimachinery::schema::cel::{Evaluation, Outcome};
 use serde_json::{Map, Value, json};
 
-use crate::admission::webhooks::matching::{Asked, rules_match};
-use crate::admission::webhooks::{Write, selects};
+use crate::admission::webhooks::matching::rules_match;
+use crate::admission::webhooks::{Write, other_versions, selects};
 use crate::error::RegistryError;
 use crate::list::ListOptions;
 use crate::store::{Registry, Target};
@@ -81,21 +81,9 @@ impl Registry {
         }
         let target = write.target;
         let resource = target.resource;
-        let other_versions = resource
-            .custom()
-            .map(|c| c.versions.clone())
-            .unwrap_or_default();
-        let namespace = self.request_namespace(target, write.name);
-        let asked = Asked {
-            operation: write.operation.as_str(),
-            group: &resource.group,
-            version: &resource.version,
-            resource: &resource.name,
-            subresource: self.part().subresource_name(),
-            namespace,
-            other_versions: &other_versions,
-            name: write.name,
-        };
+        let other_versions = other_versions(resource);
+        let asked = self.asked(write, &other_versions);
+        let namespace = asked.namespace;
         let is_namespace = resource.group.is_empty() && resource.name == "namespaces";
         // The namespace is read only when a selector or an expression looks at it.
         let needs_namespace = configurations.policies.iter().any(|(policy, bindings)| {

@@ -156,6 +156,18 @@ impl Kind {
     }
 }
 
+/// One call of one webhook: which write, the workspace of its configuration, the version it
+/// sees, and its place (round and index) for audit annotations.
+struct Call<'a> {
+    write: &'a Write<'a>,
+    configured_in: &'a str,
+    hook: &'a Webhook,
+    version: &'a str,
+    kind: Kind,
+    round: u32,
+    index: usize,
+}
+
 /// Why a webhook did not admit a request.
 enum Failure {
     /// It could not be called, or answered nonsense: `failurePolicy` decides.
@@ -192,21 +204,9 @@ impl Registry {
         if hooks.is_empty() {
             return Ok((configured_in, Vec::new()));
         }
-        let other_versions = resource
-            .custom()
-            .map(|c| c.versions.clone())
-            .unwrap_or_default();
-        let namespace = self.request_namespace(target, write.name);
-        let asked = Asked {
-            operation: write.operation.as_str(),
-            group: &resource.group,
-            version: &resource.version,
-            resource: &resource.name,
-            subresource: self.part().subresource_name(),
-            namespace,
-            other_versions: &other_versions,
-            name: write.name,
-        };
+        let other_versions = other_versions(resource);
+        let asked = self.asked(write, &other_versions);
+        let namespace = asked.namespace;
         let mut namespace_labels: Option<Value> = None;
         let mut matched = Vec::new();
         for hook in hooks {
@@ -280,6 +280,25 @@ impl Registry {
         self.call_validating_webhooks(&write, None).await
     }
 
+    /// `write` as rules see it.
+    pub(crate) fn asked<'a>(
+        &self,
+        write: &'a Write<'a>,
+        other_versions: &'a [String],
+    ) -> Asked<'a> {
+        let resource = write.target.resource;
+        Asked {
+            operation: write.operation.as_str(),
+            group: &resource.group,
+            version: &resource.version,
+            resource: &resource.name,
+            subresource: self.part().subresource_name(),
+            namespace: self.request_namespace(write.target, write.name),
+            other_versions,
+            name: write.name,
+        }
+    }
+
     /// The namespace a write is in for selectors: its own for namespaced objects, the
     /// namespace's name for a Namespace, none otherwise.
     pub(crate) fn request_namespace<'a>(&self, target: &'a Target<'a>, name: &'a str) -> &'a str {
@@ -342,18 +361,16 @@ impl Registry {
         let mut last_change: Option<usize> = None;
         for (index, (hook, version)) in hooks.iter().enumerate() {
             let sent = had_object.then_some(&*object);
-            let changed = self
-                .call_one(
-                    write,
-                    &configured_in,
-                    hook,
-                    version,
-                    sent,
-                    Kind::Mutating,
-                    0,
-                    index,
-                )
-                .await?;
+            let call = Call {
+                write,
+                configured_in: &configured_in,
+                hook,
+                version,
+                kind: Kind::Mutating,
+                round: 0,
+                index,
+            };
+            let changed = self.call_one(&call, sent).await?;
             if let Some(changed) = changed.filter(|_| had_object) {
                 *object = changed;
                 last_change = Some(index);
@@ -364,18 +381,16 @@ impl Registry {
                 if !hook.reinvoke {
                     continue;
                 }
-                let changed = self
-                    .call_one(
-                        write,
-                        &configured_in,
-                        hook,
-                        version,
-                        Some(object),
-                        Kind::Mutating,
-                        1,
-                        index,
-                    )
-                    .await?;
+                let call = Call {
+                    write,
+                    configured_in: &configured_in,
+                    hook,
+                    version,
+                    kind: Kind::Mutating,
+                    round: 1,
+                    index,
+                };
+                let changed = self.call_one(&call, Some(object)).await?;
                 if let Some(changed) = changed {
                     *object = changed;
                 }
@@ -398,19 +413,21 @@ impl Registry {
         if hooks.is_empty() {
             return Ok(());
         }
-        let calls = hooks.iter().enumerate().map(|(index, (hook, version))| {
-            self.call_one(
+        let calls: Vec<Call<'_>> = hooks
+            .iter()
+            .enumerate()
+            .map(|(index, (hook, version))| Call {
                 write,
-                &configured_in,
+                configured_in: &configured_in,
                 hook,
                 version,
-                object,
-                Kind::Validating,
-                0,
+                kind: Kind::Validating,
+                round: 0,
                 index,
-            )
-        });
-        for result in futures::future::join_all(calls).await {
+            })
+            .collect();
+        let answers = calls.iter().map(|call| self.call_one(call, object));
+        for result in futures::future::join_all(answers).await {
             result?;
         }
         Ok(())
@@ -418,31 +435,19 @@ impl Registry {
 
     /// Calls `hook` once if its match conditions hold; a mutating webhook's patched object
     /// when it changed it.
-    #[allow(clippy::too_many_arguments)]
     async fn call_one(
         &self,
-        write: &Write<'_>,
-        configured_in: &str,
-        hook: &Webhook,
-        version: &str,
+        call: &Call<'_>,
         object: Option<&Value>,
-        kind: Kind,
-        round: u32,
-        index: usize,
     ) -> Result<Option<Value>, RegistryError> {
-        let failure = match self
-            .try_call(
-                write,
-                configured_in,
-                hook,
-                version,
-                object,
-                kind,
-                round,
-                index,
-            )
-            .await
-        {
+        let Call {
+            hook,
+            kind,
+            round,
+            index,
+            ..
+        } = *call;
+        let failure = match self.try_call(call, object).await {
             Ok(changed) => return Ok(changed),
             Err(failure) => failure,
         };
@@ -477,18 +482,20 @@ impl Registry {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn try_call(
         &self,
-        write: &Write<'_>,
-        configured_in: &str,
-        hook: &Webhook,
-        version: &str,
+        call: &Call<'_>,
         object: Option<&Value>,
-        kind: Kind,
-        round: u32,
-        index: usize,
     ) -> Result<Option<Value>, Failure> {
+        let Call {
+            write,
+            configured_in,
+            hook,
+            version,
+            kind,
+            round,
+            index,
+        } = *call;
         let Some(caller) = self.webhook_caller() else {
             return Ok(None);
         };
@@ -701,6 +708,14 @@ impl Registry {
         request.insert("options".into(), options);
         request
     }
+}
+
+/// The served versions of a custom resource (for `matchPolicy: Equivalent`).
+pub(crate) fn other_versions(resource: &kcp_apis::builtin::Resource) -> Vec<String> {
+    resource
+        .custom()
+        .map(|c| c.versions.clone())
+        .unwrap_or_default()
 }
 
 /// Whether the object (or, for updates and deletes, the old object) is selected.
