@@ -116,6 +116,54 @@ impl Catalogue {
         self.schemas.get(name)
     }
 
+    /// The schema `name` with its references inlined (`$ref`, and `allOf` of one reference),
+    /// `depth` levels deep; deeper ones become untyped (`{}`): a self-contained schema for
+    /// those who cannot follow references (CEL type checking).
+    pub fn inlined(&self, name: &str, depth: usize) -> Option<Value> {
+        Some(self.inline(self.schemas.get(name)?, depth))
+    }
+
+    fn inline(&self, schema: &Value, depth: usize) -> Value {
+        let referenced = |reference: &Value| {
+            reference
+                .as_str()
+                .and_then(|r| r.strip_prefix(REF_PREFIX))
+                .and_then(|name| self.schemas.get(name))
+        };
+        match schema {
+            Value::Object(fields) => {
+                if let Some(target) = fields.get("$ref").and_then(&referenced) {
+                    return match depth {
+                        0 => json!({}),
+                        _ => self.inline(target, depth - 1),
+                    };
+                }
+                let mut out = Map::new();
+                for (key, value) in fields {
+                    if key == "allOf"
+                        && let Some([only]) = value.as_array().map(Vec::as_slice)
+                        && let Some(target) = only.get("$ref").and_then(&referenced)
+                    {
+                        if depth > 0
+                            && let Value::Object(inlined) = self.inline(target, depth - 1)
+                        {
+                            for (k, v) in inlined {
+                                out.entry(k).or_insert(v);
+                            }
+                        }
+                        continue;
+                    }
+                    out.insert(key.clone(), self.inline(value, depth));
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|i| self.inline(i, depth)).collect())
+            }
+            other => other.clone(),
+        }
+    }
+
     /// The named schemas and everything they refer to, transitively.
     pub fn closure<'a>(&self, roots: impl IntoIterator<Item = &'a str>) -> Map<String, Value> {
         let mut seen = BTreeSet::new();

@@ -7,6 +7,7 @@
 //! Until a cluster-aware client exists, controllers call the registry directly; they must not
 //! know HTTP, storage backends or how the server is configured.
 
+pub mod admissionpolicy;
 pub mod apis;
 pub mod clusterroleaggregation;
 mod conditions;
@@ -64,6 +65,7 @@ impl Controllers {
             tokio::spawn(serviceaccount::run(r(), c())),
             tokio::spawn(namespacedefaults::run(r(), c())),
             tokio::spawn(clusterroleaggregation::run(r(), c())),
+            tokio::spawn(admissionpolicy::run(r(), c())),
             tokio::spawn(resourcequota::run(r(), c())),
             tokio::spawn(garbagecollector::run(r(), c())),
             tokio::spawn(apis::run_exports(r(), c())),

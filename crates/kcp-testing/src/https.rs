@@ -49,8 +49,8 @@ pub fn certificate() -> Certificate {
     }
 }
 
-/// Serves `handler` on `address` (port 0: any free one) until the returned task is aborted;
-/// answers the address it listens on.
+/// Serves `handler` on `address` (port 0: any free one) until the returned task is aborted
+/// (its connections with it); answers the address it listens on.
 pub async fn serve(
     address: SocketAddr,
     certificate: &Certificate,
@@ -60,13 +60,17 @@ pub async fn serve(
     let address = listener.local_addr().expect("the webhook's address");
     let acceptor = TlsAcceptor::from(certificate.tls.clone());
     let task = tokio::spawn(async move {
+        // The connections live in the server's task: aborting it closes them too, as a
+        // webhook that goes down does.
+        let mut connections = tokio::task::JoinSet::new();
         loop {
             let Ok((tcp, _)) = listener.accept().await else {
                 continue;
             };
+            while connections.try_join_next().is_some() {}
             let acceptor = acceptor.clone();
             let handler = handler.clone();
-            tokio::spawn(async move {
+            connections.spawn(async move {
                 let Ok(tls) = acceptor.accept(tcp).await else {
                     return;
                 };

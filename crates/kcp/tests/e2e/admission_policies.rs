@@ -138,6 +138,59 @@ spec: {policyName: name-length, validationActions: [Deny, Warn]}
         refused.contains("must not contain both Deny and Warn"),
         "{refused}"
     );
+
+    // Type checking: a field the matched kind does not declare is warned about in the
+    // policy's status, and the checked generation recorded.
+    kcp_testing::wait::until("the policy is checked", || {
+        kcp.kubectl_in_ok(
+            &ws,
+            &[
+                "get",
+                "validatingadmissionpolicy",
+                "name-length",
+                "-o",
+                "jsonpath={.status.observedGeneration}",
+            ],
+        ) == "1"
+    });
+    let typo = write_file(
+        dir.path(),
+        "typo.yaml",
+        "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: typo}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [\"\"], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+  - expression: \"object.metadata.name != ''\"
+  - expression: \"object.spec.size() < 3\"
+",
+    );
+    kcp.kubectl_in_ok(&ws, &["apply", "-f", &typo]);
+    let mut warnings = String::new();
+    kcp_testing::wait::until("the typo is warned about", || {
+        warnings = kcp.kubectl_in_ok(
+            &ws,
+            &[
+                "get",
+                "validatingadmissionpolicy",
+                "typo",
+                "-o",
+                "jsonpath={.status.typeChecking.expressionWarnings}",
+            ],
+        );
+        !warnings.is_empty()
+    });
+    let warnings: serde_json::Value = serde_json::from_str(&warnings).unwrap();
+    assert_eq!(warnings[0]["fieldRef"], "spec.validations[1].expression");
+    let text = warnings[0]["warning"].as_str().unwrap();
+    assert!(
+        text.starts_with("/v1, Kind=ConfigMap: ERROR: <input>:1:7: undefined field 'spec'"),
+        "{text}"
+    );
+    assert_eq!(warnings.as_array().unwrap().len(), 1);
 }
 
 #[test]

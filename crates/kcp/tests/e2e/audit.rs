@@ -206,6 +206,63 @@ current-context: hook
         ["RequestReceived", "ResponseStarted", "ResponseComplete"]
     );
 
+    // Admission's annotations: a policy's validation failure and its audit annotation.
+    let policy = write_file(
+        dir.path(),
+        "vap.yaml",
+        "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: short-names}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [\"\"], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+  - {expression: \"object.metadata.name.size() < 6\", message: names are short here}
+  auditAnnotations:
+  - {key: length, valueExpression: \"string(object.metadata.name.size())\"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: short-names}
+spec: {policyName: short-names, validationActions: [Warn, Audit]}
+",
+    );
+    kcp.kubectl_in_ok(&team, &["apply", "-f", &policy]);
+    kcp_testing::wait::until("the policy warns", || {
+        let name = format!("long-{}", fastrand::u32(..));
+        let out = kcp.kubectl_in(&team, &["-n", "meta", "create", "configmap", &name]);
+        String::from_utf8_lossy(&out.stderr).contains("names are short here")
+    });
+    let audited = request_events(
+        &log,
+        |e| {
+            is(e, "create", "meta", "")
+                && e["annotations"]
+                    .get("validation.policy.admission.k8s.io/validation_failure")
+                    .is_some()
+        },
+        2,
+    );
+    let annotations = &audited[1]["annotations"];
+    let failure: Value = serde_json::from_str(
+        annotations["validation.policy.admission.k8s.io/validation_failure"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(failure[0]["policy"], "short-names");
+    assert_eq!(failure[0]["binding"], "short-names");
+    assert_eq!(failure[0]["message"], "names are short here");
+    assert_eq!(
+        failure[0]["validationActions"],
+        serde_json::json!(["Warn", "Audit"])
+    );
+    assert!(
+        annotations["short-names/length"].as_str().is_some(),
+        "{annotations}"
+    );
+
     // A refused request: the impersonated user, the decision, the failure.
     kcp.kubectl_ok(&["create", "configmap", "c"]);
     let refused = kcp.kubectl_err(&["--as=nobody", "-n", "default", "get", "configmap", "c"]);

@@ -50,8 +50,15 @@ pub(super) struct Estimate {
 
 /// Estimates `expression` evaluated with `self` (and `oldSelf`) of type `self_ty`.
 pub(super) fn estimate(expression: &IdedExpr, self_ty: &Ty) -> Estimate {
+    estimate_with(expression, self_ty, &[])
+}
+
+/// [`estimate`] where the variables `typed` also have known types (admission policies'
+/// `object`, `oldObject`, `params`).
+pub(super) fn estimate_with(expression: &IdedExpr, self_ty: &Ty, typed: &[(&str, Ty)]) -> Estimate {
     let mut estimator = Estimator {
         self_ty,
+        typed,
         scopes: Vec::new(),
         small: HashSet::new(),
         small_elements: HashSet::new(),
@@ -90,6 +97,8 @@ impl Info {
 
 struct Estimator<'a> {
     self_ty: &'a Ty,
+    /// Other variables of known types.
+    typed: &'a [(&'a str, Ty)],
     /// Comprehension variables, innermost last.
     scopes: Vec<(String, Ty)>,
     small: HashSet<u64>,
@@ -163,6 +172,9 @@ impl Estimator<'_> {
 
     fn variable(&self, name: &str) -> Option<Ty> {
         if let Some((_, ty)) = self.scopes.iter().rev().find(|(n, _)| n == name) {
+            return Some(ty.clone());
+        }
+        if let Some((_, ty)) = self.typed.iter().find(|(n, _)| *n == name) {
             return Some(ty.clone());
         }
         matches!(name, "self" | "oldSelf").then(|| self.self_ty.clone())

@@ -106,6 +106,22 @@ impl Expression {
     }
 }
 
+/// What a type checker finds in `source` when each variable of `typed` holds objects of the
+/// given structural schema (a resource's root): cel-go's `undefined field` report of the
+/// first field no schema declares, or `None`. Variables not listed are not checked.
+pub fn undefined_field(source: &str, typed: &[(&str, &Value)]) -> Option<String> {
+    let expression = parse(source).ok()?;
+    let typed: Vec<(&str, super::types::Ty)> = typed
+        .iter()
+        .filter_map(|(name, schema)| Some((*name, super::types::Ty::of(schema, true)?)))
+        .collect();
+    let estimate =
+        super::estimate::estimate_with(&expression, &super::types::Ty::unknown(), &typed);
+    estimate
+        .undefined_field
+        .map(|field| super::syntax::undefined_field(source, &field))
+}
+
 /// CEL's standard functions, Kubernetes' libraries and the meter's, built once.
 fn functions() -> &'static Context<'static> {
     static FUNCTIONS: OnceLock<Context<'static>> = OnceLock::new();
@@ -304,6 +320,23 @@ mod tests {
         assert!(e.mentions("oldObject"));
         assert!(!e.mentions("request"));
         assert!(!e.mentions("params"));
+    }
+
+    #[test]
+    fn undefined_fields_are_found_against_the_schema() {
+        let schema = json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+        }});
+        assert_eq!(
+            undefined_field("object.spec.replicas > 1", &[("object", &schema)]),
+            None
+        );
+        let found = undefined_field("object.spec.replica > 1", &[("object", &schema)]).unwrap();
+        assert!(found.contains("undefined field 'replica'"), "{found}");
+        assert_eq!(
+            undefined_field("params.anything", &[("object", &schema)]),
+            None
+        );
     }
 
     #[test]

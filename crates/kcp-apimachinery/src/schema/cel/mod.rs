@@ -46,7 +46,7 @@ use serde_json::Value;
 
 use super::{FieldError, child, index};
 use estimate::STATIC_ESTIMATED_CRD_COST_LIMIT;
-pub use expressions::{Evaluation, Expression, Outcome};
+pub use expressions::{Evaluation, Expression, Outcome, undefined_field};
 use needs::Need;
 use rules::Rule;
 pub use rules::valid_field_path;
