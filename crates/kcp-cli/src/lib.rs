@@ -13,6 +13,7 @@
 
 pub mod bind;
 mod commands;
+pub mod compat;
 pub mod kubeconfig;
 mod output;
 pub mod paths;
@@ -127,20 +128,89 @@ enum CrdCommand {
         #[arg(short = 'o', long = "output", default_value = "yaml", value_parser = ["json", "yaml"])]
         output: String,
     },
+    /// Check that a new CRD's schema accepts everything an old one's does.
+    Compat(CompatArgs),
 }
 
-fn crd(cli: CrdCli) -> anyhow::Result<()> {
-    let CrdCommand::Snapshot {
-        filename,
-        prefix,
-        output,
-    } = cli.command;
+/// `compat`'s arguments.
+#[derive(clap::Args)]
+struct CompatArgs {
+    /// Write the least common denominator of both schemas (the old CRD, narrowed).
+    #[arg(long)]
+    lcd: bool,
+    /// The version of the old CRD to compare (default: its storage version).
+    #[arg(long)]
+    old_version: Option<String>,
+    /// The version of the new CRD to compare (default: its storage version).
+    #[arg(long)]
+    new_version: Option<String>,
+    /// The old CRD (YAML or JSON).
+    old: String,
+    /// The new CRD (YAML or JSON).
+    new: String,
+}
+
+#[derive(Parser)]
+#[command(
+    name = "compat",
+    about = "Checks that a new CRD's schema accepts everything an old one's does"
+)]
+struct CompatCli {
+    #[command(flatten)]
+    args: CompatArgs,
+}
+
+/// `compat`: prints the incompatibilities (failing) or the LCD.
+fn compat(args: CompatArgs) -> ExitCode {
+    let read =
+        |path: &str| std::fs::read_to_string(path).with_context(|| format!("error opening {path}"));
+    let answer = read(&args.old).and_then(|old| {
+        let new = read(&args.new)?;
+        compat::compat(
+            &old,
+            &new,
+            args.lcd,
+            args.old_version.as_deref(),
+            args.new_version.as_deref(),
+        )
+    });
+    match answer {
+        Ok(answer) if answer.compatible => {
+            print!("{}", answer.text);
+            ExitCode::SUCCESS
+        }
+        Ok(answer) => {
+            eprint!("{}", answer.text);
+            ExitCode::FAILURE
+        }
+        Err(error) => finish(Err(error)),
+    }
+}
+
+/// The `compat` binary.
+pub fn compat_main() -> ExitCode {
+    compat(CompatCli::parse().args)
+}
+
+fn crd(cli: CrdCli) -> ExitCode {
+    let (filename, prefix, output) = match cli.command {
+        CrdCommand::Snapshot {
+            filename,
+            prefix,
+            output,
+        } => (filename, prefix, output),
+        CrdCommand::Compat(args) => return compat(args),
+    };
+    finish(snapshot_file(&filename, &prefix, &output))
+}
+
+fn snapshot_file(filename: &str, prefix: &str, output: &str) -> anyhow::Result<()> {
     let text = if filename == "-" {
         std::io::read_to_string(std::io::stdin()).context("reading standard input")?
     } else {
-        std::fs::read_to_string(&filename).with_context(|| format!("error opening {filename}"))?
+        std::fs::read_to_string(filename).with_context(|| format!("error opening {filename}"))?
     };
-    print!("{}", snapshot::snapshot_text(&text, &prefix, &output)?);
+    print!("{}", snapshot::snapshot_text(&text, prefix, output)?);
     Ok(())
 }
 
@@ -218,7 +288,7 @@ pub fn kcp_main() -> ExitCode {
         Some("crd") => {
             args.remove(1);
             let cli = CrdCli::parse_from(args);
-            finish(crd(cli))
+            crd(cli)
         }
         Some("bind") => {
             args.remove(1);
@@ -231,7 +301,7 @@ pub fn kcp_main() -> ExitCode {
         }
         _ => {
             eprintln!(
-                "kubectl kcp: kcp's kubectl plugin\n\nCommands:\n  workspace (ws)     manage workspaces, as `kubectl ws`\n  create-workspace   create a workspace, as `kubectl create-workspace`\n  crd snapshot       convert a CRD to an APIResourceSchema\n  bind apiexport     bind an APIExport into the current workspace"
+                "kubectl kcp: kcp's kubectl plugin\n\nCommands:\n  workspace (ws)     manage workspaces, as `kubectl ws`\n  create-workspace   create a workspace, as `kubectl create-workspace`\n  crd snapshot       convert a CRD to an APIResourceSchema\n  crd compat         check that a new CRD accepts everything an old one does\n  bind apiexport     bind an APIExport into the current workspace"
             );
             ExitCode::FAILURE
         }

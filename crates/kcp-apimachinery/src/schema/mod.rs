@@ -8,6 +8,7 @@
 //! step yet). Paths are written as Kubernetes writes them: `spec.ports[1].name`.
 
 pub mod cel;
+pub mod compat;
 mod defaults;
 mod formats;
 mod patterns;
