@@ -17,6 +17,7 @@ mod admission;
 mod api;
 mod apis;
 mod authz;
+mod compat;
 mod crds;
 mod gc;
 mod lists;
@@ -78,6 +79,9 @@ enum Command {
     /// against the same creates without; memory per webhook configuration. Expects
     /// `cargo build --release -p kcp`.
     Admission(admission::Options),
+    /// The `compat` binary on the largest prometheus-operator CRDs, against a one-field CRD.
+    /// Expects `cargo build --release -p kcp`.
+    Compat(compat::Options),
 }
 
 #[tokio::main]
@@ -93,6 +97,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Watches(options) => watches::run(options).await,
         Command::Apis(options) => apis::run(options).await,
         Command::Admission(options) => admission::run(options).await,
+        Command::Compat(options) => compat::run(options).await,
         Command::Gc(options) => gc::run(options).await,
     }
 }

@@ -65,8 +65,14 @@ pub fn compat(
     old_version: Option<&str>,
     new_version: Option<&str>,
 ) -> anyhow::Result<Answer> {
-    let mut old = crd(old_text, "old")?;
-    let new = crd(new_text, "new")?;
+    // Reading YAML is most of the work: both files at once.
+    let (old, new) = std::thread::scope(|scope| {
+        let old = scope.spawn(|| crd(old_text, "old"));
+        let new = crd(new_text, "new");
+        (old.join(), new)
+    });
+    let mut old = old.map_err(|_| anyhow::anyhow!("reading the old CRD failed"))??;
+    let new = new?;
     let (old_index, new_index) = (
         version(&old, old_version, "old")?,
         version(&new, new_version, "new")?,

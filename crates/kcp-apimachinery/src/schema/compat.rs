@@ -12,10 +12,11 @@
 //! numeric and length bounds (`minimum`, `maximum` and their exclusive forms, `multipleOf`,
 //! `min/maxLength`, `min/maxItems`, `min/maxProperties`: the new bounds may not be tighter; the
 //! LCD takes the tighter of each), `nullable` (may not be taken away; the LCD is nullable only
-//! if both are), enums of every scalar type, `x-kubernetes-embedded-resource`, `pattern` (one
-//! may be dropped or, in the LCD, added; whether one regular expression's language contains
-//! another's is not decided here, so a changed one is refused by name), and `allOf`, `anyOf` (but int-or-string's own), `oneOf` and `not` are refused by name:
-//! a construct not understood is an error, never a silent pass.
+//! if both are), enums of every scalar type, `x-kubernetes-embedded-resource`. `pattern`,
+//! `allOf`, `anyOf` (but int-or-string's own), `oneOf` and `not`, whose languages are not
+//! compared here, may stay the same or be dropped (looser), or appear only in the new schema
+//! (tighter: the LCD takes them); two different ones are refused by name: a construct not
+//! understood is an error, never a silent pass.
 //!
 //! Must not know: where the schemas come from (CRD files, clusters' OpenAPI), or what a
 //! negotiation does with the result.
@@ -170,9 +171,7 @@ impl Walk {
             return;
         }
         for construct in ["allOf", "oneOf", "not"] {
-            if existing.get(construct).is_some() || new.get(construct).is_some() {
-                self.unsupported(path, construct, kind(existing));
-            }
+            self.construct(path, construct, existing, new, lcd);
         }
         let embedded = "x-kubernetes-embedded-resource";
         if flag(existing, embedded) != flag(new, embedded) {
@@ -204,10 +203,26 @@ impl Walk {
             }
             other => self.invalid(child(path, "type"), &json!(other), "Invalid type"),
         }
-        if kind(existing) != "int-or-string"
-            && (existing.get("anyOf").is_some() || new.get("anyOf").is_some())
-        {
-            self.unsupported(path, "anyOf", kind(existing));
+        if kind(existing) != "int-or-string" {
+            self.construct(path, "anyOf", existing, new, lcd);
+        }
+    }
+
+    /// A construct whose languages are not compared here (`allOf`, `anyOf`, `oneOf`, `not`,
+    /// `pattern`): the same on both sides, or gone (looser), is fine; one only the new schema
+    /// has is tighter (the LCD takes it); two different ones are refused by name.
+    fn construct(
+        &mut self,
+        path: &str,
+        name: &str,
+        existing: &Value,
+        new: &Value,
+        lcd: &mut Value,
+    ) {
+        match (existing.get(name), new.get(name)) {
+            (was, now) if was == now || now.is_none() => {}
+            (None, Some(now)) => self.tightened(path, name, now, lcd),
+            _ => self.unsupported(path, name, kind(existing)),
         }
     }
 
@@ -377,14 +392,8 @@ impl Walk {
     fn string(&mut self, path: &str, existing: &Value, new: &Value, lcd: &mut Value) {
         self.bound(path, "minLength", Tighter::Higher, existing, new, lcd);
         self.bound(path, "maxLength", Tighter::Lower, existing, new, lcd);
-        match (existing.get("pattern"), new.get("pattern")) {
-            // The same pattern, or none any more (looser).
-            (was, now) if was == now || now.is_none() => {}
-            // A pattern only the new schema has: tighter.
-            (None, Some(now)) => self.tightened(path, "pattern", now, lcd),
-            // Whether one pattern's strings are all another's is not decided here.
-            _ => self.unsupported(path, "pattern", "string"),
-        }
+        // Whether one pattern's strings are all another's is not decided here.
+        self.construct(path, "pattern", existing, new, lcd);
         if existing.get("format") != new.get("format") {
             self.invalid(
                 child(path, "format"),

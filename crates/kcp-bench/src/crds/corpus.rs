@@ -95,7 +95,7 @@ fn manifests(options: &Options) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 /// The directory of `<module>@<version>:<dir>` in Go's module cache, downloaded if missing.
-fn module_dir(entry: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn module_dir(entry: &str) -> anyhow::Result<PathBuf> {
     let (module, dir) = entry.split_once(':').context("module:dir")?;
     let output = std::process::Command::new("go")
         .args(["mod", "download", "-json", module])

@@ -381,12 +381,37 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "oneOf is refused by name",
+            name: "a oneOf only the existing schema has is dropped",
             existing: json!({"type": "object", "properties": {"a": {"type": "string"}}, "oneOf": [{"required": ["a"]}]}),
             new: json!({"type": "object", "properties": {"a": {"type": "string"}}}),
             narrow: false,
+            want: Ok(
+                json!({"type": "object", "properties": {"a": {"type": "string"}}, "oneOf": [{"required": ["a"]}]}),
+            ),
+        },
+        Case {
+            name: "the same allOf on both sides",
+            existing: json!({"type": "string", "allOf": [{"minLength": 1}]}),
+            new: json!({"type": "string", "allOf": [{"minLength": 1}]}),
+            narrow: false,
+            want: Ok(json!({"type": "string", "allOf": [{"minLength": 1}]})),
+        },
+        Case {
+            name: "a changed oneOf is refused by name",
+            existing: json!({"type": "object", "properties": {"a": {"type": "string"}}, "oneOf": [{"required": ["a"]}]}),
+            new: json!({"type": "object", "properties": {"a": {"type": "string"}}, "oneOf": [{"required": ["a"]}, {"required": []}]}),
+            narrow: true,
             want: Err(vec![
                 "schema.openAPIV3Schema: Forbidden: The \"oneOf\" JSON Schema construct is not supported by the Schema negotiation for type \"object\"",
+            ]),
+        },
+        Case {
+            name: "an anyOf only the new schema has",
+            existing: json!({"type": "object", "properties": {"a": {"type": "string"}}}),
+            new: json!({"type": "object", "properties": {"a": {"type": "string"}}, "anyOf": [{"required": ["a"]}]}),
+            narrow: false,
+            want: Err(vec![
+                "schema.openAPIV3Schema.anyOf: Invalid value: [{\"required\":[\"a\"]}]: anyOf value has been changed in an incompatible way",
             ]),
         },
         Case {
