@@ -87,7 +87,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .filter_map(|p| Some((std::fs::metadata(&p).ok()?.len(), p)))
         .collect();
-    files.sort_by(|a, b| b.0.cmp(&a.0));
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
     files.truncate(LARGEST);
     anyhow::ensure!(!files.is_empty(), "no CRDs in {}", dir.display());
     let scratch = tempfile::tempdir()?;

@@ -18,6 +18,7 @@ mod e2e {
     pub mod boundary;
     pub mod cert_manager;
     pub mod clusterrole_aggregation;
+    pub mod compat;
     pub mod crash;
     pub mod crd_cel;
     pub mod crd_deletion;
