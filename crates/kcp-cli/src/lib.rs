@@ -17,6 +17,7 @@ pub mod compat;
 pub mod kubeconfig;
 mod output;
 pub mod paths;
+pub mod pull;
 mod server;
 pub mod snapshot;
 
@@ -130,6 +131,55 @@ enum CrdCommand {
     },
     /// Check that a new CRD's schema accepts everything an old one's does.
     Compat(CompatArgs),
+    /// Pull CRDs of the current cluster's resources (`deployments.apps`, `pods`, ...).
+    Pull(PullArgs),
+}
+
+/// `crd-puller`'s arguments.
+#[derive(clap::Args)]
+struct PullArgs {
+    /// The kubeconfig to use (default: $KUBECONFIG, then ~/.kube/config).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Output format: YAML documents, or one JSON `List`.
+    #[arg(short = 'o', long = "output", default_value = "yaml", value_parser = ["json", "yaml"])]
+    output: String,
+    /// The resources, as `plural[.group]` (`pods`, `deployments.apps`, `widgets.example.com`).
+    #[arg(required = true)]
+    resources: Vec<String>,
+}
+
+#[derive(Parser)]
+#[command(
+    name = "crd-puller",
+    about = "Writes CRDs of a cluster's resources from its discovery and OpenAPI"
+)]
+struct PullCli {
+    #[command(flatten)]
+    args: PullArgs,
+}
+
+/// `crd-puller`: the CRDs as YAML documents.
+fn pull(args: PullArgs) -> ExitCode {
+    finish(block_on(async move {
+        let file = KubeconfigFile::load(kubeconfig::locate(args.kubeconfig.as_deref())?)?;
+        let client = server::client(&file, &file.current_server()?).await?;
+        let crds = pull::pull(&client, &args.resources).await?;
+        if args.output == "json" {
+            let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": crds});
+            println!("{}", serde_json::to_string_pretty(&list)?);
+            return Ok(());
+        }
+        for crd in crds {
+            print!("---\n{}", serde_saphyr::to_string(&crd)?);
+        }
+        Ok(())
+    }))
+}
+
+/// The `crd-puller` binary.
+pub fn puller_main() -> ExitCode {
+    pull(PullCli::parse().args)
 }
 
 /// `compat`'s arguments.
@@ -200,6 +250,7 @@ fn crd(cli: CrdCli) -> ExitCode {
             output,
         } => (filename, prefix, output),
         CrdCommand::Compat(args) => return compat(args),
+        CrdCommand::Pull(args) => return pull(args),
     };
     finish(snapshot_file(&filename, &prefix, &output))
 }
@@ -301,7 +352,7 @@ pub fn kcp_main() -> ExitCode {
         }
         _ => {
             eprintln!(
-                "kubectl kcp: kcp's kubectl plugin\n\nCommands:\n  workspace (ws)     manage workspaces, as `kubectl ws`\n  create-workspace   create a workspace, as `kubectl create-workspace`\n  crd snapshot       convert a CRD to an APIResourceSchema\n  crd compat         check that a new CRD accepts everything an old one does\n  bind apiexport     bind an APIExport into the current workspace"
+                "kubectl kcp: kcp's kubectl plugin\n\nCommands:\n  workspace (ws)     manage workspaces, as `kubectl ws`\n  create-workspace   create a workspace, as `kubectl create-workspace`\n  crd snapshot       convert a CRD to an APIResourceSchema\n  crd compat         check that a new CRD accepts everything an old one does\n  crd pull           write CRDs of the current cluster's resources\n  bind apiexport     bind an APIExport into the current workspace"
             );
             ExitCode::FAILURE
         }

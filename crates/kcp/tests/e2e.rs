@@ -23,6 +23,7 @@ mod e2e {
     pub mod crd_cel;
     pub mod crd_deletion;
     pub mod crd_printing;
+    pub mod crd_puller;
     pub mod crd_schemas;
     pub mod crd_versions;
     pub mod crds;
