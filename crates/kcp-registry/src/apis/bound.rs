@@ -102,12 +102,20 @@ impl BoundIndex {
     fn set(&self, cluster: &str, name: &str, bound: Option<Bound>) {
         let replaced = {
             let mut clusters = self.clusters.write().unwrap_or_else(|e| e.into_inner());
-            let known = clusters
+            let known_entry = clusters
                 .get(cluster)
-                .and_then(|bindings| bindings.get(name))
-                .map_or(0, |bound| bound.revision);
+                .and_then(|bindings| bindings.get(name));
+            let known = known_entry.map_or(0, |bound| bound.revision);
             let revision = bound.as_ref().map_or(0, |b| b.revision);
             if revision != 0 && known > revision {
+                return;
+            }
+            // At the same revision, what binds wins: the binding controller observes the
+            // status it is about to write (at the revision it read), and the follower's view
+            // of the stored object at that revision must not undo it before the write's own
+            // event comes (an endpoint slice reconciled meanwhile would miss its URL).
+            let binds = |b: Option<&Bound>| b.is_some_and(|b| !b.export.0.is_empty());
+            if revision != 0 && known == revision && binds(known_entry) && !binds(bound.as_ref()) {
                 return;
             }
             let mut exports = self.exports.lock().unwrap_or_else(|e| e.into_inner());
@@ -580,5 +588,40 @@ impl Registry {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bound(export: &str, revision: u64) -> Bound {
+        Bound {
+            resources: Vec::new(),
+            export: match export {
+                "" => (String::new(), String::new()),
+                name => ("provider".to_string(), name.to_string()),
+            },
+            accepted: Vec::new(),
+            terminating: false,
+            revision,
+        }
+    }
+
+    #[test]
+    fn the_stored_state_at_the_same_revision_does_not_undo_an_observed_binding() {
+        let index = BoundIndex::default();
+        // The controller observes the status it is about to write, at the revision it read.
+        index.set("c", "b", Some(bound("widgets", 7)));
+        assert!(index.binds("provider", "widgets"));
+        // The follower's view of the stored object at that revision binds nothing yet.
+        index.set("c", "b", Some(bound("", 7)));
+        assert!(index.binds("provider", "widgets"));
+        // A newer stored state does, and so does forgetting the binding.
+        index.set("c", "b", Some(bound("", 8)));
+        assert!(!index.binds("provider", "widgets"));
+        index.set("c", "b", Some(bound("widgets", 9)));
+        index.set("c", "b", None);
+        assert!(!index.binds("provider", "widgets"));
     }
 }
