@@ -274,17 +274,14 @@ fn failure_policies_timeouts_dry_runs_and_match_conditions() {
         format!("https://{}/down", listener.local_addr().unwrap())
     };
 
+    // With failurePolicy Fail the write fails as kube-apiserver words it; with Ignore it goes on.
     let failing = kcp.workspace("fail-closed");
-    let config = configuration(
-        "Validating",
-        "down",
-        &down,
-        ca,
-        "",
-        "configmaps",
-        "  failurePolicy: Fail\n",
-    );
-    apply_in(&kcp, dir.path(), &failing, "down.yaml", &config);
+    let ignoring = kcp.workspace("fail-open");
+    for (workspace, policy) in [(&failing, "Fail"), (&ignoring, "Ignore")] {
+        let extra = format!("  failurePolicy: {policy}\n");
+        let config = configuration("Validating", "down", &down, ca, "", "configmaps", &extra);
+        apply_in(&kcp, dir.path(), workspace, "down.yaml", &config);
+    }
     kcp_testing::wait::until("a webhook that is down fails writes", || {
         let out = kcp.kubectl_in(
             &failing,
@@ -294,18 +291,6 @@ fn failure_policies_timeouts_dry_runs_and_match_conditions() {
         text.contains("Internal error occurred: failed calling webhook \"down.example.com\": failed to call webhook: Post")
             && text.contains("?timeout=10s")
     });
-
-    let ignoring = kcp.workspace("fail-open");
-    let config = configuration(
-        "Validating",
-        "down",
-        &down,
-        ca,
-        "",
-        "configmaps",
-        "  failurePolicy: Ignore\n",
-    );
-    apply_in(&kcp, dir.path(), &ignoring, "ignore.yaml", &config);
     let slow = hooks.configuration(
         "Validating",
         "slow",

@@ -82,26 +82,15 @@ fn cert_managers_webhook_admits_and_refuses_its_resources() {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
     let ca = base64::engine::general_purpose::STANDARD.encode(certified.cert.pem());
-    let configurations = format!(
-        "apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
+    // The validating and the mutating configuration, as cert-manager's chart registers them.
+    let configuration = |kind: &str, path: &str| {
+        format!(
+            "apiVersion: admissionregistration.k8s.io/v1
+kind: {kind}WebhookConfiguration
 metadata: {{name: cert-manager-webhook}}
 webhooks:
 - name: webhook.cert-manager.io
-  clientConfig: {{url: \"https://127.0.0.1:{port}/validate\", caBundle: {ca}}}
-  rules:
-  - {{apiGroups: [cert-manager.io, acme.cert-manager.io], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [\"*/*\"]}}
-  sideEffects: None
-  admissionReviewVersions: [v1]
-  failurePolicy: Fail
-  timeoutSeconds: 30
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata: {{name: cert-manager-webhook}}
-webhooks:
-- name: webhook.cert-manager.io
-  clientConfig: {{url: \"https://127.0.0.1:{port}/mutate\", caBundle: {ca}}}
+  clientConfig: {{url: \"https://127.0.0.1:{port}/{path}\", caBundle: {ca}}}
   rules:
   - {{apiGroups: [cert-manager.io, acme.cert-manager.io], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [\"*/*\"]}}
   sideEffects: None
@@ -109,6 +98,12 @@ webhooks:
   failurePolicy: Fail
   timeoutSeconds: 30
 "
+        )
+    };
+    let configurations = format!(
+        "{}---\n{}",
+        configuration("Validating", "validate"),
+        configuration("Mutating", "mutate")
     );
     let path = write_file(dir.path(), "webhooks.yaml", &configurations);
     kcp.kubectl_in_ok(&ws, &["apply", "-f", &path]);
