@@ -9,7 +9,7 @@ use super::compare;
 const PATH: &str = "schema.openAPIV3Schema";
 
 struct Case {
-    name: &'static str,
+    name: String,
     existing: Value,
     new: Value,
     narrow: bool,
@@ -38,14 +38,14 @@ fn cases() -> Vec<Case> {
     let two = object(json!({"prop1": sub(&["subProp1"]), "prop2": sub(&["subProp1", "subProp2"])}));
     let mut kcp_scenarios = vec![
         Case {
-            name: "new has more properties",
+            name: "new has more properties".into(),
             existing: object(json!({"existing": {"type": "string"}})),
             new: object(json!({"existing": {"type": "string"}, "new": {"type": "string"}})),
             narrow: false,
             want: Ok(object(json!({"existing": {"type": "string"}}))),
         },
         Case {
-            name: "new has fewer properties",
+            name: "new has fewer properties".into(),
             existing: object(json!({"existing": {"type": "string"}, "gone": {"type": "string"}})),
             new: object(json!({"existing": {"type": "string"}})),
             narrow: false,
@@ -54,21 +54,21 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "new has fewer properties, narrowed",
+            name: "new has fewer properties, narrowed".into(),
             existing: object(json!({"existing": {"type": "string"}, "gone": {"type": "string"}})),
             new: object(json!({"existing": {"type": "string"}})),
             narrow: true,
             want: Ok(object(json!({"existing": {"type": "string"}}))),
         },
         Case {
-            name: "new allows any property of a schema the existing properties fit",
+            name: "new allows any property of a schema the existing properties fit".into(),
             existing: two.clone(),
             new: json!({"type": "object", "additionalProperties": sub(&["subProp1", "subProp2"])}),
             narrow: false,
             want: Ok(two.clone()),
         },
         Case {
-            name: "new allows any property of a schema the existing properties do not fit",
+            name: "new allows any property of a schema the existing properties do not fit".into(),
             existing: two.clone(),
             new: json!({"type": "object", "additionalProperties": sub(&["subProp1"])}),
             narrow: false,
@@ -77,7 +77,7 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "new allows any property",
+            name: "new allows any property".into(),
             existing: object(json!({"existing": {"type": "string"}})),
             new: json!({"type": "object", "additionalProperties": true}),
             narrow: false,
@@ -107,9 +107,7 @@ fn cases() -> Vec<Case> {
     ] {
         let existing = object(json!({"existing": inner}));
         kcp_scenarios.push(Case {
-            name: Box::leak(
-                format!("new has more properties, existing holds {scenario}").into_boxed_str(),
-            ),
+            name: format!("new has more properties, existing holds {scenario}"),
             new: with_more(existing.clone()),
             want: Ok(existing.clone()),
             existing,
@@ -118,14 +116,14 @@ fn cases() -> Vec<Case> {
     }
     kcp_scenarios.extend([
         Case {
-            name: "new allows any additional property, existing a schema of them",
+            name: "new allows any additional property, existing a schema of them".into(),
             existing: json!({"type": "object", "additionalProperties": {"type": "string"}}),
             new: json!({"type": "object", "additionalProperties": true}),
             narrow: false,
             want: Ok(json!({"type": "object", "additionalProperties": {"type": "string"}})),
         },
         Case {
-            name: "new allows additional properties of a schema, existing any",
+            name: "new allows additional properties of a schema, existing any".into(),
             existing: json!({"type": "object", "additionalProperties": true}),
             new: json!({"type": "object", "additionalProperties": {"type": "string"}}),
             narrow: false,
@@ -134,7 +132,7 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "new has neither properties nor additional properties",
+            name: "new has neither properties nor additional properties".into(),
             existing: object(json!({"existing": {"type": "string"}})),
             new: json!({"type": "object"}),
             narrow: false,
@@ -146,7 +144,7 @@ fn cases() -> Vec<Case> {
     assert_eq!(kcp_scenarios.len(), 16);
     let added = vec![
         Case {
-            name: "a type change is incompatible either way",
+            name: "a type change is incompatible either way".into(),
             existing: object(json!({"a": {"type": "string"}})),
             new: object(json!({"a": {"type": "boolean"}})),
             narrow: true,
@@ -155,21 +153,21 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "an integer may become a number",
+            name: "an integer may become a number".into(),
             existing: json!({"type": "integer"}),
             new: json!({"type": "number"}),
             narrow: false,
             want: Ok(json!({"type": "integer"})),
         },
         Case {
-            name: "a number narrowed to the new integer",
+            name: "a number narrowed to the new integer".into(),
             existing: json!({"type": "number"}),
             new: json!({"type": "integer"}),
             narrow: true,
             want: Ok(json!({"type": "integer"})),
         },
         Case {
-            name: "a number that became an integer is incompatible",
+            name: "a number that became an integer is incompatible".into(),
             existing: json!({"type": "number"}),
             new: json!({"type": "integer"}),
             narrow: false,
@@ -178,7 +176,7 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "more required fields",
+            name: "more required fields".into(),
             existing: json!({"type": "object", "required": ["a"], "properties": {"a": {"type": "string"}, "b": {"type": "string"}}}),
             new: json!({"type": "object", "required": ["a", "b"], "properties": {"a": {"type": "string"}, "b": {"type": "string"}}}),
             narrow: false,
@@ -187,7 +185,7 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "more required fields, narrowed",
+            name: "more required fields, narrowed".into(),
             existing: json!({"type": "object", "required": ["a"], "properties": {"a": {"type": "string"}, "b": {"type": "string"}}}),
             new: json!({"type": "object", "required": ["b"], "properties": {"a": {"type": "string"}, "b": {"type": "string"}}}),
             narrow: true,
@@ -196,7 +194,7 @@ fn cases() -> Vec<Case> {
             ),
         },
         Case {
-            name: "fewer required fields are fine",
+            name: "fewer required fields are fine".into(),
             existing: json!({"type": "object", "required": ["a"], "properties": {"a": {"type": "string"}}}),
             new: json!({"type": "object", "properties": {"a": {"type": "string"}}}),
             narrow: false,
@@ -205,7 +203,7 @@ fn cases() -> Vec<Case> {
             ),
         },
         Case {
-            name: "tighter numeric bounds",
+            name: "tighter numeric bounds".into(),
             existing: json!({"type": "integer", "minimum": 0, "maximum": 10}),
             new: json!({"type": "integer", "minimum": 1, "maximum": 5, "exclusiveMaximum": true}),
             narrow: false,
@@ -216,21 +214,21 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "tighter numeric bounds, narrowed",
+            name: "tighter numeric bounds, narrowed".into(),
             existing: json!({"type": "integer", "minimum": 0, "maximum": 10}),
             new: json!({"type": "integer", "minimum": 1, "maximum": 20}),
             narrow: true,
             want: Ok(json!({"type": "integer", "minimum": 1, "maximum": 10})),
         },
         Case {
-            name: "looser bounds are fine",
+            name: "looser bounds are fine".into(),
             existing: json!({"type": "string", "minLength": 2, "maxLength": 8}),
             new: json!({"type": "string", "minLength": 1}),
             narrow: false,
             want: Ok(json!({"type": "string", "minLength": 2, "maxLength": 8})),
         },
         Case {
-            name: "a new length bound",
+            name: "a new length bound".into(),
             existing: json!({"type": "string"}),
             new: json!({"type": "string", "maxLength": 63}),
             narrow: false,
@@ -239,21 +237,21 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "a new item bound, narrowed",
+            name: "a new item bound, narrowed".into(),
             existing: json!({"type": "array", "items": {"type": "string"}}),
             new: json!({"type": "array", "maxItems": 3, "items": {"type": "string"}}),
             narrow: true,
             want: Ok(json!({"type": "array", "maxItems": 3, "items": {"type": "string"}})),
         },
         Case {
-            name: "multipleOf dividing the old one is fine",
+            name: "multipleOf dividing the old one is fine".into(),
             existing: json!({"type": "integer", "multipleOf": 4}),
             new: json!({"type": "integer", "multipleOf": 2}),
             narrow: false,
             want: Ok(json!({"type": "integer", "multipleOf": 4})),
         },
         Case {
-            name: "nullable taken away",
+            name: "nullable taken away".into(),
             existing: json!({"type": "string", "nullable": true}),
             new: json!({"type": "string"}),
             narrow: false,
@@ -262,14 +260,14 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "nullable taken away, narrowed",
+            name: "nullable taken away, narrowed".into(),
             existing: json!({"type": "string", "nullable": true}),
             new: json!({"type": "string"}),
             narrow: true,
             want: Ok(json!({"type": "string"})),
         },
         Case {
-            name: "a changed pattern is not decided",
+            name: "a changed pattern is not decided".into(),
             existing: json!({"type": "string", "pattern": "^a+$"}),
             new: json!({"type": "string", "pattern": "^[ab]+$"}),
             narrow: true,
@@ -278,7 +276,7 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "a pattern only the new schema has",
+            name: "a pattern only the new schema has".into(),
             existing: json!({"type": "string"}),
             new: json!({"type": "string", "pattern": "^a+$"}),
             narrow: false,
@@ -287,14 +285,14 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "a pattern only the new schema has, narrowed",
+            name: "a pattern only the new schema has, narrowed".into(),
             existing: json!({"type": "string"}),
             new: json!({"type": "string", "pattern": "^a+$"}),
             narrow: true,
             want: Ok(json!({"type": "string", "pattern": "^a+$"})),
         },
         Case {
-            name: "an enum losing values",
+            name: "an enum losing values".into(),
             existing: json!({"type": "string", "enum": ["a", "b", "c"]}),
             new: json!({"type": "string", "enum": ["a", "c", "d"]}),
             narrow: false,
@@ -303,21 +301,21 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "an enum losing values, narrowed",
+            name: "an enum losing values, narrowed".into(),
             existing: json!({"type": "string", "enum": ["a", "b", "c"]}),
             new: json!({"type": "string", "enum": ["a", "c", "d"]}),
             narrow: true,
             want: Ok(json!({"type": "string", "enum": ["a", "c"]})),
         },
         Case {
-            name: "an integer enum growing",
+            name: "an integer enum growing".into(),
             existing: json!({"type": "integer", "enum": [1, 2]}),
             new: json!({"type": "integer", "enum": [1, 2, 3]}),
             narrow: false,
             want: Ok(json!({"type": "integer", "enum": [1, 2]})),
         },
         Case {
-            name: "a format change",
+            name: "a format change".into(),
             existing: json!({"type": "string", "format": "date-time"}),
             new: json!({"type": "string"}),
             narrow: true,
@@ -326,7 +324,7 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "list types and keys",
+            name: "list types and keys".into(),
             existing: json!({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
                               "items": {"type": "object", "properties": {"name": {"type": "string"}}}}),
             new: json!({"type": "array", "x-kubernetes-list-type": "atomic",
@@ -338,14 +336,14 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "unique items, narrowed",
+            name: "unique items, narrowed".into(),
             existing: json!({"type": "array", "items": {"type": "string"}}),
             new: json!({"type": "array", "uniqueItems": true, "items": {"type": "string"}}),
             narrow: true,
             want: Ok(json!({"type": "array", "uniqueItems": true, "items": {"type": "string"}})),
         },
         Case {
-            name: "a map type change",
+            name: "a map type change".into(),
             existing: json!({"type": "object", "x-kubernetes-map-type": "atomic", "additionalProperties": {"type": "string"}}),
             new: json!({"type": "object", "x-kubernetes-map-type": "granular", "additionalProperties": {"type": "string"}}),
             narrow: false,
@@ -354,7 +352,7 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "int-or-string that became a string",
+            name: "int-or-string that became a string".into(),
             existing: json!({"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]}),
             new: json!({"type": "string"}),
             narrow: false,
@@ -363,7 +361,7 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "preserved unknown fields no more",
+            name: "preserved unknown fields no more".into(),
             existing: json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
             new: json!({"type": "object"}),
             narrow: true,
@@ -372,7 +370,7 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "an embedded resource no more",
+            name: "an embedded resource no more".into(),
             existing: json!({"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}),
             new: json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
             narrow: false,
@@ -381,7 +379,7 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "a oneOf only the existing schema has is dropped",
+            name: "a oneOf only the existing schema has is dropped".into(),
             existing: json!({"type": "object", "properties": {"a": {"type": "string"}}, "oneOf": [{"required": ["a"]}]}),
             new: json!({"type": "object", "properties": {"a": {"type": "string"}}}),
             narrow: false,
@@ -390,14 +388,14 @@ fn cases() -> Vec<Case> {
             ),
         },
         Case {
-            name: "the same allOf on both sides",
+            name: "the same allOf on both sides".into(),
             existing: json!({"type": "string", "allOf": [{"minLength": 1}]}),
             new: json!({"type": "string", "allOf": [{"minLength": 1}]}),
             narrow: false,
             want: Ok(json!({"type": "string", "allOf": [{"minLength": 1}]})),
         },
         Case {
-            name: "a changed oneOf is refused by name",
+            name: "a changed oneOf is refused by name".into(),
             existing: json!({"type": "object", "properties": {"a": {"type": "string"}}, "oneOf": [{"required": ["a"]}]}),
             new: json!({"type": "object", "properties": {"a": {"type": "string"}}, "oneOf": [{"required": ["a"]}, {"required": []}]}),
             narrow: true,
@@ -406,7 +404,7 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "an anyOf only the new schema has",
+            name: "an anyOf only the new schema has".into(),
             existing: json!({"type": "object", "properties": {"a": {"type": "string"}}}),
             new: json!({"type": "object", "properties": {"a": {"type": "string"}}, "anyOf": [{"required": ["a"]}]}),
             narrow: false,
@@ -415,7 +413,7 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
-            name: "nested properties narrowed deep down",
+            name: "nested properties narrowed deep down".into(),
             existing: object(
                 json!({"spec": object(json!({"a": {"type": "string", "enum": ["x", "y"]}, "b": {"type": "integer"}}))}),
             ),

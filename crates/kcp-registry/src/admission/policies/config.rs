@@ -80,8 +80,6 @@ pub(crate) struct Policy {
     pub(crate) audit_annotations: Vec<(String, Compiled)>,
     /// `failurePolicy: Ignore`.
     pub(crate) fail_open: bool,
-    /// Whether some expression names `namespaceObject` (else the namespace is not read).
-    pub(crate) reads_namespace: bool,
     /// The variables its expressions name (the others are not bound).
     pub(crate) names: Vec<&'static str>,
 }
@@ -190,9 +188,7 @@ pub(crate) fn policy_of(object: &Value) -> Arc<Policy> {
         .copied()
         .filter(|name| expressions.iter().any(|e| e.mentions(name)))
         .collect();
-    let reads_namespace = names.contains(&"namespaceObject");
     Arc::new(Policy {
-        reads_namespace,
         names,
         name: object["metadata"]["name"]
             .as_str()

@@ -28,7 +28,7 @@ use kcp_apimachinery::schema::cel::{Evaluation, Outcome};
 use serde_json::{Map, Value, json};
 
 use crate::admission::webhooks::matching::rules_match;
-use crate::admission::webhooks::{Write, other_versions, selects};
+use crate::admission::webhooks::{Write, is_namespace, other_versions, own_labels, selects};
 use crate::error::RegistryError;
 use crate::list::ListOptions;
 use crate::store::{Registry, Target};
@@ -84,10 +84,10 @@ impl Registry {
         let other_versions = other_versions(resource);
         let asked = self.asked(write, &other_versions);
         let namespace = asked.namespace;
-        let is_namespace = resource.group.is_empty() && resource.name == "namespaces";
+        let namespace_itself = is_namespace(resource);
         // The namespace is read only when a selector or an expression looks at it.
         let needs_namespace = configurations.policies.iter().any(|(policy, bindings)| {
-            policy.reads_namespace
+            policy.names.contains(&"namespaceObject")
                 || !policy.constraints.namespace_selector.is_empty()
                 || bindings.iter().any(|b| {
                     b.resources
@@ -95,18 +95,15 @@ impl Registry {
                         .is_some_and(|r| !r.namespace_selector.is_empty())
                 })
         });
-        let namespaced_object = !namespace.is_empty() && !is_namespace && needs_namespace;
+        let namespaced_object = !namespace.is_empty() && !namespace_itself && needs_namespace;
         let namespace_object = match namespaced_object {
             true => self.namespace_object(target, namespace).await?,
             false => Value::Null,
         };
-        let namespace_labels = match is_namespace {
-            true => object
-                .or(write.old)
-                .map(|o| o["metadata"]["labels"].clone()),
-            false => Some(namespace_object["metadata"]["labels"].clone()),
-        }
-        .unwrap_or(Value::Null);
+        let namespace_labels = match namespace_itself {
+            true => own_labels(object, write.old),
+            false => namespace_object["metadata"]["labels"].clone(),
+        };
         let matches = |resources: &MatchResources| -> Option<String> {
             if !namespace.is_empty() && !resources.namespace_selector.matches(&namespace_labels) {
                 return None;
@@ -279,24 +276,6 @@ impl Registry {
                 "validation.policy.admission.k8s.io/validation_failure".into(),
                 value.to_string(),
             );
-        }
-    }
-
-    /// The namespace `namespace` of the write's cluster (null when it does not exist).
-    async fn namespace_object(
-        &self,
-        target: &Target<'_>,
-        namespace: &str,
-    ) -> Result<Value, RegistryError> {
-        let namespaces = Target {
-            cluster: target.cluster,
-            resource: crate::store::namespaces(),
-            namespace: None,
-        };
-        match self.get(namespaces, namespace).await {
-            Ok(found) => Ok(found),
-            Err(RegistryError::NotFound { .. }) => Ok(Value::Null),
-            Err(error) => Err(error),
         }
     }
 

@@ -303,7 +303,7 @@ impl Registry {
     /// namespace's name for a Namespace, none otherwise.
     pub(crate) fn request_namespace<'a>(&self, target: &'a Target<'a>, name: &'a str) -> &'a str {
         let resource = target.resource;
-        if resource.group.is_empty() && resource.name == "namespaces" {
+        if is_namespace(resource) {
             return name;
         }
         match target.namespace {
@@ -319,23 +319,28 @@ impl Registry {
         write: &Write<'_>,
         object: Option<&Value>,
     ) -> Result<Value, RegistryError> {
-        let resource = target.resource;
-        if resource.group.is_empty() && resource.name == "namespaces" {
-            let own = object
-                .or(write.old)
-                .map(|o| o["metadata"]["labels"].clone());
-            return Ok(own.unwrap_or(Value::Null));
+        if is_namespace(target.resource) {
+            return Ok(own_labels(object, write.old));
         }
         let Some(namespace) = target.namespace else {
             return Ok(Value::Null);
         };
+        Ok(self.namespace_object(target, namespace).await?["metadata"]["labels"].take())
+    }
+
+    /// The namespace `namespace` of the write's cluster (null when it does not exist).
+    pub(crate) async fn namespace_object(
+        &self,
+        target: &Target<'_>,
+        namespace: &str,
+    ) -> Result<Value, RegistryError> {
         let namespaces = Target {
             cluster: target.cluster,
             resource: crate::store::namespaces(),
             namespace: None,
         };
         match self.get(namespaces, namespace).await {
-            Ok(found) => Ok(found["metadata"]["labels"].clone()),
+            Ok(found) => Ok(found),
             Err(RegistryError::NotFound { .. }) => Ok(Value::Null),
             Err(error) => Err(error),
         }
@@ -456,12 +461,11 @@ impl Registry {
             Failure::Call(reason) if hook.fail_open => {
                 tracing::warn!(webhook = %hook.name, %reason, "failed calling webhook, failing open");
                 if let Some(notes) = self.notes() {
-                    let phase = match kind {
-                        Kind::Mutating => "mutation",
-                        Kind::Validating => "validating",
-                    };
                     notes.annotate(
-                        format!("failed-open.{phase}.webhook.admission.k8s.io/round_{round}_index_{index}"),
+                        format!(
+                            "failed-open.{}/round_{round}_index_{index}",
+                            kind.audit_prefix()
+                        ),
                         hook.name.clone(),
                     );
                 }
@@ -708,6 +712,19 @@ impl Registry {
         request.insert("options".into(), options);
         request
     }
+}
+
+/// Whether `resource` is the core group's Namespaces (whose objects are their own namespace).
+pub(crate) fn is_namespace(resource: &kcp_apis::builtin::Resource) -> bool {
+    resource.group.is_empty() && resource.name == "namespaces"
+}
+
+/// A Namespace's own labels, as written (or as stored, for a delete).
+pub(crate) fn own_labels(object: Option<&Value>, old: Option<&Value>) -> Value {
+    object
+        .or(old)
+        .map(|o| o["metadata"]["labels"].clone())
+        .unwrap_or(Value::Null)
 }
 
 /// The served versions of a custom resource (for `matchPolicy: Equivalent`).
