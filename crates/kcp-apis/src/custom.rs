@@ -155,6 +155,15 @@ fn default_deprecation_warning(group: &str, kind: &str, name: &str, versions: &[
     }
 }
 
+/// The name of the CRD for `plural` of `group`: `<plural>.<group>`, and `<plural>.core` for the
+/// core group (as kcp's prototype named the CRDs of Kubernetes' core resources).
+pub fn crd_name(plural: &str, group: &str) -> String {
+    match group {
+        "" => format!("{plural}.core"),
+        group => format!("{plural}.{group}"),
+    }
+}
+
 /// Kubernetes' version priority (`CompareKubeAwareVersionStrings`, as an ordering where the
 /// preferred version comes first): GA before beta before alpha, higher numbers first, then
 /// versions of any other form alphabetically.
@@ -271,7 +280,7 @@ fn build_digested(
         .find(|v| v["storage"].as_bool() == Some(true))
         .map(|v| text(v, "name"))
         .unwrap_or_default();
-    let crd_name = format!("{plural}.{group}");
+    let crd_name = self::crd_name(plural, group);
     let versions: Vec<String> = all_versions
         .iter()
         .map(|v| text(v, "name").to_string())

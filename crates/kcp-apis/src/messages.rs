@@ -53,7 +53,8 @@ pub fn of_component(component: &str) -> Option<String> {
 }
 
 /// The message of the built-in kind `kind` of `api_version` (a group kcp serves built-in
-/// kinds of; custom resources of other groups have none).
+/// kinds of, or one of Kubernetes' workload groups; custom resources of other groups have
+/// none).
 pub fn of_kind(api_version: &str, kind: &str) -> Option<String> {
     if let Some(message) = of_meta_kind(Some(api_version), kind) {
         return Some(message);
@@ -68,6 +69,13 @@ pub fn of_kind(api_version: &str, kind: &str) -> Option<String> {
                 | "meta.k8s.io"
                 | "apidiscovery.k8s.io"
                 | "autoscaling"
+                // Kubernetes' workload groups, served as CRDs once negotiated from physical
+                // clusters: bodies of their kinds still come as Kubernetes' messages.
+                | "apps"
+                | "batch"
+                | "policy"
+                | "networking.k8s.io"
+                | "discovery.k8s.io"
         );
     if !built_in {
         return None;

@@ -6,7 +6,10 @@
 //! - `core.kcp.io/v1alpha1` `logicalclusters` (the singleton `cluster` of every logical cluster);
 //! - `apis.kcp.io`: `apiresourceschemas` and `apiexportendpointslices` (v1alpha1), `apiexports`
 //!   and `apibindings` (v1alpha1 and v1alpha2, stored at v1alpha2 and converted by kcp's own
-//!   rules: [`conversion`]).
+//!   rules: [`conversion`]);
+//! - physical clusters, as kcp's 2021 prototype named them: `cluster.example.dev/v1alpha1`
+//!   `clusters`, and `apiresource.kcp.io/v1alpha1` `apiresourceimports` (one resource's schema
+//!   as one cluster serves it) and `negotiatedapiresources` (the schema all of them accept).
 
 use std::sync::LazyLock;
 
@@ -23,6 +26,9 @@ const SPECS: &[&str] = &[
     include_str!("system/apiexports.yaml"),
     include_str!("system/apibindings.yaml"),
     include_str!("system/apiexportendpointslices.yaml"),
+    include_str!("system/clusters.yaml"),
+    include_str!("system/apiresourceimports.yaml"),
+    include_str!("system/negotiatedapiresources.yaml"),
 ];
 
 /// Built once per process and kept (a fixed set, unlike custom resources).

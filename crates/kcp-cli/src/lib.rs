@@ -12,12 +12,12 @@
 //! It knows the server only through HTTP (kube-rs), never its crates.
 
 pub mod bind;
+pub mod cluster_controller;
 mod commands;
 pub mod compat;
 pub mod kubeconfig;
 mod output;
 pub mod paths;
-pub mod pull;
 mod server;
 pub mod snapshot;
 
@@ -164,7 +164,7 @@ fn pull(args: PullArgs) -> ExitCode {
     finish(block_on(async move {
         let file = KubeconfigFile::load(kubeconfig::locate(args.kubeconfig.as_deref())?)?;
         let client = server::client(&file, &file.current_server()?).await?;
-        let crds = pull::pull(&client, &args.resources).await?;
+        let crds = kcp_physical::puller::pull(&client, &args.resources).await?;
         if args.output == "json" {
             let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": crds});
             println!("{}", serde_json::to_string_pretty(&list)?);

@@ -81,7 +81,7 @@ where
         let mut running = FuturesUnordered::new();
         loop {
             while running.len() < self.concurrency {
-                let Some(key) = queue.next() else { break };
+                let Some(key) = queue.pop() else { break };
                 match self.store.get(&key) {
                     Some(object) => {
                         let reconciled = reconcile(object, key.clone());

@@ -31,4 +31,5 @@ mod store;
 pub use client::{ClusterConfig, ClusterError, KEPT_CLIENTS};
 pub use controller::{Action, Controller};
 pub use leader::LeaderElector;
+pub use queue::Queue;
 pub use store::{CLUSTER_ANNOTATION, ClusterKey, ClusterStore, reflect};

@@ -11,7 +11,9 @@ use tokio::time::Instant;
 const FIRST_RETRY: Duration = Duration::from_millis(50);
 const LONGEST_RETRY: Duration = Duration::from_secs(60);
 
-pub(crate) struct Queue<K: Ord> {
+/// Keys to reconcile (what [`crate::Controller`] runs on; controllers whose keys are not one
+/// watched object's, such as one per group of objects, use it directly).
+pub struct Queue<K: Ord> {
     line: VecDeque<K>,
     in_line: HashSet<K>,
     in_progress: HashSet<K>,
@@ -23,8 +25,15 @@ pub(crate) struct Queue<K: Ord> {
     failures: HashMap<K, u32>,
 }
 
+impl<K: Clone + Eq + Hash + Ord> Default for Queue<K> {
+    fn default() -> Self {
+        Queue::new()
+    }
+}
+
 impl<K: Clone + Eq + Hash + Ord> Queue<K> {
-    pub(crate) fn new() -> Self {
+    /// An empty queue.
+    pub fn new() -> Self {
         Queue {
             line: VecDeque::new(),
             in_line: HashSet::new(),
@@ -36,7 +45,8 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
         }
     }
 
-    pub(crate) fn add(&mut self, key: K) {
+    /// Queues `key` now (again once it is done, if it is in progress).
+    pub fn add(&mut self, key: K) {
         if self.in_progress.contains(&key) {
             self.again.insert(key);
         } else if self.in_line.insert(key.clone()) {
@@ -45,7 +55,7 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
     }
 
     /// Queues `key` after `delay`, unless it is due sooner already.
-    pub(crate) fn add_after(&mut self, key: K, delay: Duration) {
+    pub fn add_after(&mut self, key: K, delay: Duration) {
         let at = Instant::now() + delay;
         if let Some(due) = self.due.get(&key) {
             if *due <= at {
@@ -58,7 +68,7 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
     }
 
     /// Retries `key` after a delay that doubles with each failure since it last succeeded.
-    pub(crate) fn retry(&mut self, key: K) {
+    pub fn retry(&mut self, key: K) {
         let failures = self.failures.entry(key.clone()).or_insert(0);
         let delay = FIRST_RETRY
             .saturating_mul(1 << (*failures).min(20))
@@ -68,12 +78,12 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
     }
 
     /// `key` succeeded (or its object is gone): its next failure retries quickly again.
-    pub(crate) fn succeeded(&mut self, key: &K) {
+    pub fn succeeded(&mut self, key: &K) {
         self.failures.remove(key);
     }
 
     /// The next key due, now in progress until [`Queue::done`].
-    pub(crate) fn next(&mut self) -> Option<K> {
+    pub fn pop(&mut self) -> Option<K> {
         let now = Instant::now();
         while let Some((at, _)) = self.later.first() {
             if *at > now {
@@ -90,7 +100,8 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
         Some(key)
     }
 
-    pub(crate) fn done(&mut self, key: &K) {
+    /// `key` is no longer in progress.
+    pub fn done(&mut self, key: &K) {
         self.in_progress.remove(key);
         if self.again.remove(key) {
             self.add(key.clone());
@@ -98,7 +109,7 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
     }
 
     /// When the earliest key due later is due.
-    pub(crate) fn next_due(&self) -> Option<Instant> {
+    pub fn next_due(&self) -> Option<Instant> {
         self.later.first().map(|(at, _)| *at)
     }
 }
@@ -112,23 +123,23 @@ mod tests {
         let mut queue = Queue::new();
         queue.add("a");
         queue.add("a");
-        assert_eq!(queue.next(), Some("a"));
-        assert_eq!(queue.next(), None);
+        assert_eq!(queue.pop(), Some("a"));
+        assert_eq!(queue.pop(), None);
         queue.add("a"); // while in progress: not handed out twice
-        assert_eq!(queue.next(), None);
+        assert_eq!(queue.pop(), None);
         queue.done(&"a");
-        assert_eq!(queue.next(), Some("a"));
+        assert_eq!(queue.pop(), Some("a"));
         queue.retry("a");
         queue.done(&"a");
-        assert_eq!(queue.next(), None);
+        assert_eq!(queue.pop(), None);
         tokio::time::advance(FIRST_RETRY).await;
-        assert_eq!(queue.next(), Some("a"));
+        assert_eq!(queue.pop(), Some("a"));
         queue.retry("a");
         queue.done(&"a");
         tokio::time::advance(FIRST_RETRY).await;
-        assert_eq!(queue.next(), None, "the second retry waits twice as long");
+        assert_eq!(queue.pop(), None, "the second retry waits twice as long");
         tokio::time::advance(FIRST_RETRY).await;
-        assert_eq!(queue.next(), Some("a"));
+        assert_eq!(queue.pop(), Some("a"));
         queue.done(&"a");
         // One time per key: the earliest.
         queue.add_after("b", Duration::from_secs(60));
@@ -136,6 +147,6 @@ mod tests {
         queue.add_after("b", Duration::from_secs(30));
         assert_eq!(queue.later.len(), 1);
         tokio::time::advance(Duration::from_secs(1)).await;
-        assert_eq!(queue.next(), Some("b"));
+        assert_eq!(queue.pop(), Some("b"));
     }
 }

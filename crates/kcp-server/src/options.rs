@@ -30,7 +30,7 @@ pub struct Options {
     pub etcd_keyfile: Option<PathBuf>,
     /// How often storage history older than one interval is compacted away (0: never), for the
     /// embedded store as for etcd.
-    #[arg(long, default_value = "5m", value_parser = crate::compactor::parse_duration)]
+    #[arg(long, default_value = "5m", value_parser = kcp_apimachinery::duration::parse)]
     pub etcd_compaction_interval: std::time::Duration,
     /// A CSV file of bearer tokens, as kube-apiserver's: `token,user,uid,"group1,group2"` per
     /// line (the groups column is optional). These users are accepted besides the admin.
@@ -52,7 +52,7 @@ pub struct Options {
     #[arg(long, default_value = "v1beta1")]
     pub authentication_token_webhook_version: String,
     /// How long the token webhook's accepted tokens are remembered.
-    #[arg(long, default_value = "2m", value_parser = crate::compactor::parse_duration)]
+    #[arg(long, default_value = "2m", value_parser = kcp_apimachinery::duration::parse)]
     pub authentication_token_webhook_cache_ttl: std::time::Duration,
     /// A kubeconfig-format file naming a webhook asked (with SubjectAccessReviews) about
     /// requests RBAC does not allow.
@@ -83,7 +83,7 @@ pub struct Options {
     #[arg(long, default_value_t = 400)]
     pub audit_webhook_batch_max_size: usize,
     /// How long events wait for their batch to fill before it is posted.
-    #[arg(long, default_value = "30s", value_parser = crate::compactor::parse_duration)]
+    #[arg(long, default_value = "30s", value_parser = kcp_apimachinery::duration::parse)]
     pub audit_webhook_batch_max_wait: std::time::Duration,
     /// The PEM PKCS#8 ECDSA P-256 private key that signs service account tokens; without it,
     /// one made at the first start and kept as `service-account.key` in the root directory.
@@ -99,10 +99,10 @@ pub struct Options {
     #[arg(long, value_delimiter = ',')]
     pub api_audiences: Vec<String>,
     /// The longest lifetime a TokenRequest gets (0: as asked).
-    #[arg(long, default_value = "0s", value_parser = crate::compactor::parse_duration)]
+    #[arg(long, default_value = "0s", value_parser = kcp_apimachinery::duration::parse)]
     pub service_account_max_token_expiration: std::time::Duration,
     /// Time a non-long-running request may take before it is answered 504 (0: no limit).
-    #[arg(long, default_value = "1m0s", value_parser = crate::compactor::parse_duration)]
+    #[arg(long, default_value = "1m0s", value_parser = kcp_apimachinery::duration::parse)]
     pub request_timeout: std::time::Duration,
     /// Read-only requests in flight at most (0: no limit); one user may hold a quarter of them.
     #[arg(long, default_value_t = kcp_apiserver::limits::DEFAULT_MAX_READONLY)]
@@ -114,13 +114,13 @@ pub struct Options {
     #[arg(long, hide = true, default_value_t = kcp_apiserver::limits::DEFAULT_MAX_WATCHES_PER_USER)]
     pub max_watches_per_user: usize,
     /// Time for a client's TLS handshake.
-    #[arg(long, hide = true, default_value = "10s", value_parser = crate::compactor::parse_duration)]
+    #[arg(long, hide = true, default_value = "10s", value_parser = kcp_apimachinery::duration::parse)]
     pub tls_handshake_timeout: std::time::Duration,
     /// Time for an HTTP/1.1 request's headers (kube-apiserver's ReadHeaderTimeout).
-    #[arg(long, hide = true, default_value = "32s", value_parser = crate::compactor::parse_duration)]
+    #[arg(long, hide = true, default_value = "32s", value_parser = kcp_apimachinery::duration::parse)]
     pub read_header_timeout: std::time::Duration,
     /// Time a connection may stay open with no request (kube-apiserver's IdleTimeout).
-    #[arg(long, hide = true, default_value = "90s", value_parser = crate::compactor::parse_duration)]
+    #[arg(long, hide = true, default_value = "90s", value_parser = kcp_apimachinery::duration::parse)]
     pub idle_connection_timeout: std::time::Duration,
     /// Open connections at most (0: from the process's file descriptor limit).
     #[arg(long, hide = true, default_value_t = 0)]

@@ -40,6 +40,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "kcp-server",
         &[
+            "kcp-apimachinery",
             "kcp-apiserver",
             "kcp-controllers",
             "kcp-registry",
@@ -49,8 +50,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     // The kubectl plugins speak HTTP through kube-rs only (and check names with the pure
-    // machinery).
-    ("kcp-cli", &["kcp-apimachinery"]),
+    // machinery); the multi-cluster layer's commands are its entry points.
+    ("kcp-cli", &["kcp-apimachinery", "kcp-physical", "kcp-sdk"]),
+    // The multi-cluster layer: a client of kcp and of physical clusters on the SDK.
+    ("kcp-physical", &["kcp-apimachinery", "kcp-sdk"]),
     ("kcp", &["kcp-server", "kcp-cli"]),
     // The SDK for controllers across workspaces is a client: kube-rs, no kcp crate.
     ("kcp-sdk", &[]),

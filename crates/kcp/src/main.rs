@@ -23,7 +23,16 @@ enum Command {
     // A flag given twice takes its last value, as kube-apiserver's flags do (a wrapper adds
     // `--secure-port` to flags that already name one).
     #[command(args_override_self = true)]
-    Start(Options),
+    Start(StartArgs),
+}
+
+/// `kcp start`: the server's options, and those of the cluster-controller it runs.
+#[derive(clap::Args)]
+struct StartArgs {
+    #[command(flatten)]
+    server: Options,
+    #[command(flatten)]
+    clusters: kcp_cli::cluster_controller::InServerFlags,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -41,7 +50,7 @@ async fn run() -> anyhow::Result<()> {
         )
         .init();
     match Cli::parse().command {
-        Command::Start(options) => {
+        Command::Start(StartArgs { server, clusters }) => {
             // Installed before anything is announced, so a signal right after "ready" stops us
             // cleanly instead of killing the process.
             let signals = ShutdownSignals::install()?;
@@ -50,11 +59,32 @@ async fn run() -> anyhow::Result<()> {
             memory::census::write_periodically();
             let options = Options {
                 on_thread_idle: Some(memory::release_thread_pages),
-                ..options
+                ..server
             };
             let server = Server::start(options).await?;
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let cluster_controller = clusters.install_cluster_controller.then(|| {
+                let kubeconfig = server.kubeconfig.clone();
+                tokio::spawn(async move {
+                    let stopped = async move {
+                        let _ = stopped.await;
+                    };
+                    let run =
+                        kcp_cli::cluster_controller::run_in_server(&kubeconfig, &clusters, stopped);
+                    if let Err(error) = run.await {
+                        tracing::error!(
+                            error = format!("{error:#}"),
+                            "the cluster-controller stopped"
+                        );
+                    }
+                })
+            });
             signals.wait().await;
             tracing::info!("shutting down");
+            let _ = stop.send(());
+            if let Some(cluster_controller) = cluster_controller {
+                let _ = cluster_controller.await;
+            }
             server.shutdown().await;
             Ok(())
         }

@@ -44,6 +44,7 @@ mod e2e {
     pub mod openapi;
     pub mod outputs;
     pub mod patch;
+    pub mod physical_clusters;
     pub mod python_client;
     pub mod resource_quota;
     pub mod resources;

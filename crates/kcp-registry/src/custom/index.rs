@@ -154,7 +154,7 @@ impl CustomResourceIndex {
         let clusters = self.clusters.read().unwrap_or_else(|e| e.into_inner());
         clusters
             .get(cluster)?
-            .get(&format!("{plural}.{group}"))
+            .get(&kcp_apis::custom::crd_name(plural, group))
             .filter(|served| served.resources.iter().any(|r| r.version == version))
             .cloned()
     }
@@ -179,7 +179,7 @@ impl CustomResourceIndex {
         version: &str,
         plural: &str,
     ) -> Option<ResourceRef> {
-        let name = format!("{plural}.{group}");
+        let name = kcp_apis::custom::crd_name(plural, group);
         let clusters = self.clusters.read().unwrap_or_else(|e| e.into_inner());
         clusters.values().find_map(|crds| {
             crds.get(&name)?
@@ -244,7 +244,10 @@ impl Registry {
             resource: crds(),
             namespace: None,
         };
-        let crd = self.get(target, &format!("{plural}.{group}")).await.ok()?;
+        let crd = self
+            .get(target, &kcp_apis::custom::crd_name(plural, group))
+            .await
+            .ok()?;
         self.custom_index().observe(cluster, &crd);
         self.custom_index()
             .find_resource(cluster, group, version, plural)

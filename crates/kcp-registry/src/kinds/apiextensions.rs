@@ -145,7 +145,7 @@ fn default(object: &mut Value) {
 /// Extra rule for the object's name: it must be `<plural>.<group>`.
 fn name_error(object: &Value) -> Option<&'static str> {
     let spec = &object["spec"];
-    let expected = format!("{}.{}", text(&spec["names"], "plural"), text(spec, "group"));
+    let expected = kcp_apis::custom::crd_name(text(&spec["names"], "plural"), text(spec, "group"));
     (text(&object["metadata"], "name") != expected)
         .then_some(r#"must be spec.names.plural+"."+spec.group"#)
 }
@@ -230,10 +230,35 @@ fn forgive_unchanged_costs(new: &Value, old: &Value, errs: &mut Errors) {
     });
 }
 
+/// Kubernetes' own API groups whose names have no dot, the core group (`""`) first. A CRD may
+/// serve one of their resources in a workspace (as kcp's prototype did, for the workload APIs a
+/// physical cluster serves) when it carries the approval annotation Kubernetes asks of its
+/// protected groups, which API negotiation and `crd-puller` write; never a resource the server
+/// itself serves.
+const KUBERNETES_GROUPS: &[&str] = &["", "apps", "autoscaling", "batch", "extensions", "policy"];
+
+/// Whether `object` is an approved CRD for a resource of one of [`KUBERNETES_GROUPS`].
+fn serves_kubernetes_group(object: &Value) -> bool {
+    KUBERNETES_GROUPS.contains(&text(&object["spec"], "group"))
+        && matches!(approval(object), Approval::Approved | Approval::Bypassed)
+}
+
 fn validate(object: &Value, errs: &mut Errors) {
     let spec = &object["spec"];
     let group = text(spec, "group");
-    if group.is_empty() {
+    if serves_kubernetes_group(object) {
+        let plural = text(&spec["names"], "plural");
+        if kcp_apis::builtin::RESOURCES
+            .iter()
+            .any(|r| r.group == group && r.name == plural)
+        {
+            errs.push(invalid(
+                "spec.names.plural",
+                Bad::Str(plural),
+                "is a resource the server itself serves in this group",
+            ));
+        }
+    } else if group.is_empty() {
         errs.push(required("spec.group", ""));
     } else {
         let problems = dns1123_subdomain_errors(group);
@@ -536,7 +561,9 @@ fn validate_api_approval(new: &Value, old: Option<&Value>, errs: &mut Errors) {
     let group = text(&new["spec"], "group");
     let protected = ["k8s.io", "kubernetes.io"]
         .iter()
-        .any(|domain| group == *domain || group.ends_with(&format!(".{domain}")));
+        .any(|domain| group == *domain || group.ends_with(&format!(".{domain}")))
+        // An invalid annotation on a Kubernetes group's CRD is named as such.
+        || (KUBERNETES_GROUPS.contains(&group) && approval(new) == Approval::Invalid);
     if !protected {
         return;
     }
@@ -1092,6 +1119,53 @@ mod tests {
                 "FieldValueInvalid spec.versions[0].selectableFields: Invalid value: \"\": selectableFields may only be set when version.schema.openAPIV3Schema is not included",
             ]
         );
+    }
+
+    #[test]
+    fn kubernetes_groups_are_served_by_approved_crds_only() {
+        let approved = |group: &str, plural: &str| {
+            let mut crd = crd_with_schema(json!({"type": "object"}));
+            crd["spec"]["group"] = json!(group);
+            crd["spec"]["names"]["plural"] = json!(plural);
+            crd["metadata"]["annotations"] =
+                json!({"api-approved.kubernetes.io": "unapproved, imported"});
+            crd
+        };
+        assert_eq!(
+            errors(&approved("apps", "deployments")),
+            Vec::<String>::new()
+        );
+        assert_eq!(errors(&approved("", "pods")), Vec::<String>::new());
+        assert!(super::name_error(&approved("", "pods")).is_some());
+        let mut pods = approved("", "pods");
+        pods["metadata"]["name"] = json!("pods.core");
+        assert_eq!(super::name_error(&pods), None);
+        // What the server serves itself stays its own.
+        assert_eq!(
+            errors(&approved("", "configmaps")),
+            [
+                "FieldValueInvalid spec.names.plural: Invalid value: \"configmaps\": is a resource the server itself serves in this group"
+            ]
+        );
+        // Without the approval, Kubernetes' rules hold.
+        let mut unapproved = approved("apps", "deployments");
+        unapproved["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("annotations");
+        assert_eq!(
+            errors(&unapproved),
+            [
+                "FieldValueInvalid spec.group: Invalid value: \"apps\": should be a domain with at least one dot"
+            ]
+        );
+        unapproved["spec"]["group"] = json!("");
+        assert_eq!(
+            errors(&unapproved),
+            ["FieldValueRequired spec.group: Required value"]
+        );
+        // Other dotless groups never.
+        assert_eq!(errors(&approved("widgets", "things")).len(), 1);
     }
 
     #[test]

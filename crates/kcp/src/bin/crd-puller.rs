@@ -1,5 +1,5 @@
 //! `crd-puller`: CRDs of a cluster's resources, from its discovery and OpenAPI (see
-//! `kcp_cli::pull`); also `kubectl kcp crd pull`.
+//! `kcp_physical::puller`); also `kubectl kcp crd pull`.
 
 fn main() -> std::process::ExitCode {
     kcp_cli::puller_main()

@@ -485,3 +485,88 @@ impl Kcp {
         assert!(status.success(), "kcp exited with {status}");
     }
 }
+
+/// A real Kubernetes cluster on loopback (etcd, kube-apiserver, kube-controller-manager,
+/// kube-scheduler and kwok), run by `scripts/physical-cluster up` from the binaries
+/// `scripts/test` builds; it stops when the test binary exits (`WATCH_PID`).
+pub struct PhysicalCluster {
+    pub dir: PathBuf,
+    _runner: Mutex<Child>,
+}
+
+impl PhysicalCluster {
+    /// The two clusters the tests share, `east` and `west`, started at once by the first test
+    /// that asks.
+    pub fn shared() -> &'static [PhysicalCluster; 2] {
+        static SHARED: OnceLock<[PhysicalCluster; 2]> = OnceLock::new();
+        SHARED.get_or_init(|| {
+            let parent = Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("e2e-physical-clusters-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&parent);
+            let east = PhysicalCluster::spawn(&parent.join("east"));
+            let west = PhysicalCluster::spawn(&parent.join("west"));
+            [east.ready(), west.ready()]
+        })
+    }
+
+    fn spawn(dir: &Path) -> PhysicalCluster {
+        std::fs::create_dir_all(dir).unwrap();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/physical-cluster");
+        let log = std::fs::File::create(dir.with_extension("log")).unwrap();
+        let runner = Command::new(script)
+            .arg("up")
+            .arg(dir)
+            .env("WATCH_PID", std::process::id().to_string())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("run scripts/physical-cluster");
+        PhysicalCluster {
+            dir: dir.to_path_buf(),
+            _runner: Mutex::new(runner),
+        }
+    }
+
+    /// Waits until the cluster is usable (or its runner gave up, whose log is quoted).
+    fn ready(self) -> PhysicalCluster {
+        kcp_testing::wait::until_within(
+            Duration::from_secs(180),
+            &format!("the physical cluster {}", self.dir.display()),
+            || {
+                if let Ok(Some(status)) = self._runner.lock().unwrap().try_wait() {
+                    let log =
+                        std::fs::read_to_string(self.dir.with_extension("log")).unwrap_or_default();
+                    panic!("scripts/physical-cluster up ended ({status}):\n{log}");
+                }
+                self.dir.join("ready").exists()
+            },
+        );
+        self
+    }
+
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.join("kubeconfig")
+    }
+
+    /// The cluster's name (`east`, `west`).
+    pub fn name(&self) -> String {
+        self.dir.file_name().unwrap().to_string_lossy().into_owned()
+    }
+
+    /// kubectl against the cluster; panics unless it succeeds.
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        let output = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig())
+            .args(args)
+            .output()
+            .expect("run kubectl");
+        assert!(
+            output.status.success(),
+            "kubectl {args:?} against {}: {}",
+            self.name(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+}

@@ -1,22 +1,33 @@
-//! `crd-puller RESOURCE...` (also `kubectl kcp crd pull`): one CustomResourceDefinition per
-//! requested resource (`deployments.apps`, `pods`, `widgets.example.com`) of the cluster the
-//! current context points at, written as YAML documents.
+//! The CRD puller (kcp's `crd-puller`): one CustomResourceDefinition per requested resource
+//! (`deployments.apps`, `pods`, `widgets.example.com`) of the cluster a client talks to. The
+//! `crd-puller` binary and `kubectl kcp crd pull` print them; the cluster-controller's importer
+//! turns them into APIResourceImports.
 //!
-//! A resource a CRD serves is pulled as that CRD (its spec; no status, no server fields). Any
-//! other is built from the cluster's discovery (scope, names, short names, categories, the
-//! status and scale subresources) and its OpenAPI v3 schema, made structural as kcp's puller
-//! did: references inlined (past a depth, objects keep unknown fields), patch strategies turned
-//! into list types (`merge` with a key: a `map` list keyed by it; without: a `set`),
-//! int-or-string and quantities as `x-kubernetes-int-or-string`, raw extensions as objects
-//! keeping unknown fields, the root `metadata` as a plain object. A schema that is still not
-//! structural is refused with its errors. Core resources are named `<plural>.core`, as kcp
-//! named them. Not pulled: printer columns of built-in kinds (their columns are the server's
-//! code, not its OpenAPI).
+//! A resource a CRD serves is pulled as that CRD (its spec and its approval annotation; no
+//! status, no server fields). Any other is built from the cluster's discovery (scope, names,
+//! short names, categories, the status and scale subresources) and its OpenAPI v3 schema (v2
+//! where the cluster serves no v3), made structural as kcp's puller did: references inlined
+//! (past a depth, objects keep unknown fields), patch strategies turned into list types (`merge`
+//! with a key: a `map` list keyed by it; without: a `set`), int-or-string and quantities as
+//! `x-kubernetes-int-or-string`, raw extensions as objects keeping unknown fields, the root
+//! `metadata` as a plain object, no defaults (a built-in kind's server defaults it in code; its
+//! documents' zero-value defaults are not valid structural ones). A schema that is still not structural is refused with its
+//! errors. Core resources are named `<plural>.core`, as kcp named them. Kubernetes' own groups
+//! carry the `api-approved.kubernetes.io` annotation Kubernetes asks of them (kcp's puller wrote
+//! one too), so the CRDs apply as they are. Not pulled: printer columns of built-in kinds (their
+//! columns are the server's code, not its OpenAPI).
+
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use serde_json::{Map, Value, json};
 
-use crate::server::{self, Answer};
+/// The approval annotation Kubernetes requires of CRDs in its own groups.
+pub const API_APPROVED: &str = "api-approved.kubernetes.io";
+
+/// What pulled CRDs of Kubernetes' own groups say in [`API_APPROVED`].
+pub const IMPORTED: &str = "unapproved, imported from a Kubernetes cluster";
 
 /// How deep references are followed before a value keeps unknown fields instead.
 const MAX_DEPTH: usize = 16;
@@ -38,39 +49,156 @@ fn wanted(text: &str) -> Wanted<'_> {
     }
 }
 
-async fn get(client: &kube::Client, path: &str) -> anyhow::Result<Option<Value>> {
-    match server::send(client, http::Method::GET, path, None).await? {
-        Answer::Ok(value) => Ok(Some(value)),
-        Answer::Failed { code: 404, .. } => Ok(None),
-        failed => Err(server::failure(failed)),
+/// Whether a CRD of `group` needs Kubernetes' approval annotation: its protected domains, and
+/// its own groups without a dot (the core group among them).
+pub fn needs_approval(group: &str) -> bool {
+    !group.contains('.')
+        || ["k8s.io", "kubernetes.io"]
+            .iter()
+            .any(|domain| group == *domain || group.ends_with(&format!(".{domain}")))
+}
+
+/// The CRD name of `plural` in `group`: `<plural>.<group>`, `<plural>.core` for the core group.
+pub fn crd_name(plural: &str, group: &str) -> String {
+    match group {
+        "" => format!("{plural}.core"),
+        group => format!("{plural}.{group}"),
     }
 }
 
-/// The group versions to look in: the core one, or the group's, preferred first.
-async fn versions(client: &kube::Client, group: &str) -> anyhow::Result<Vec<String>> {
-    if group.is_empty() {
-        return Ok(vec!["v1".into()]);
+/// One pass over a cluster's APIs: discovery and OpenAPI documents are read once per pass,
+/// however many resources share them.
+pub struct Puller<'c> {
+    client: &'c kube::Client,
+    read: HashMap<String, Option<Arc<Value>>>,
+}
+
+impl<'c> Puller<'c> {
+    /// A pass over what `client` serves.
+    pub fn new(client: &'c kube::Client) -> Self {
+        Puller {
+            client,
+            read: HashMap::new(),
+        }
     }
-    let groups = get(client, "/apis")
-        .await?
-        .context("the cluster lists no API groups")?;
-    let group = groups["groups"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|g| g["name"] == group)
-        .with_context(|| format!("the cluster serves no API group {group:?}"))?;
-    let preferred = group["preferredVersion"]["version"]
-        .as_str()
-        .unwrap_or_default();
-    let mut versions: Vec<String> = group["versions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v["version"].as_str().map(str::to_string))
-        .collect();
-    versions.sort_by_key(|v| v != preferred);
-    Ok(versions)
+
+    /// GETs `path` as JSON (once per pass); `None` for a 404.
+    async fn get(&mut self, path: &str) -> anyhow::Result<Option<Arc<Value>>> {
+        if let Some(read) = self.read.get(path) {
+            return Ok(read.clone());
+        }
+        let request = http::Request::get(path)
+            .header(http::header::ACCEPT, "application/json")
+            .body(Vec::new())?;
+        let read = match self.client.request::<Value>(request).await {
+            Ok(value) => Some(Arc::new(value)),
+            Err(kube::Error::Api(status)) if status.code == 404 => None,
+            Err(kube::Error::Api(status)) => bail!("{path}: {}", status.message),
+            Err(other) => return Err(anyhow::Error::new(other).context(format!("GET {path}"))),
+        };
+        self.read.insert(path.to_string(), read.clone());
+        Ok(read)
+    }
+
+    /// The group versions to look in: the core one, or the group's, preferred first.
+    async fn versions(&mut self, group: &str) -> anyhow::Result<Vec<String>> {
+        if group.is_empty() {
+            return Ok(vec!["v1".into()]);
+        }
+        let groups = self
+            .get("/apis")
+            .await?
+            .context("the cluster lists no API groups")?;
+        let Some(group) = groups["groups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|g| g["name"] == group)
+        else {
+            return Err(NotServed.into());
+        };
+        let preferred = group["preferredVersion"]["version"]
+            .as_str()
+            .unwrap_or_default();
+        let mut versions: Vec<String> = group["versions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v["version"].as_str().map(str::to_string))
+            .collect();
+        versions.sort_by_key(|v| v != preferred);
+        Ok(versions)
+    }
+
+    /// The CRD of `resource` (`plural[.group]`, a singular or short name); an error that is
+    /// [`NotServed`] when the cluster serves no such resource.
+    pub async fn pull(&mut self, resource: &str) -> anyhow::Result<Value> {
+        let wanted = wanted(resource);
+        for version in self.versions(wanted.group).await? {
+            let Some(list) = self.get(&api_path(wanted.group, &version)).await? else {
+                continue;
+            };
+            let resources = list["resources"].as_array().cloned().unwrap_or_default();
+            let Some(found) = resources.iter().find(|r| {
+                let name = r["name"].as_str().unwrap_or_default();
+                !name.contains('/')
+                    && (name == wanted.name
+                        || r["singularName"] == wanted.name
+                        || r["kind"]
+                            .as_str()
+                            .is_some_and(|k| k.eq_ignore_ascii_case(wanted.name))
+                        || r["shortNames"]
+                            .as_array()
+                            .is_some_and(|s| s.iter().any(|n| n == wanted.name)))
+            }) else {
+                continue;
+            };
+            let plural = found["name"].as_str().unwrap_or_default();
+            let group = wanted.group;
+            let crd_path = format!(
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{}",
+                crd_name(plural, group)
+            );
+            if let Some(crd) = self.get(&crd_path).await? {
+                return Ok(cleaned(&crd));
+            }
+            let kind = found["kind"].as_str().unwrap_or_default();
+            let v3 = format!("/openapi/v3{}", api_path(group, &version));
+            let document = match self.get(&v3).await? {
+                Some(document) => document,
+                None => self
+                    .get("/openapi/v2")
+                    .await?
+                    .with_context(|| format!("the cluster serves neither {v3} nor /openapi/v2"))?,
+            };
+            let schemas = document["components"]["schemas"]
+                .as_object()
+                .or_else(|| document["definitions"].as_object())
+                .context("the OpenAPI document has no schemas")?;
+            return from_openapi(schemas, group, &version, kind, plural, found, &resources);
+        }
+        Err(NotServed.into())
+    }
+}
+
+/// The cluster serves no such resource.
+#[derive(Debug, thiserror::Error)]
+#[error("the cluster serves no such resource")]
+pub struct NotServed;
+
+/// Pulls each of `resources` from the cluster `client` talks to.
+pub async fn pull(client: &kube::Client, resources: &[String]) -> anyhow::Result<Vec<Value>> {
+    let mut puller = Puller::new(client);
+    let mut crds = Vec::new();
+    for text in resources {
+        crds.push(
+            puller
+                .pull(text)
+                .await
+                .with_context(|| format!("pulling {text}"))?,
+        );
+    }
+    Ok(crds)
 }
 
 fn api_path(group: &str, version: &str) -> String {
@@ -80,73 +208,25 @@ fn api_path(group: &str, version: &str) -> String {
     }
 }
 
-/// Pulls each of `resources` from the cluster `client` talks to.
-pub async fn pull(client: &kube::Client, resources: &[String]) -> anyhow::Result<Vec<Value>> {
-    let mut crds = Vec::new();
-    for text in resources {
-        crds.push(
-            pull_one(client, &wanted(text))
-                .await
-                .with_context(|| format!("pulling {text}"))?,
-        );
+/// A CRD as its manifest: its name, approval annotation and spec.
+fn cleaned(crd: &Value) -> Value {
+    let mut metadata = json!({"name": crd["metadata"]["name"]});
+    if let Some(approval) = crd["metadata"]["annotations"].get(API_APPROVED) {
+        metadata["annotations"] = json!({API_APPROVED: approval});
     }
-    Ok(crds)
-}
-
-async fn pull_one(client: &kube::Client, wanted: &Wanted<'_>) -> anyhow::Result<Value> {
-    for version in versions(client, wanted.group).await? {
-        let Some(list) = get(client, &api_path(wanted.group, &version)).await? else {
-            continue;
-        };
-        let resources = list["resources"].as_array().cloned().unwrap_or_default();
-        let Some(resource) = resources.iter().find(|r| {
-            let name = r["name"].as_str().unwrap_or_default();
-            !name.contains('/')
-                && (name == wanted.name
-                    || r["singularName"] == wanted.name
-                    || r["kind"]
-                        .as_str()
-                        .is_some_and(|k| k.eq_ignore_ascii_case(wanted.name))
-                    || r["shortNames"]
-                        .as_array()
-                        .is_some_and(|s| s.iter().any(|n| n == wanted.name)))
-        }) else {
-            continue;
-        };
-        let plural = resource["name"].as_str().unwrap_or_default();
-        let group = wanted.group;
-        if !group.is_empty() {
-            let crd_path =
-                format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{plural}.{group}");
-            if let Some(crd) = get(client, &crd_path).await? {
-                return Ok(cleaned(crd));
-            }
-        }
-        let openapi_path = format!("/openapi/v3{}", api_path(group, &version));
-        let document = get(client, &openapi_path)
-            .await?
-            .with_context(|| format!("the cluster serves no {openapi_path}"))?;
-        let kind = resource["kind"].as_str().unwrap_or_default();
-        return from_openapi(
-            &document, group, &version, kind, plural, resource, &resources,
-        );
-    }
-    bail!("the cluster serves no such resource")
-}
-
-/// A CRD as its manifest: its spec and name only.
-fn cleaned(crd: Value) -> Value {
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": crd["metadata"]["name"]},
+        "metadata": metadata,
         "spec": crd["spec"],
     })
 }
 
-/// The CRD of a built-in resource, from its discovery entry and OpenAPI v3 document.
+/// The CRD of a built-in resource, from its discovery entry and the schemas of its OpenAPI
+/// document (v3's `components.schemas` or v2's `definitions`: references are followed by their
+/// last segment either way).
 fn from_openapi(
-    document: &Value,
+    schemas: &Map<String, Value>,
     group: &str,
     version: &str,
     kind: &str,
@@ -154,9 +234,6 @@ fn from_openapi(
     resource: &Value,
     resources: &[Value],
 ) -> anyhow::Result<Value> {
-    let schemas = document["components"]["schemas"]
-        .as_object()
-        .context("the OpenAPI document has no schemas")?;
     let schema = schemas
         .values()
         .find(|s| {
@@ -229,16 +306,21 @@ fn from_openapi(
     if !subresources.is_empty() {
         served["subresources"] = Value::Object(subresources);
     }
-    let group_name = if group.is_empty() { "core" } else { group };
+    let mut metadata = json!({"name": crd_name(plural, group)});
+    if needs_approval(group) {
+        metadata["annotations"] = json!({API_APPROVED: IMPORTED});
+    }
     Ok(json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{plural}.{group_name}")},
+        "metadata": metadata,
         "spec": {
             "group": group,
             "names": names,
             "scope": if resource["namespaced"] == true { "Namespaced" } else { "Cluster" },
             "versions": [served],
+            // What a server defaults it to: the CRD reads back as written.
+            "conversion": {"strategy": "None"},
         },
     }))
 }
@@ -278,10 +360,8 @@ fn structural(schemas: &Map<String, Value>, schema: &Value, depth: usize) -> Val
             }
             _ => structural(schemas, referenced, depth + 1),
         };
-        for field in ["description", "default"] {
-            if let Some(value) = schema.get(field) {
-                inlined[field] = value.clone();
-            }
+        if let Some(description) = schema.get("description") {
+            inlined["description"] = description.clone();
         }
         return inlined;
     }
@@ -305,7 +385,11 @@ fn structural(schemas: &Map<String, Value>, schema: &Value, depth: usize) -> Val
             "items" | "additionalProperties" if value.is_object() => {
                 out.insert(key.clone(), structural(schemas, value, depth));
             }
-            "x-kubernetes-group-version-kind"
+            // Built-in kinds are defaulted by their server's code; their documents' defaults
+            // (zero values: `{}` for objects with required fields, `""` outside enums) are not
+            // valid structural defaults.
+            "default"
+            | "x-kubernetes-group-version-kind"
             | "x-kubernetes-unions"
             | "x-kubernetes-patch-strategy"
             | "x-kubernetes-patch-merge-key"
@@ -409,14 +493,20 @@ mod tests {
             "io.k8s.apimachinery.pkg.util.intstr.IntOrString": {"type": "string", "format": "int-or-string"},
             "io.k8s.apimachinery.pkg.runtime.RawExtension": {"type": "object"},
         });
-        let document = json!({"components": {"schemas": schemas}});
         let resource = json!({"name": "things", "singularName": "thing", "namespaced": true, "kind": "Thing", "shortNames": ["th"]});
         let resources = vec![resource.clone(), json!({"name": "things/status"})];
         let crd = from_openapi(
-            &document, "x.io", "v1", "Thing", "things", &resource, &resources,
+            schemas.as_object().unwrap(),
+            "x.io",
+            "v1",
+            "Thing",
+            "things",
+            &resource,
+            &resources,
         )
         .unwrap();
         assert_eq!(crd["metadata"]["name"], "things.x.io");
+        assert!(crd["metadata"].get("annotations").is_none());
         assert_eq!(crd["spec"]["names"]["shortNames"], json!(["th"]));
         let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
         assert_eq!(schema["properties"]["metadata"], json!({"type": "object"}));
@@ -444,5 +534,63 @@ mod tests {
         );
         // No status in the schema: no status subresource.
         assert!(crd["spec"]["versions"][0].get("subresources").is_none());
+    }
+
+    #[test]
+    fn openapi_v2_definitions_make_the_same_crd_and_kubernetes_groups_are_approved() {
+        // Swagger 2.0: `definitions`, references without `allOf`, quantities as strings.
+        let definitions = json!({
+            "io.k8s.api.apps.v1.Deployment": {
+                "type": "object",
+                "x-kubernetes-group-version-kind": [{"group": "apps", "version": "v1", "kind": "Deployment"}],
+                "properties": {
+                    "metadata": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"},
+                    "spec": {"$ref": "#/definitions/io.k8s.api.apps.v1.DeploymentSpec"},
+                    "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+                },
+            },
+            "io.k8s.api.apps.v1.DeploymentSpec": {
+                "type": "object",
+                "properties": {
+                    "replicas": {"type": "integer", "format": "int32"},
+                    "cpu": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.api.resource.Quantity"},
+                },
+            },
+            "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta": {"type": "object"},
+            "io.k8s.apimachinery.pkg.api.resource.Quantity": {"type": "string"},
+        });
+        let resource = json!({"name": "deployments", "singularName": "deployment", "namespaced": true, "kind": "Deployment"});
+        let resources = vec![
+            resource.clone(),
+            json!({"name": "deployments/status"}),
+            json!({"name": "deployments/scale"}),
+        ];
+        let crd = from_openapi(
+            definitions.as_object().unwrap(),
+            "apps",
+            "v1",
+            "Deployment",
+            "deployments",
+            &resource,
+            &resources,
+        )
+        .unwrap();
+        assert_eq!(crd["metadata"]["name"], "deployments.apps");
+        assert_eq!(crd["metadata"]["annotations"][API_APPROVED], IMPORTED);
+        let version = &crd["spec"]["versions"][0];
+        let spec = &version["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        assert_eq!(spec["properties"]["replicas"]["type"], "integer");
+        assert_eq!(
+            spec["properties"]["cpu"],
+            json!({"x-kubernetes-int-or-string": true})
+        );
+        assert_eq!(version["subresources"]["status"], json!({}));
+        assert_eq!(
+            version["subresources"]["scale"]["specReplicasPath"],
+            ".spec.replicas"
+        );
+        assert!(needs_approval("") && needs_approval("apps"));
+        assert!(needs_approval("storage.k8s.io") && !needs_approval("example.com"));
+        assert_eq!(crd_name("pods", ""), "pods.core");
     }
 }

@@ -1,0 +1,107 @@
+//! The cluster-controller (`kcp_physical`'s Cluster registration, API import and negotiation):
+//! its flags, the `cluster-controller` binary against any kcp (`--kubeconfig`, `--context`),
+//! and the same controller inside `kcp start` ([`run_in_server`]), on the admin kubeconfig the
+//! server wrote.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use kube::config::KubeConfigOptions;
+
+use crate::kubeconfig::{self, KubeconfigFile};
+
+/// What the controller imports and how it publishes, wherever it runs.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ControllerFlags {
+    /// The resources imported from every registered Cluster, as `plural[.group]`.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "deployments.apps,pods,services"
+    )]
+    pub resources_to_sync: Vec<String>,
+    /// Publish negotiated resources as CRDs of the workspace as soon as they are negotiated.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub auto_publish_apis: bool,
+    /// How often Clusters' APIs are imported again.
+    #[arg(long, default_value = "1m0s", value_parser = kcp_apimachinery::duration::parse)]
+    pub cluster_poll_interval: Duration,
+}
+
+impl ControllerFlags {
+    fn options(&self) -> kcp_physical::Options {
+        kcp_physical::Options {
+            resources: self.resources_to_sync.clone(),
+            auto_publish: self.auto_publish_apis,
+            poll_interval: self.cluster_poll_interval,
+        }
+    }
+}
+
+/// `kcp start`'s flags for the controller it runs.
+#[derive(clap::Args, Debug, Clone)]
+pub struct InServerFlags {
+    /// Run the cluster-controller inside the server: Clusters (cluster.example.dev) registered
+    /// in any workspace get their APIs imported, negotiated and published there.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub install_cluster_controller: bool,
+    #[command(flatten)]
+    pub controller: ControllerFlags,
+}
+
+#[derive(Parser)]
+#[command(
+    name = "cluster-controller",
+    about = "Imports the APIs of the physical Clusters registered in kcp's workspaces and negotiates them"
+)]
+struct Cli {
+    /// The kubeconfig of kcp, with credentials that may read all workspaces (`/clusters/*`).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// The context of the kubeconfig to use (default: its current one).
+    #[arg(long)]
+    context: Option<String>,
+    #[command(flatten)]
+    controller: ControllerFlags,
+}
+
+async fn config(path: &Path, context: Option<String>) -> anyhow::Result<kcp_sdk::ClusterConfig> {
+    let file = KubeconfigFile::load(path.to_path_buf())?;
+    let options = KubeConfigOptions {
+        context,
+        ..KubeConfigOptions::default()
+    };
+    let config = kube::Config::from_custom_kubeconfig(file.config, &options).await?;
+    Ok(kcp_sdk::ClusterConfig::new(config))
+}
+
+/// The `cluster-controller` binary: runs until SIGINT or SIGTERM.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    crate::finish(crate::block_on(async move {
+        let path = kubeconfig::locate(cli.kubeconfig.as_deref())?;
+        let config = config(&path, cli.context).await?;
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let stop = async move {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+        };
+        kcp_physical::run(config, cli.controller.options(), stop).await
+    }))
+}
+
+/// The controller inside `kcp start`: on the server's admin kubeconfig (its `shard-base`
+/// context, whose user may read all workspaces), until `stop` completes.
+pub async fn run_in_server(
+    kubeconfig: &Path,
+    flags: &InServerFlags,
+    stop: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let config = config(kubeconfig, Some("shard-base".into())).await?;
+    kcp_physical::run(config, flags.controller.options(), stop).await
+}

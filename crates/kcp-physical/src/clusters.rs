@@ -1,0 +1,216 @@
+//! A Cluster's reconcile: its kubeconfig (`spec.kubeconfig`, or the Secret
+//! `spec.kubeconfigSecretRef` names, key `kubeconfig` unless it says another), a client of the
+//! physical cluster, its [`Importer`] (started again when the kubeconfig or the Cluster's uid
+//! changes), and its status: `Ready` (`True`/`APIsImported`; `Unknown`/`Connecting` before the
+//! first import ends; `False` with `InvalidKubeConfig`, `KubeConfigSecretNotFound`,
+//! `Unreachable` or `ImportFailed`) and `syncedResources`, the resources whose import is
+//! compatible with the workspace's negotiated schema and available there. A Cluster that went
+//! takes its importer and imports with it (they are also owned by it).
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+use kcp_sdk::ClusterKey;
+use kube::Api;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::{Value, json};
+
+use crate::Shared;
+use crate::importer::{Importer, Outcome};
+use crate::kinds::{self, Gvr};
+use crate::requests;
+
+/// Why a Cluster cannot be connected to: a reason and a message for its `Ready` condition.
+struct Problem {
+    reason: &'static str,
+    message: String,
+}
+
+pub async fn reconcile(shared: &Arc<Shared>, key: &ClusterKey) -> anyhow::Result<Option<Duration>> {
+    let workspace = shared.config.client(&key.cluster)?;
+    let Some(cluster) = shared.clusters.get(key) else {
+        forget(shared, key);
+        for import in shared.imports_in(&key.cluster) {
+            if import["spec"]["location"] == key.name.as_str() {
+                let name = import["metadata"]["name"].as_str().unwrap_or_default();
+                requests::delete(&workspace, &requests::path(&kinds::imports(), None, name))
+                    .await?;
+            }
+        }
+        return Ok(None);
+    };
+    let cluster = serde_json::to_value(&*cluster)?;
+    if cluster["metadata"]["deletionTimestamp"].is_string() {
+        forget(shared, key);
+        return Ok(None);
+    }
+    let connected = match kubeconfig(&workspace, &cluster).await {
+        Ok(text) => {
+            let fingerprint = fingerprint(&cluster, &text);
+            let running = shared
+                .importers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(key)
+                .is_some_and(|i| i.fingerprint == fingerprint);
+            match running {
+                true => Ok(()),
+                false => match client(&text).await {
+                    Ok(remote) => {
+                        let importer = Importer::start(
+                            shared.clone(),
+                            key.clone(),
+                            cluster.clone(),
+                            remote,
+                            fingerprint,
+                        );
+                        let previous = shared
+                            .importers
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(key.clone(), importer);
+                        if let Some(previous) = previous {
+                            previous.stop();
+                        }
+                        Ok(())
+                    }
+                    Err(message) => Err(Problem {
+                        reason: "InvalidKubeConfig",
+                        message,
+                    }),
+                },
+            }
+        }
+        Err(problem) => Err(problem),
+    };
+    let outcome = match &connected {
+        Ok(()) => shared
+            .importers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(key)
+            .and_then(Importer::outcome),
+        Err(_) => {
+            forget(shared, key);
+            None
+        }
+    };
+    let mut conditions = cluster["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let (status, reason, message) = match (&connected, &outcome) {
+        (Err(problem), _) => ("False", problem.reason, problem.message.clone()),
+        (Ok(()), None) => (
+            "Unknown",
+            "Connecting",
+            "importing the cluster's APIs".to_string(),
+        ),
+        (Ok(()), Some(Outcome::Imported(count))) => (
+            "True",
+            "APIsImported",
+            format!(
+                "{count} of {} resources imported",
+                shared.options.resources.len()
+            ),
+        ),
+        (Ok(()), Some(Outcome::Unreachable(message))) => ("False", "Unreachable", message.clone()),
+        (Ok(()), Some(Outcome::Failed(message))) => ("False", "ImportFailed", message.clone()),
+    };
+    let mut changed = kinds::set_condition(&mut conditions, "Ready", status, reason, &message);
+    let synced = synced_resources(shared, key);
+    changed |= cluster["status"]["syncedResources"] != json!(synced);
+    if changed {
+        let path = requests::path(&kinds::clusters(), None, &key.name);
+        let status = json!({"conditions": conditions, "syncedResources": synced});
+        requests::patch_status(&workspace, &path, &status).await?;
+    }
+    // A Secret that appears, or a kubeconfig fixed in it, is seen on the next look.
+    Ok(connected.is_err().then_some(shared.options.poll_interval))
+}
+
+/// Stops the importer of `key`, if any.
+fn forget(shared: &Shared, key: &ClusterKey) {
+    let importer = shared
+        .importers
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(key);
+    if let Some(importer) = importer {
+        importer.stop();
+    }
+}
+
+/// The resources of `key`'s imports that are compatible and available, as `plural.group`.
+fn synced_resources(shared: &Shared, key: &ClusterKey) -> Vec<String> {
+    let mut synced: Vec<String> = shared
+        .imports_in(&key.cluster)
+        .iter()
+        .filter(|i| i["spec"]["location"] == key.name.as_str())
+        .filter(|i| kinds::is_true(i, "Compatible") && kinds::is_true(i, "Available"))
+        .filter_map(|i| Gvr::of_spec(&i["spec"]).map(|gvr| gvr.group_resource()))
+        .collect();
+    synced.sort();
+    synced.dedup();
+    synced
+}
+
+fn fingerprint(cluster: &Value, kubeconfig: &str) -> String {
+    let mut hasher = DefaultHasher::new();
+    kubeconfig.hash(&mut hasher);
+    format!(
+        "{}/{:x}",
+        cluster["metadata"]["uid"].as_str().unwrap_or_default(),
+        hasher.finish()
+    )
+}
+
+/// The Cluster's kubeconfig: inline, or from the Secret it names in its own workspace.
+async fn kubeconfig(workspace: &kube::Client, cluster: &Value) -> Result<String, Problem> {
+    let spec = &cluster["spec"];
+    if let Some(text) = spec["kubeconfig"].as_str() {
+        return Ok(text.to_string());
+    }
+    let reference = &spec["kubeconfigSecretRef"];
+    let (Some(namespace), Some(name)) =
+        (reference["namespace"].as_str(), reference["name"].as_str())
+    else {
+        return Err(Problem {
+            reason: "InvalidKubeConfig",
+            message: "neither spec.kubeconfig nor spec.kubeconfigSecretRef is set".into(),
+        });
+    };
+    let key = reference["key"].as_str().unwrap_or("kubeconfig");
+    let secrets: Api<Secret> = Api::namespaced(workspace.clone(), namespace);
+    let secret = secrets.get_opt(name).await.map_err(|error| Problem {
+        reason: "KubeConfigSecretNotFound",
+        message: format!("reading Secret {namespace}/{name}: {error}"),
+    })?;
+    let data = secret.and_then(|s| s.data).unwrap_or_default();
+    let Some(bytes) = data.get(key) else {
+        return Err(Problem {
+            reason: "KubeConfigSecretNotFound",
+            message: format!("Secret {namespace}/{name} has no key {key:?}"),
+        });
+    };
+    String::from_utf8(bytes.0.clone()).map_err(|_| Problem {
+        reason: "InvalidKubeConfig",
+        message: format!("key {key:?} of Secret {namespace}/{name} is not text"),
+    })
+}
+
+/// A client of the physical cluster a kubeconfig's current context names.
+async fn client(kubeconfig: &str) -> Result<kube::Client, String> {
+    let parsed =
+        Kubeconfig::from_yaml(kubeconfig).map_err(|e| format!("invalid kubeconfig: {e}"))?;
+    let mut config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| format!("invalid kubeconfig: {e}"))?;
+    config.connect_timeout = Some(Duration::from_secs(5));
+    config.read_timeout = Some(Duration::from_secs(30));
+    kube::Client::try_from(config)
+        .map_err(|e| format!("error creating a client from the kubeconfig: {e}"))
+}

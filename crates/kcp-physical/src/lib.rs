@@ -1,0 +1,281 @@
+//! kcp's transparent multi-cluster layer, as the seed documents and kcp's 2021 prototype
+//! describe it, on kube-rs and the project's SDK (it talks to kcp over its API, in `kcp start` as
+//! through the `cluster-controller` binary):
+//!
+//! - [`puller`]: CRDs of a physical cluster's resources, from its discovery and OpenAPI
+//!   (`crd-puller`, `kubectl kcp crd pull`).
+//! - [`clusters`]: the cluster-controller's part per `Cluster`: its kubeconfig (inline or from a
+//!   Secret), an importer task per cluster ([`importer`]: every poll interval, the configured
+//!   resources' schemas as `APIResourceImport`s owned by the Cluster), and the Cluster's status
+//!   (`Ready` with reasons, `syncedResources`).
+//! - [`negotiation`]: one `NegotiatedAPIResource` per resource and workspace, the least common
+//!   denominator of its imports (through `kcp_apimachinery::schema::compat`), or the CRD a user
+//!   applied by hand, which wins and is enforced; imports marked `Compatible` and `Available`;
+//!   published ones become the workspace's CRDs ([`publish`]).
+//!
+//! [`run`] drives both on one work queue fed by three wildcard watches (Clusters, imports,
+//! negotiated resources).
+//!
+//! Must not know: the server's crates (HTTP through kube-rs only).
+
+use std::collections::HashMap;
+use std::pin::pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use kcp_sdk::{ClusterConfig, ClusterKey, ClusterStore, Queue};
+use kube::api::{Api, DynamicObject};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+pub mod clusters;
+pub mod importer;
+pub mod kinds;
+pub mod negotiation;
+pub mod publish;
+pub mod puller;
+mod requests;
+
+use kinds::Gvr;
+
+/// How the cluster-controller runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The resources imported from every cluster (`deployments.apps`, `pods`, `widgets.example.com`).
+    pub resources: Vec<String>,
+    /// Whether negotiated resources are published as CRDs as soon as they are made.
+    pub auto_publish: bool,
+    /// How often each cluster's schemas are imported again, and negotiations looked at again.
+    pub poll_interval: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            resources: ["deployments.apps", "pods", "services"]
+                .map(String::from)
+                .to_vec(),
+            auto_publish: true,
+            poll_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+/// One piece of work: a Cluster, or a resource's negotiation in a workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Work {
+    Cluster(ClusterKey),
+    Negotiation { workspace: String, gvr: Gvr },
+}
+
+/// What the reconciles share.
+pub struct Shared {
+    pub config: ClusterConfig,
+    pub options: Options,
+    pub clusters: ClusterStore<DynamicObject>,
+    pub imports: ClusterStore<DynamicObject>,
+    pub negotiated: ClusterStore<DynamicObject>,
+    /// The importer of each Cluster.
+    pub importers: Mutex<HashMap<ClusterKey, importer::Importer>>,
+    /// Where importers say that a pass ended (their Cluster's status follows).
+    pub passes: mpsc::UnboundedSender<ClusterKey>,
+}
+
+impl Shared {
+    /// The import objects (as JSON) of `workspace`.
+    pub fn imports_in(&self, workspace: &str) -> Vec<Value> {
+        in_workspace(&self.imports, workspace)
+    }
+
+    /// Whether some Cluster of `workspace` has not finished its first import yet (no `Ready`
+    /// condition, or `Unknown`): negotiation waits for it before it first publishes, so that
+    /// clusters registered together negotiate together.
+    pub fn connecting(&self, workspace: &str) -> bool {
+        in_workspace(&self.clusters, workspace)
+            .iter()
+            .any(|cluster| {
+                cluster["metadata"]["deletionTimestamp"].is_null()
+                    && kinds::condition(cluster, "Ready").is_none_or(|c| c["status"] == "Unknown")
+            })
+    }
+}
+
+fn in_workspace(store: &ClusterStore<DynamicObject>, workspace: &str) -> Vec<Value> {
+    let mut objects: Vec<Value> = store
+        .state()
+        .into_iter()
+        .filter(|o| {
+            o.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(kcp_sdk::CLUSTER_ANNOTATION))
+                .is_some_and(|c| c == workspace)
+        })
+        .filter_map(|o| serde_json::to_value(&*o).ok())
+        .collect();
+    objects.sort_by(|a, b| {
+        let key = |o: &Value| {
+            (
+                o["metadata"]["creationTimestamp"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                o["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        };
+        key(a).cmp(&key(b))
+    });
+    objects
+}
+
+/// The work an import's or negotiated resource's change brings.
+fn work_of(object: &DynamicObject, cluster_of_location: bool) -> Vec<Work> {
+    let Some(key) = ClusterKey::of(object) else {
+        return Vec::new();
+    };
+    let spec = &object.data["spec"];
+    let mut work = Vec::new();
+    if let Some(gvr) = Gvr::of_spec(spec) {
+        work.push(Work::Negotiation {
+            workspace: key.cluster.clone(),
+            gvr,
+        });
+    }
+    if cluster_of_location && let Some(location) = spec["location"].as_str() {
+        work.push(Work::Cluster(ClusterKey {
+            cluster: key.cluster,
+            namespace: String::new(),
+            name: location.to_string(),
+        }));
+    }
+    work
+}
+
+/// Runs the cluster-controller and the negotiation until `stop` completes.
+pub async fn run(
+    config: ClusterConfig,
+    options: Options,
+    stop: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let wildcard = config.wildcard()?;
+    let watch = |resource: kube::api::ApiResource| {
+        let api: Api<DynamicObject> = Api::all_with(wildcard.clone(), &resource);
+        kcp_sdk::reflect(watcher(api, watcher::Config::default()).default_backoff())
+    };
+    let (clusters, cluster_events) = watch(kinds::clusters());
+    let (imports, import_events) = watch(kinds::imports());
+    let (negotiated, negotiated_events) = watch(kinds::negotiated());
+    let (passes, mut passed) = mpsc::unbounded_channel();
+    let shared = Arc::new(Shared {
+        config,
+        options,
+        clusters,
+        imports,
+        negotiated,
+        importers: Mutex::new(HashMap::new()),
+        passes,
+    });
+    let mut cluster_events = pin!(cluster_events);
+    let mut import_events = pin!(import_events);
+    let mut negotiated_events = pin!(negotiated_events);
+    let mut stop = pin!(stop);
+    let mut queue: Queue<Work> = Queue::new();
+    let mut running = FuturesUnordered::new();
+    let result = loop {
+        while running.len() < 8 {
+            let Some(work) = queue.pop() else { break };
+            let shared = shared.clone();
+            running.push(async move {
+                let outcome = match &work {
+                    Work::Cluster(key) => clusters::reconcile(&shared, key).await,
+                    Work::Negotiation { workspace, gvr } => {
+                        negotiation::reconcile(&shared, workspace, gvr).await
+                    }
+                };
+                (work, outcome)
+            });
+        }
+        let due = queue.next_due();
+        tokio::select! {
+            _ = &mut stop => break Ok(()),
+            event = cluster_events.next() => match event {
+                Some(Ok(event)) => {
+                    for object in touched(&shared.clusters, event) {
+                        if let Some(key) = ClusterKey::of(&object) {
+                            queue.add(Work::Cluster(key));
+                        }
+                    }
+                }
+                Some(Err(error)) => tracing::info!(%error, "watch of Clusters failed; watching again"),
+                None => break Ok(()),
+            },
+            event = import_events.next() => match event {
+                Some(Ok(event)) => {
+                    for object in touched(&shared.imports, event) {
+                        work_of(&object, true).into_iter().for_each(|w| queue.add(w));
+                    }
+                }
+                Some(Err(error)) => tracing::info!(%error, "watch of APIResourceImports failed; watching again"),
+                None => break Ok(()),
+            },
+            event = negotiated_events.next() => match event {
+                Some(Ok(event)) => {
+                    for object in touched(&shared.negotiated, event) {
+                        work_of(&object, false).into_iter().for_each(|w| queue.add(w));
+                    }
+                }
+                Some(Err(error)) => tracing::info!(%error, "watch of NegotiatedAPIResources failed; watching again"),
+                None => break Ok(()),
+            },
+            Some(key) = passed.recv() => queue.add(Work::Cluster(key)),
+            Some((work, outcome)) = running.next(), if !running.is_empty() => {
+                match outcome {
+                    Ok(Some(after)) => {
+                        queue.succeeded(&work);
+                        queue.add_after(work.clone(), after);
+                    }
+                    Ok(None) => queue.succeeded(&work),
+                    Err(error) => {
+                        tracing::warn!(?work, error = format!("{error:#}"), "reconcile failed; retrying");
+                        queue.retry(work.clone());
+                    }
+                }
+                queue.done(&work);
+            }
+            _ = sleep_until(due), if due.is_some() => {}
+        }
+    };
+    for (_, importer) in shared
+        .importers
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .drain()
+    {
+        importer.stop();
+    }
+    result
+}
+
+/// The objects a watch event is about (all of them after a relist: whatever went away during
+/// a broken watch is looked at through the ones that stayed and the periodic passes).
+fn touched(
+    store: &ClusterStore<DynamicObject>,
+    event: watcher::Event<DynamicObject>,
+) -> Vec<DynamicObject> {
+    match event {
+        watcher::Event::Apply(object) | watcher::Event::Delete(object) => vec![object],
+        watcher::Event::InitDone => store.state().iter().map(|o| (**o).clone()).collect(),
+        watcher::Event::Init | watcher::Event::InitApply(_) => Vec::new(),
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    if let Some(at) = at {
+        tokio::time::sleep_until(at).await;
+    }
+}

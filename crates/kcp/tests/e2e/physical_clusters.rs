@@ -1,0 +1,496 @@
+//! Physical clusters registered in workspaces, against two real Kubernetes clusters (`east`,
+//! `west`: `PhysicalCluster::shared`): their APIs imported and negotiated into the workspace's
+//! CRDs by the cluster-controller inside `kcp start` and as its own binary, and `crd-puller`'s
+//! CRDs of Kubernetes' own kinds applied to a workspace as they are.
+
+use std::path::Path;
+use std::process::{Child, Command};
+
+use serde_json::Value;
+
+use super::support::{Kcp, PhysicalCluster, kubectl_with_plugins, write_file};
+
+/// A namespaced CRD `<plural>.example.dev` (kind from the plural) whose `spec` has `fields`
+/// (`name: type`).
+fn crd(plural: &str, fields: &[(&str, &str)]) -> String {
+    let kind = {
+        let singular = plural.trim_end_matches('s');
+        let mut chars = singular.chars();
+        let first = chars.next().unwrap().to_ascii_uppercase();
+        format!("{first}{}", chars.as_str())
+    };
+    let properties: String = fields
+        .iter()
+        .map(|(name, kind)| format!("                  {name}: {{type: {kind}}}\n"))
+        .collect();
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: {plural}.example.dev}}
+spec:
+  group: example.dev
+  scope: Namespaced
+  names: {{plural: {plural}, singular: {singular}, kind: {kind}, listKind: {kind}List}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+{properties}",
+        singular = plural.trim_end_matches('s'),
+    )
+}
+
+/// Applies `yaml` to the physical cluster and waits until its CRDs are established.
+fn apply_to_cluster(cluster: &PhysicalCluster, dir: &Path, name: &str, yaml: &str) {
+    let file = write_file(dir, &format!("{}-{name}.yaml", cluster.name()), yaml);
+    cluster.kubectl_ok(&["apply", "--server-side", "-f", &file]);
+    cluster.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "-f",
+        &file,
+        "--timeout=60s",
+    ]);
+}
+
+/// A Cluster object for `cluster`, its kubeconfig inline.
+fn inline_cluster(cluster: &PhysicalCluster) -> String {
+    let kubeconfig = std::fs::read_to_string(cluster.kubeconfig()).unwrap();
+    let indented: String = kubeconfig.lines().map(|l| format!("    {l}\n")).collect();
+    format!(
+        "apiVersion: cluster.example.dev/v1alpha1\nkind: Cluster\nmetadata: {{name: {}}}\nspec:\n  kubeconfig: |\n{indented}",
+        cluster.name()
+    )
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// The property names of `spec` in the negotiated schema of `name` (`widgets.v1.example.dev`).
+fn negotiated_spec_fields(kcp: &Kcp, ws: &str, name: &str) -> Result<Vec<String>, String> {
+    let out = kcp.kubectl_in(ws, &["get", "negotiatedapiresource", name, "-o", "json"]);
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let negotiated = json(&String::from_utf8_lossy(&out.stdout));
+    let mut fields: Vec<String> =
+        negotiated["spec"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+            .as_object()
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
+    fields.sort();
+    Ok(fields)
+}
+
+/// The status of condition `kind` of the object `args` names, and its message.
+fn condition(kcp: &Kcp, ws: &str, args: &[&str], kind: &str) -> Option<(String, String)> {
+    let mut all = args.to_vec();
+    all.extend(["-o", "json"]);
+    let out = kcp.kubectl_in(ws, &all);
+    let object = json(&String::from_utf8_lossy(&out.stdout));
+    let condition = object["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)?
+        .clone();
+    Some((
+        condition["status"].as_str()?.to_string(),
+        condition["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    ))
+}
+
+fn api_resources(kcp: &Kcp, ws: &str) -> String {
+    kcp.kubectl_in_ok(ws, &["api-resources", "-o", "name"])
+}
+
+#[test]
+fn clusters_registered_in_a_workspace_negotiate_their_apis() {
+    let [east, west] = PhysicalCluster::shared();
+    let dir = tempfile::tempdir().unwrap();
+    // Widgets differ (west lacks `color`), only east serves gadgets, both serve gizmos as
+    // integers where the workspace will enforce a string.
+    apply_to_cluster(
+        east,
+        dir.path(),
+        "negotiated",
+        &[
+            crd("widgets", &[("size", "integer"), ("color", "string")]),
+            crd("gadgets", &[("size", "integer")]),
+            crd("gizmos", &[("size", "integer")]),
+        ]
+        .join("---\n"),
+    );
+    apply_to_cluster(
+        west,
+        dir.path(),
+        "negotiated",
+        &[
+            crd("widgets", &[("size", "integer")]),
+            crd("gizmos", &[("size", "integer")]),
+        ]
+        .join("---\n"),
+    );
+
+    let root = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(
+        root.path(),
+        &[
+            "--resources-to-sync",
+            "deployments.apps,services,configmaps,widgets.example.dev,gadgets.example.dev,gizmos.example.dev",
+            "--cluster-poll-interval",
+            "1s",
+        ],
+    );
+    let team = kcp.workspace("team");
+    let other = kcp.workspace("other");
+    let enforced = write_file(
+        dir.path(),
+        "gizmos.yaml",
+        &crd("gizmos", &[("size", "string")]),
+    );
+    kcp.kubectl_in_ok(&team, &["apply", "-f", &enforced]);
+    kcp.wait_established(&team, "gizmos.example.dev");
+    // Registered together (one apply), they negotiate together.
+    let clusters = [inline_cluster(east), inline_cluster(west)].join("---\n");
+    let file = write_file(dir.path(), "clusters.yaml", &clusters);
+    kcp.kubectl_in_ok(&team, &["apply", "-f", &file]);
+    for cluster in ["east", "west"] {
+        kcp_testing::wait::until(&format!("Cluster {cluster} Ready"), || {
+            condition(&kcp, &team, &["get", "cluster", cluster], "Ready")
+                .filter(|(status, _)| status == "True")
+                .ok_or_else(|| {
+                    format!(
+                        "{:?}",
+                        condition(&kcp, &team, &["get", "cluster", cluster], "Ready")
+                    )
+                })
+        });
+    }
+
+    // Deployments, Services and both custom kinds are served, widgets with what both accept.
+    kcp_testing::wait::until("the negotiated kinds in discovery", || {
+        let served = api_resources(&kcp, &team);
+        let wanted = [
+            "deployments.apps",
+            "services",
+            "widgets.example.dev",
+            "gadgets.example.dev",
+        ];
+        match wanted.iter().all(|w| served.lines().any(|l| l == *w)) {
+            true => Ok(()),
+            false => Err(served),
+        }
+    });
+    assert_eq!(
+        negotiated_spec_fields(&kcp, &team, "widgets.v1.example.dev").unwrap(),
+        ["size"]
+    );
+    let explained = kcp.kubectl_in_ok(&team, &["explain", "deployment.spec"]);
+    assert!(explained.contains("replicas"), "{explained}");
+    let explained = kcp.kubectl_in_ok(&team, &["explain", "widgets.spec"]);
+    assert!(
+        explained.contains("size") && !explained.contains("color"),
+        "{explained}"
+    );
+    // kubectl's typed commands (protobuf bodies) work on the negotiated kinds.
+    kcp.kubectl_in_ok(
+        &team,
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=2",
+        ],
+    );
+    kcp.kubectl_in_ok(&team, &["expose", "deployment", "web", "--port=80"]);
+    assert_eq!(
+        kcp.kubectl_in_ok(
+            &team,
+            &[
+                "get",
+                "deployment",
+                "web",
+                "-o",
+                "jsonpath={.spec.replicas}"
+            ]
+        ),
+        "2"
+    );
+
+    // The CRD applied by hand wins: gizmos imports are incompatible with it, with the field.
+    for cluster in ["east", "west"] {
+        let name = format!("gizmos.{cluster}.v1.example.dev");
+        let (status, message) = kcp_testing::wait::until(&format!("{name} Compatible"), || {
+            condition(
+                &kcp,
+                &team,
+                &["get", "apiresourceimport", &name],
+                "Compatible",
+            )
+        });
+        assert_eq!(status, "False");
+        assert!(
+            message.contains("properties[spec].properties[size]"),
+            "{message}"
+        );
+    }
+    let (enforced, _) = condition(
+        &kcp,
+        &team,
+        &["get", "negotiatedapiresource", "gizmos.v1.example.dev"],
+        "Enforced",
+    )
+    .unwrap();
+    assert_eq!(enforced, "True");
+    let crd = json(&kcp.kubectl_in_ok(&team, &["get", "crd", "gizmos.example.dev", "-o", "json"]));
+    assert_eq!(
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+            ["size"]["type"],
+        "string"
+    );
+    let synced = kcp.kubectl_in_ok(
+        &team,
+        &[
+            "get",
+            "cluster",
+            "west",
+            "-o",
+            "jsonpath={.status.syncedResources}",
+        ],
+    );
+    assert_eq!(
+        synced,
+        r#"["deployments.apps","services","widgets.example.dev"]"#
+    );
+
+    // A resource the workspace serves itself is not published over it, and says why.
+    let (published, message) = kcp_testing::wait::until("configmaps refused", || {
+        condition(
+            &kcp,
+            &team,
+            &["get", "negotiatedapiresource", "configmaps.v1.core"],
+            "Published",
+        )
+    });
+    assert_eq!(published, "False");
+    assert!(
+        message.contains("is a resource the server itself serves"),
+        "{message}"
+    );
+    kcp.kubectl_in_ok(&team, &["create", "configmap", "still-built-in"]);
+
+    // Another workspace sees none of it.
+    let served = api_resources(&kcp, &other);
+    assert!(
+        !served.contains("deployments") && !served.contains("widgets"),
+        "{served}"
+    );
+    assert!(
+        kcp.kubectl_in_ok(&other, &["get", "crds", "-o", "name"])
+            .is_empty()
+    );
+
+    // West goes: widgets are negotiated again from east alone.
+    kcp.kubectl_in_ok(&team, &["delete", "cluster", "west"]);
+    kcp_testing::wait::until("widgets negotiated again", || match negotiated_spec_fields(
+        &kcp,
+        &team,
+        "widgets.v1.example.dev",
+    ) {
+        Ok(fields) if fields == ["color", "size"] => Ok(()),
+        other => Err(format!("{other:?}")),
+    });
+    let explained = kcp.kubectl_in_ok(&team, &["explain", "widgets.spec"]);
+    assert!(explained.contains("color"), "{explained}");
+    let imports = kcp.kubectl_in_ok(&team, &["get", "apiresourceimports", "-o", "name"]);
+    assert!(!imports.contains(".west."), "{imports}");
+}
+
+/// Stops the child on drop.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_cluster_controller_binary_imports_from_a_kubeconfig_secret_and_forgets_removed_clusters() {
+    let [east, _] = PhysicalCluster::shared();
+    let root = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(root.path(), &["--install-cluster-controller=false"]);
+    let controller = Running(
+        Command::new(env!("CARGO_BIN_EXE_cluster-controller"))
+            .arg("--kubeconfig")
+            .arg(kcp.kubeconfig())
+            .args([
+                "--context",
+                "shard-base",
+                "--resources-to-sync",
+                "deployments.apps",
+                "--cluster-poll-interval",
+                "1s",
+            ])
+            .spawn()
+            .expect("run cluster-controller"),
+    );
+    let ws = kcp.workspace("fleet");
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = write_file(
+        dir.path(),
+        "cluster.yaml",
+        "apiVersion: cluster.example.dev/v1alpha1\nkind: Cluster\nmetadata: {name: east}\nspec:\n  kubeconfigSecretRef: {namespace: default, name: east}\n",
+    );
+    kcp.kubectl_in_ok(&ws, &["apply", "-f", &cluster]);
+    // No Secret yet: said so.
+    kcp_testing::wait::until("the missing Secret reported", || {
+        let ready = condition(&kcp, &ws, &["get", "cluster", "east"], "Ready");
+        let reason = kcp.kubectl_in_ok(
+            &ws,
+            &[
+                "get",
+                "cluster",
+                "east",
+                "-o",
+                r#"jsonpath={.status.conditions[?(@.type=="Ready")].reason}"#,
+            ],
+        );
+        (reason == "KubeConfigSecretNotFound")
+            .then_some(())
+            .ok_or(format!("{ready:?} {reason}"))
+    });
+    let kubeconfig = east.kubeconfig();
+    kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "create",
+            "secret",
+            "generic",
+            "east",
+            "-n",
+            "default",
+            &format!("--from-file=kubeconfig={}", kubeconfig.display()),
+        ],
+    );
+    kcp_testing::wait::until("deployments served", || {
+        api_resources(&kcp, &ws)
+            .lines()
+            .any(|l| l == "deployments.apps")
+    });
+    let printed = kcp.kubectl_in_ok(&ws, &["get", "clusters"]);
+    assert!(
+        printed.contains("True") && printed.contains("APIsImported"),
+        "{printed}"
+    );
+    let crd = json(&kcp.kubectl_in_ok(&ws, &["get", "crd", "deployments.apps", "-o", "json"]));
+    assert_eq!(
+        crd["metadata"]["ownerReferences"][0]["kind"],
+        "NegotiatedAPIResource"
+    );
+
+    // Without its Cluster, the imports, the negotiated resource and its CRD go.
+    kcp.kubectl_in_ok(&ws, &["delete", "cluster", "east"]);
+    kcp_testing::wait::until("the imported API withdrawn", || {
+        let crds = kcp.kubectl_in_ok(&ws, &["get", "crds", "-o", "name"]);
+        let negotiated = kcp.kubectl_in_ok(&ws, &["get", "negotiatedapiresources", "-o", "name"]);
+        let imports = kcp.kubectl_in_ok(&ws, &["get", "apiresourceimports", "-o", "name"]);
+        (crds.is_empty() && negotiated.is_empty() && imports.is_empty())
+            .then_some(())
+            .ok_or(format!("{crds}{negotiated}{imports}"))
+    });
+    drop(controller);
+}
+
+#[test]
+fn pulled_kubernetes_kinds_apply_as_they_are_and_round_trip() {
+    let [east, _] = PhysicalCluster::shared();
+    let kcp = Kcp::shared("pulled-kubernetes-kinds");
+    let dir = tempfile::tempdir().unwrap();
+    let resources = ["deployments.apps", "pods", "services"];
+    let pull = |kubeconfig: &Path| -> Value {
+        let mut args = vec!["kcp", "crd", "pull", "-o", "json"];
+        args.extend(resources);
+        let output = kubectl_with_plugins(kubeconfig, &args);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let pulled = pull(&east.kubeconfig());
+    let names: Vec<&str> = pulled["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["deployments.apps", "pods.core", "services.core"]);
+    let target = kcp.workspace("pulled");
+    let file = write_file(dir.path(), "pulled.json", &pulled.to_string());
+    kcp.kubectl_in_ok(&target, &["apply", "--server-side", "-f", &file]);
+    for name in names {
+        kcp.wait_established(&target, name);
+    }
+    kcp.kubectl_in_ok(&target, &["run", "p", "--image=nginx"]);
+    assert_eq!(
+        kcp.kubectl_in_ok(
+            &target,
+            &[
+                "get",
+                "pod",
+                "p",
+                "-o",
+                "jsonpath={.spec.containers[0].image}"
+            ]
+        ),
+        "nginx"
+    );
+    let again = pull(&kcp.kubeconfig_in(dir.path(), &target, None));
+    for (before, after) in pulled["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(again["items"].as_array().unwrap())
+    {
+        assert_eq!(before["metadata"], after["metadata"]);
+        assert_eq!(difference(&before["spec"], &after["spec"], "spec"), None);
+    }
+}
+
+/// The first path where `a` and `b` differ, with both values there.
+fn difference(a: &Value, b: &Value, path: &str) -> Option<String> {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            keys.into_iter().find_map(|k| {
+                difference(
+                    a.get(k).unwrap_or(&Value::Null),
+                    b.get(k).unwrap_or(&Value::Null),
+                    &format!("{path}.{k}"),
+                )
+            })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (x, y))| difference(x, y, &format!("{path}[{i}]"))),
+        _ if a == b => None,
+        _ => Some(format!("{path}: {a} != {b}")),
+    }
+}
