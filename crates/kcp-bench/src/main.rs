@@ -11,7 +11,8 @@
 //! `watches` (10,000 watches over 1,000 workspaces: memory per idle watch, delivery latency),
 //! `gc` (garbage collection of many dependents and of ownership chains in a deleted namespace),
 //! `apis` (a thousand workspaces binding one export: rate, memory, the virtual workspace's
-//! watch and LIST).
+//! watch and LIST), `admission`, `compat` (the `compat` binary on the largest CRDs), `physical`
+//! (a real cluster's 50 resources imported and published in a workspace).
 
 mod admission;
 mod api;
@@ -22,6 +23,7 @@ mod crds;
 mod gc;
 mod lists;
 mod measure;
+mod physical;
 mod storage;
 mod table;
 mod watches;
@@ -82,6 +84,10 @@ enum Command {
     /// The `compat` binary on the largest prometheus-operator CRDs, against a one-field CRD.
     /// Expects `cargo build --release -p kcp`.
     Compat(compat::Options),
+    /// Physical clusters: a real Kubernetes cluster serving 50 custom resources registered in a
+    /// workspace, until all 50 are served there, against applying the same CRDs with kubectl.
+    /// Expects `cargo build --release -p kcp` and `scripts/physical-cluster build`.
+    Physical(physical::Options),
 }
 
 #[tokio::main]
@@ -98,6 +104,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Apis(options) => apis::run(options).await,
         Command::Admission(options) => admission::run(options).await,
         Command::Compat(options) => compat::run(options).await,
+        Command::Physical(options) => physical::run(options).await,
         Command::Gc(options) => gc::run(options).await,
     }
 }

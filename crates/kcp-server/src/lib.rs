@@ -101,6 +101,7 @@ pub struct Server {
     compactor: Option<tokio::task::JoinHandle<()>>,
     cache_aging: tokio::task::JoinHandle<()>,
     store: Store,
+    registry: Registry,
 }
 
 impl Server {
@@ -182,7 +183,7 @@ impl Server {
             listener,
             Arc::new(pki.server_config(client_ca.as_deref())?),
             Arc::new(
-                router(&options, authn, registry)?
+                router(&options, authn, registry.clone())?
                     .with_limits(limits)
                     .with_metrics(|metrics| controllers.metrics().register(metrics)),
             ),
@@ -201,7 +202,47 @@ impl Server {
             compactor,
             cache_aging,
             store,
+            registry,
         })
+    }
+
+    /// Resolves once some workspace holds an object of kcp's kind `plural` of `group/version`
+    /// (a Cluster, `cluster.example.dev/v1alpha1` `clusters`, for `kcp start`, which runs the
+    /// cluster-controller only from then on, so that a server without physical clusters pays
+    /// nothing for it). Read from storage: one list, then a watch of that kind.
+    pub async fn first_object(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> anyhow::Result<()> {
+        let resource = self
+            .registry
+            .serves_anywhere(group, version, plural)
+            .with_context(|| format!("no such kind: {plural}.{group}/{version}"))?;
+        loop {
+            let everything: kcp_registry::Filter = Box::new(|_| true);
+            let (objects, revision) = self
+                .registry
+                .list_all_clusters(&resource, &everything)
+                .await?;
+            if !objects.is_empty() {
+                return Ok(());
+            }
+            let mut events = std::pin::pin!(
+                self.registry
+                    .watch_all_clusters(&resource, revision)
+                    .await?
+            );
+            while let Some(event) = futures::StreamExt::next(&mut events).await {
+                match event {
+                    Ok(event) if event.event.kind != "DELETED" => return Ok(()),
+                    Ok(_) => {}
+                    // A broken watch: list again.
+                    Err(_) => break,
+                }
+            }
+        }
     }
 
     /// Stops serving and the controllers, then closes storage.

@@ -61,16 +61,31 @@ async fn run() -> anyhow::Result<()> {
                 on_thread_idle: Some(memory::release_thread_pages),
                 ..server
             };
-            let server = Server::start(options).await?;
-            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let server = std::sync::Arc::new(Server::start(options).await?);
+            let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
             let cluster_controller = clusters.install_cluster_controller.then(|| {
-                let kubeconfig = server.kubeconfig.clone();
+                let server = server.clone();
                 tokio::spawn(async move {
+                    // Only once a Cluster is registered somewhere: its clients cost memory.
+                    let clusters_kind = ("cluster.example.dev", "v1alpha1", "clusters");
+                    tokio::select! {
+                        registered = server.first_object(clusters_kind.0, clusters_kind.1, clusters_kind.2) => {
+                            if let Err(error) = registered {
+                                tracing::error!(error = format!("{error:#}"), "waiting for a Cluster failed");
+                                return;
+                            }
+                        }
+                        _ = &mut stopped => return,
+                    }
+                    tracing::info!("a Cluster is registered: starting the cluster-controller");
                     let stopped = async move {
                         let _ = stopped.await;
                     };
-                    let run =
-                        kcp_cli::cluster_controller::run_in_server(&kubeconfig, &clusters, stopped);
+                    let run = kcp_cli::cluster_controller::run_in_server(
+                        &server.kubeconfig,
+                        &clusters,
+                        stopped,
+                    );
                     if let Err(error) = run.await {
                         tracing::error!(
                             error = format!("{error:#}"),
@@ -85,6 +100,8 @@ async fn run() -> anyhow::Result<()> {
             if let Some(cluster_controller) = cluster_controller {
                 let _ = cluster_controller.await;
             }
+            let server = std::sync::Arc::try_unwrap(server)
+                .map_err(|_| anyhow::anyhow!("the server is still in use at shutdown"))?;
             server.shutdown().await;
             Ok(())
         }

@@ -260,20 +260,22 @@ fn clusters_registered_in_a_workspace_negotiate_their_apis() {
             ["size"]["type"],
         "string"
     );
-    let synced = kcp.kubectl_in_ok(
-        &team,
-        &[
-            "get",
-            "cluster",
-            "west",
-            "-o",
-            "jsonpath={.status.syncedResources}",
-        ],
-    );
-    assert_eq!(
-        synced,
-        r#"["deployments.apps","services","widgets.example.dev"]"#
-    );
+    // West's synced resources: the compatible and published ones (not gizmos, not configmaps).
+    kcp_testing::wait::until("west's synced resources", || {
+        let synced = kcp.kubectl_in_ok(
+            &team,
+            &[
+                "get",
+                "cluster",
+                "west",
+                "-o",
+                "jsonpath={.status.syncedResources}",
+            ],
+        );
+        (synced == r#"["deployments.apps","services","widgets.example.dev"]"#)
+            .then_some(())
+            .ok_or(synced)
+    });
 
     // A resource the workspace serves itself is not published over it, and says why.
     let (published, message) = kcp_testing::wait::until("configmaps refused", || {
