@@ -154,7 +154,19 @@ mod tests {
         assert_eq!(columns, ["Type", "Region", "Phase", "URL", "Age"]);
         assert_eq!(workspace_types().kind, "WorkspaceType");
         assert_eq!(logical_clusters().kind, "LogicalCluster");
-        assert_eq!(resources().len(), 9);
+        assert_eq!(resources().len(), 12);
+        let clusters = find("cluster.example.dev", "v1alpha1", "clusters").unwrap();
+        assert_eq!(clusters.kind, "Cluster");
+        assert!(!clusters.namespaced);
+        assert!(
+            clusters
+                .subresources
+                .iter()
+                .any(|(name, _)| *name == "status")
+        );
+        for plural in ["apiresourceimports", "negotiatedapiresources"] {
+            assert!(find("apiresource.kcp.io", "v1alpha1", plural).is_some());
+        }
         assert_eq!(api_exports().version, "v1alpha2");
         assert_eq!(api_bindings().version, "v1alpha2");
         assert!(converts(api_exports()) && !converts(api_resource_schemas()));

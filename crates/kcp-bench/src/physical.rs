@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use kcp_testing::crd::Crd;
 
 use crate::api::kcp_process::{KcpProcess, locate_binary};
 use crate::api::verdict;
@@ -90,38 +91,30 @@ fn kubectl(kubeconfig: &Path, server: Option<&str>, args: &[&str]) -> anyhow::Re
 
 /// 50 namespaced CRDs with a few fields each.
 fn crds() -> String {
+    let schema = "type: object
+properties:
+  spec:
+    type: object
+    properties:
+      size: {type: integer, minimum: 0}
+      color: {type: string, enum: [red, green, blue]}
+      labels: {type: object, additionalProperties: {type: string}}
+      items: {type: array, items: {type: object, properties: {name: {type: string}}}}
+  status:
+    type: object
+    properties:
+      ready: {type: boolean}
+";
     (0..RESOURCES)
         .map(|i| {
-            format!(
-                "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {{name: thing{i}s.{GROUP}}}
-spec:
-  group: {GROUP}
-  scope: Namespaced
-  names: {{plural: thing{i}s, singular: thing{i}, kind: Thing{i}, listKind: Thing{i}List}}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {{status: {{}}}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {{type: integer, minimum: 0}}
-              color: {{type: string, enum: [red, green, blue]}}
-              labels: {{type: object, additionalProperties: {{type: string}}}}
-              items: {{type: array, items: {{type: object, properties: {{name: {{type: string}}}}}}}}
-          status:
-            type: object
-            properties:
-              ready: {{type: boolean}}
-"
-            )
+            Crd::namespaced(&format!("thing{i}s"), &format!("Thing{i}"))
+                .group(GROUP)
+                .singular(&format!("thing{i}"))
+                .version(&format!(
+                    "name: v1\nserved: true\nstorage: true\nsubresources: {{status: {{}}}}\nschema:\n  openAPIV3Schema:\n{}",
+                    schema.lines().map(|l| format!("    {l}\n")).collect::<String>()
+                ))
+                .yaml()
         })
         .collect::<Vec<_>>()
         .join("---\n")

@@ -133,11 +133,23 @@ fn in_workspace(store: &ClusterStore<DynamicObject>, workspace: &str) -> Vec<Val
     objects
 }
 
-/// The work an import's or negotiated resource's change brings.
-fn work_of(object: &DynamicObject, cluster_of_location: bool) -> Vec<Work> {
+/// What the controller watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Watched {
+    Clusters,
+    Imports,
+    Negotiated,
+}
+
+/// The work a change of a watched object brings: its Cluster's; an import's or negotiated
+/// resource's negotiation, and an import's Cluster (whose status lists it).
+fn work_of(watched: Watched, object: &DynamicObject) -> Vec<Work> {
     let Some(key) = ClusterKey::of(object) else {
         return Vec::new();
     };
+    if watched == Watched::Clusters {
+        return vec![Work::Cluster(key)];
+    }
     let spec = &object.data["spec"];
     let mut work = Vec::new();
     if let Some(gvr) = Gvr::of_spec(spec) {
@@ -146,7 +158,9 @@ fn work_of(object: &DynamicObject, cluster_of_location: bool) -> Vec<Work> {
             gvr,
         });
     }
-    if cluster_of_location && let Some(location) = spec["location"].as_str() {
+    if watched == Watched::Imports
+        && let Some(location) = spec["location"].as_str()
+    {
         work.push(Work::Cluster(ClusterKey {
             cluster: key.cluster,
             namespace: String::new(),
@@ -180,9 +194,13 @@ pub async fn run(
         importers: Mutex::new(HashMap::new()),
         passes,
     });
-    let mut cluster_events = pin!(cluster_events);
-    let mut import_events = pin!(import_events);
-    let mut negotiated_events = pin!(negotiated_events);
+    let mut events = pin!(futures::stream::select(
+        cluster_events.map(|e| (Watched::Clusters, e)),
+        futures::stream::select(
+            import_events.map(|e| (Watched::Imports, e)),
+            negotiated_events.map(|e| (Watched::Negotiated, e)),
+        ),
+    ));
     let mut stop = pin!(stop);
     let mut queue: Queue<Work> = Queue::new();
     let mut running = FuturesUnordered::new();
@@ -203,33 +221,20 @@ pub async fn run(
         let due = queue.next_due();
         tokio::select! {
             _ = &mut stop => break Ok(()),
-            event = cluster_events.next() => match event {
-                Some(Ok(event)) => {
-                    for object in touched(&shared.clusters, event) {
-                        if let Some(key) = ClusterKey::of(&object) {
-                            queue.add(Work::Cluster(key));
-                        }
+            event = events.next() => match event {
+                Some((watched, Ok(event))) => {
+                    let store = match watched {
+                        Watched::Clusters => &shared.clusters,
+                        Watched::Imports => &shared.imports,
+                        Watched::Negotiated => &shared.negotiated,
+                    };
+                    for object in touched(store, event) {
+                        work_of(watched, &object).into_iter().for_each(|w| queue.add(w));
                     }
                 }
-                Some(Err(error)) => tracing::info!(%error, "watch of Clusters failed; watching again"),
-                None => break Ok(()),
-            },
-            event = import_events.next() => match event {
-                Some(Ok(event)) => {
-                    for object in touched(&shared.imports, event) {
-                        work_of(&object, true).into_iter().for_each(|w| queue.add(w));
-                    }
+                Some((watched, Err(error))) => {
+                    tracing::info!(?watched, %error, "watch failed; kube-rs watches again");
                 }
-                Some(Err(error)) => tracing::info!(%error, "watch of APIResourceImports failed; watching again"),
-                None => break Ok(()),
-            },
-            event = negotiated_events.next() => match event {
-                Some(Ok(event)) => {
-                    for object in touched(&shared.negotiated, event) {
-                        work_of(&object, false).into_iter().for_each(|w| queue.add(w));
-                    }
-                }
-                Some(Err(error)) => tracing::info!(%error, "watch of NegotiatedAPIResources failed; watching again"),
                 None => break Ok(()),
             },
             Some(key) = passed.recv() => queue.add(Work::Cluster(key)),

@@ -6,45 +6,24 @@
 use std::path::Path;
 use std::process::{Child, Command};
 
+use kcp_testing::crd::Crd;
 use serde_json::Value;
 
 use super::support::{Kcp, PhysicalCluster, kubectl_with_plugins, write_file};
 
-/// A namespaced CRD `<plural>.example.dev` (kind from the plural) whose `spec` has `fields`
-/// (`name: type`).
-fn crd(plural: &str, fields: &[(&str, &str)]) -> String {
-    let kind = {
-        let singular = plural.trim_end_matches('s');
-        let mut chars = singular.chars();
-        let first = chars.next().unwrap().to_ascii_uppercase();
-        format!("{first}{}", chars.as_str())
-    };
+/// A namespaced CRD `<plural>.example.dev` of `kind` whose `spec` has `fields` (`name: type`).
+fn crd(plural: &str, kind: &str, fields: &[(&str, &str)]) -> String {
     let properties: String = fields
         .iter()
-        .map(|(name, kind)| format!("                  {name}: {{type: {kind}}}\n"))
+        .map(|(name, kind)| format!("      {name}: {{type: {kind}}}\n"))
         .collect();
-    format!(
-        "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {{name: {plural}.example.dev}}
-spec:
-  group: example.dev
-  scope: Namespaced
-  names: {{plural: {plural}, singular: {singular}, kind: {kind}, listKind: {kind}List}}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-{properties}",
-        singular = plural.trim_end_matches('s'),
-    )
+    let schema = format!(
+        "type: object\nproperties:\n  spec:\n    type: object\n    properties:\n{properties}"
+    );
+    Crd::namespaced(plural, kind)
+        .group("example.dev")
+        .storage_version("v1", &schema)
+        .yaml()
 }
 
 /// Applies `yaml` to the physical cluster and waits until its CRDs are established.
@@ -125,9 +104,13 @@ fn clusters_registered_in_a_workspace_negotiate_their_apis() {
         dir.path(),
         "negotiated",
         &[
-            crd("widgets", &[("size", "integer"), ("color", "string")]),
-            crd("gadgets", &[("size", "integer")]),
-            crd("gizmos", &[("size", "integer")]),
+            crd(
+                "widgets",
+                "Widget",
+                &[("size", "integer"), ("color", "string")],
+            ),
+            crd("gadgets", "Gadget", &[("size", "integer")]),
+            crd("gizmos", "Gizmo", &[("size", "integer")]),
         ]
         .join("---\n"),
     );
@@ -136,8 +119,8 @@ fn clusters_registered_in_a_workspace_negotiate_their_apis() {
         dir.path(),
         "negotiated",
         &[
-            crd("widgets", &[("size", "integer")]),
-            crd("gizmos", &[("size", "integer")]),
+            crd("widgets", "Widget", &[("size", "integer")]),
+            crd("gizmos", "Gizmo", &[("size", "integer")]),
         ]
         .join("---\n"),
     );
@@ -157,7 +140,7 @@ fn clusters_registered_in_a_workspace_negotiate_their_apis() {
     let enforced = write_file(
         dir.path(),
         "gizmos.yaml",
-        &crd("gizmos", &[("size", "string")]),
+        &crd("gizmos", "Gizmo", &[("size", "string")]),
     );
     kcp.kubectl_in_ok(&team, &["apply", "-f", &enforced]);
     kcp.wait_established(&team, "gizmos.example.dev");
@@ -352,6 +335,16 @@ fn the_cluster_controller_binary_imports_from_a_kubeconfig_secret_and_forgets_re
     );
     let ws = kcp.workspace("fleet");
     let dir = tempfile::tempdir().unwrap();
+    let nowhere = write_file(
+        dir.path(),
+        "nowhere.yaml",
+        "apiVersion: cluster.example.dev/v1alpha1\nkind: Cluster\nmetadata: {name: nowhere}\nspec: {}\n",
+    );
+    let refused = kcp.kubectl_in_err(&ws, &["apply", "-f", &nowhere]);
+    assert!(
+        refused.contains("exactly one of kubeconfig and kubeconfigSecretRef must be set"),
+        "{refused}"
+    );
     let cluster = write_file(
         dir.path(),
         "cluster.yaml",
