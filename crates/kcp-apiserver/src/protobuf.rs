@@ -167,8 +167,9 @@ mod tests {
             decode(b"k8s\0\xff\xff\xff"),
             Err(ProtobufError::Malformed(_))
         ));
-        let pod = envelope("v1", "Pod", Vec::new());
-        assert!(matches!(decode(&pod), Err(ProtobufError::Unsupported(_))));
+        // Nodes are served neither built in nor as a workload CRD.
+        let node = envelope("v1", "Node", Vec::new());
+        assert!(matches!(decode(&node), Err(ProtobufError::Unsupported(_))));
     }
 
     #[test]

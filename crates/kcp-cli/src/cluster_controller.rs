@@ -7,10 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::kubeconfig;
 use clap::Parser;
-use kube::config::KubeConfigOptions;
-
-use crate::kubeconfig::{self, KubeconfigFile};
 
 /// What the controller imports and how it publishes, wherever it runs.
 #[derive(clap::Args, Debug, Clone)]
@@ -28,6 +26,10 @@ pub struct ControllerFlags {
     /// How often Clusters' APIs are imported again.
     #[arg(long, default_value = "1m0s", value_parser = kcp_apimachinery::duration::parse)]
     pub cluster_poll_interval: Duration,
+    /// How objects assigned to a Cluster (label `kcp.dev/cluster`) reach it: `push`, a syncer
+    /// run by this controller, or `none`.
+    #[arg(long, default_value = "push", value_parser = ["push", "none"])]
+    pub syncer_mode: String,
 }
 
 impl ControllerFlags {
@@ -36,6 +38,7 @@ impl ControllerFlags {
             resources: self.resources_to_sync.clone(),
             auto_publish: self.auto_publish_apis,
             poll_interval: self.cluster_poll_interval,
+            push_mode: self.syncer_mode == "push",
         }
     }
 }
@@ -68,13 +71,9 @@ struct Cli {
 }
 
 async fn config(path: &Path, context: Option<String>) -> anyhow::Result<kcp_sdk::ClusterConfig> {
-    let file = KubeconfigFile::load(path.to_path_buf())?;
-    let options = KubeConfigOptions {
-        context,
-        ..KubeConfigOptions::default()
-    };
-    let config = kube::Config::from_custom_kubeconfig(file.config, &options).await?;
-    Ok(kcp_sdk::ClusterConfig::new(config))
+    Ok(kcp_sdk::ClusterConfig::new(
+        kubeconfig::kube_config(path, context).await?,
+    ))
 }
 
 /// The `cluster-controller` binary: runs until SIGINT or SIGTERM.

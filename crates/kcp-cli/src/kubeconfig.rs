@@ -160,6 +160,16 @@ impl KubeconfigFile {
     }
 }
 
+/// The kube-rs configuration of `context` (else the current one) of the kubeconfig at `path`.
+pub async fn kube_config(path: &Path, context: Option<String>) -> anyhow::Result<kube::Config> {
+    let file = KubeconfigFile::load(path.to_path_buf())?;
+    let options = kube::config::KubeConfigOptions {
+        context,
+        ..kube::config::KubeConfigOptions::default()
+    };
+    Ok(kube::Config::from_custom_kubeconfig(file.config, &options).await?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -122,6 +122,9 @@ pub async fn reconcile(shared: &Arc<Shared>, key: &ClusterKey) -> anyhow::Result
     };
     let mut changed = kinds::set_condition(&mut conditions, "Ready", status, reason, &message);
     let synced = synced_resources(shared, key);
+    if shared.options.push_mode && connected.is_ok() {
+        sync(shared, key);
+    }
     changed |= cluster["status"]["syncedResources"] != json!(synced);
     if changed {
         let path = requests::path(&kinds::clusters(), None, &key.name);
@@ -132,7 +135,7 @@ pub async fn reconcile(shared: &Arc<Shared>, key: &ClusterKey) -> anyhow::Result
     Ok(connected.is_err().then_some(shared.options.poll_interval))
 }
 
-/// Stops the importer of `key`, if any.
+/// Stops the importer and the syncer of `key`, if any.
 fn forget(shared: &Shared, key: &ClusterKey) {
     let importer = shared
         .importers
@@ -142,6 +145,84 @@ fn forget(shared: &Shared, key: &ClusterKey) {
     if let Some(importer) = importer {
         importer.stop();
     }
+    let syncer = shared
+        .syncers
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(key);
+    if let Some((_, syncer)) = syncer {
+        syncer.abort();
+    }
+}
+
+/// The namespaced resources `key`'s imports make available, as the syncer's resources.
+fn synced_api_resources(shared: &Shared, key: &ClusterKey) -> Vec<kube::api::ApiResource> {
+    let mut resources: Vec<kube::api::ApiResource> = shared
+        .imports_in(&key.cluster)
+        .iter()
+        .filter(|i| {
+            i["spec"]["location"] == key.name.as_str() && i["spec"]["scope"] == "Namespaced"
+        })
+        .filter(|i| kinds::is_true(i, "Compatible") && kinds::is_true(i, "Available"))
+        .filter_map(|i| {
+            let gvr = Gvr::of_spec(&i["spec"])?;
+            let kind = i["spec"]["kind"].as_str()?;
+            let gvk = kube::core::GroupVersionKind::gvk(&gvr.group, &gvr.version, kind);
+            Some(kube::api::ApiResource::from_gvk_with_plural(
+                &gvk,
+                &gvr.plural,
+            ))
+        })
+        .collect();
+    resources.sort_by(|a, b| (&a.group, &a.plural).cmp(&(&b.group, &b.plural)));
+    resources.dedup_by(|a, b| a.group == b.group && a.plural == b.plural);
+    resources
+}
+
+/// Runs the syncer of `key` (push mode) over the resources it makes available, started again
+/// when they change.
+fn sync(shared: &Arc<Shared>, key: &ClusterKey) {
+    let resources = synced_api_resources(shared, key);
+    let names: Vec<String> = resources
+        .iter()
+        .map(|r| format!("{}.{}", r.plural, r.group))
+        .collect();
+    let mut syncers = shared.syncers.lock().unwrap_or_else(|e| e.into_inner());
+    if syncers
+        .get(key)
+        .is_some_and(|(running, task)| *running == names && !task.is_finished())
+    {
+        return;
+    }
+    if let Some((_, previous)) = syncers.remove(key) {
+        previous.abort();
+    }
+    if resources.is_empty() {
+        return;
+    }
+    let remote = shared
+        .importers
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(key)
+        .map(|i| i.remote.clone());
+    let (Some(remote), Ok(upstream)) = (remote, shared.config.client(&key.cluster)) else {
+        return;
+    };
+    let options = crate::syncer::SyncerOptions {
+        workspace: key.cluster.clone(),
+        location: key.name.clone(),
+        resources,
+        resync: shared.options.poll_interval,
+    };
+    let cluster = key.clone();
+    let task = tokio::spawn(async move {
+        let run = crate::syncer::run(upstream, remote, options, std::future::pending());
+        if let Err(error) = run.await {
+            tracing::warn!(%cluster, error = format!("{error:#}"), "the syncer stopped");
+        }
+    });
+    syncers.insert(key.clone(), (names, task));
 }
 
 /// The resources of `key`'s imports that are compatible and available, as `plural.group`.

@@ -30,6 +30,8 @@ pub enum Outcome {
 pub struct Importer {
     /// What it was started for (the Cluster's uid and kubeconfig): another needs another.
     pub fingerprint: String,
+    /// The client of the physical cluster.
+    pub remote: kube::Client,
     last: Arc<Mutex<Option<Outcome>>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -45,6 +47,7 @@ impl Importer {
     ) -> Importer {
         let last = Arc::new(Mutex::new(None));
         let outcome = last.clone();
+        let client = remote.clone();
         let task = tokio::spawn(async move {
             loop {
                 let result = pass(&shared, &key, &cluster, &remote).await;
@@ -68,6 +71,7 @@ impl Importer {
         });
         Importer {
             fingerprint,
+            remote: client,
             last,
             task,
         }

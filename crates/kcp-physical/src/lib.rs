@@ -37,6 +37,7 @@ pub mod negotiation;
 pub mod publish;
 pub mod puller;
 mod requests;
+pub mod syncer;
 
 use kinds::Gvr;
 
@@ -49,6 +50,8 @@ pub struct Options {
     pub auto_publish: bool,
     /// How often each cluster's schemas are imported again, and negotiations looked at again.
     pub poll_interval: Duration,
+    /// Whether each Cluster's objects are synced by a syncer run here (push mode).
+    pub push_mode: bool,
 }
 
 impl Default for Options {
@@ -59,6 +62,7 @@ impl Default for Options {
                 .to_vec(),
             auto_publish: true,
             poll_interval: Duration::from_secs(60),
+            push_mode: true,
         }
     }
 }
@@ -69,6 +73,9 @@ pub enum Work {
     Cluster(ClusterKey),
     Negotiation { workspace: String, gvr: Gvr },
 }
+
+/// A syncer run here: the resources it syncs (`plural.group`), and its task.
+pub type RunningSyncer = (Vec<String>, tokio::task::JoinHandle<()>);
 
 /// What the reconciles share.
 pub struct Shared {
@@ -81,6 +88,8 @@ pub struct Shared {
     pub importers: Mutex<HashMap<ClusterKey, importer::Importer>>,
     /// Where importers say that a pass ended (their Cluster's status follows).
     pub passes: mpsc::UnboundedSender<ClusterKey>,
+    /// The syncer of each Cluster (push mode), with the resources it syncs.
+    pub syncers: Mutex<HashMap<ClusterKey, RunningSyncer>>,
 }
 
 impl Shared {
@@ -193,6 +202,7 @@ pub async fn run(
         negotiated,
         importers: Mutex::new(HashMap::new()),
         passes,
+        syncers: Mutex::new(HashMap::new()),
     });
     let mut events = pin!(futures::stream::select(
         cluster_events.map(|e| (Watched::Clusters, e)),
@@ -262,6 +272,14 @@ pub async fn run(
         .drain()
     {
         importer.stop();
+    }
+    for (_, (_, syncer)) in shared
+        .syncers
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .drain()
+    {
+        syncer.abort();
     }
     result
 }

@@ -133,13 +133,61 @@ impl<'c> Puller<'c> {
     /// The CRD of `resource` (`plural[.group]`, a singular or short name); an error that is
     /// [`NotServed`] when the cluster serves no such resource.
     pub async fn pull(&mut self, resource: &str) -> anyhow::Result<Value> {
+        let Discovered {
+            group,
+            version,
+            found,
+            resources,
+        } = self.discover(resource).await?;
+        let plural = found["name"].as_str().unwrap_or_default();
+        let crd_path = format!(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{}",
+            crd_name(plural, &group)
+        );
+        if let Some(crd) = self.get(&crd_path).await? {
+            return Ok(cleaned(&crd));
+        }
+        let kind = found["kind"].as_str().unwrap_or_default();
+        let v3 = format!("/openapi/v3{}", api_path(&group, &version));
+        let document = match self.get(&v3).await? {
+            Some(document) => document,
+            None => self
+                .get("/openapi/v2")
+                .await?
+                .with_context(|| format!("the cluster serves neither {v3} nor /openapi/v2"))?,
+        };
+        let schemas = document["components"]["schemas"]
+            .as_object()
+            .or_else(|| document["definitions"].as_object())
+            .context("the OpenAPI document has no schemas")?;
+        from_openapi(schemas, &group, &version, kind, plural, &found, &resources)
+    }
+
+    /// `resource` as kube-rs names it (group, preferred served version, kind, plural), from
+    /// discovery; an error that is [`NotServed`] when the cluster serves no such resource.
+    pub async fn api_resource(&mut self, resource: &str) -> anyhow::Result<kube::api::ApiResource> {
+        let Discovered {
+            group,
+            version,
+            found,
+            ..
+        } = self.discover(resource).await?;
+        let kind = found["kind"].as_str().unwrap_or_default();
+        let plural = found["name"].as_str().unwrap_or_default();
+        let gvk = kube::core::GroupVersionKind::gvk(&group, &version, kind);
+        Ok(kube::api::ApiResource::from_gvk_with_plural(&gvk, plural))
+    }
+
+    /// Where discovery lists `resource` (`plural[.group]`, a singular or short name): the first
+    /// of its group's versions, preferred first, that serves it.
+    async fn discover(&mut self, resource: &str) -> anyhow::Result<Discovered> {
         let wanted = wanted(resource);
         for version in self.versions(wanted.group).await? {
             let Some(list) = self.get(&api_path(wanted.group, &version)).await? else {
                 continue;
             };
             let resources = list["resources"].as_array().cloned().unwrap_or_default();
-            let Some(found) = resources.iter().find(|r| {
+            let found = resources.iter().find(|r| {
                 let name = r["name"].as_str().unwrap_or_default();
                 !name.contains('/')
                     && (name == wanted.name
@@ -150,35 +198,28 @@ impl<'c> Puller<'c> {
                         || r["shortNames"]
                             .as_array()
                             .is_some_and(|s| s.iter().any(|n| n == wanted.name)))
-            }) else {
-                continue;
-            };
-            let plural = found["name"].as_str().unwrap_or_default();
-            let group = wanted.group;
-            let crd_path = format!(
-                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{}",
-                crd_name(plural, group)
-            );
-            if let Some(crd) = self.get(&crd_path).await? {
-                return Ok(cleaned(&crd));
+            });
+            if let Some(found) = found.cloned() {
+                return Ok(Discovered {
+                    group: wanted.group.to_string(),
+                    version,
+                    found,
+                    resources,
+                });
             }
-            let kind = found["kind"].as_str().unwrap_or_default();
-            let v3 = format!("/openapi/v3{}", api_path(group, &version));
-            let document = match self.get(&v3).await? {
-                Some(document) => document,
-                None => self
-                    .get("/openapi/v2")
-                    .await?
-                    .with_context(|| format!("the cluster serves neither {v3} nor /openapi/v2"))?,
-            };
-            let schemas = document["components"]["schemas"]
-                .as_object()
-                .or_else(|| document["definitions"].as_object())
-                .context("the OpenAPI document has no schemas")?;
-            return from_openapi(schemas, group, &version, kind, plural, found, &resources);
         }
         Err(NotServed.into())
     }
+}
+
+/// A resource as discovery lists it.
+struct Discovered {
+    group: String,
+    version: String,
+    /// Its entry.
+    found: Value,
+    /// Every entry of its group version (its subresources among them).
+    resources: Vec<Value>,
 }
 
 /// The cluster serves no such resource.

@@ -29,8 +29,12 @@ pub trait WebhookConverter: Send + Sync {
     ) -> BoxFuture<'a, Result<Vec<Value>, String>>;
 }
 
+/// `group/version`, or `version` for the core group (a CRD's, in kcp's workspaces).
 fn api_version(group: &str, version: &str) -> String {
-    format!("{group}/{version}")
+    match group {
+        "" => version.to_string(),
+        group => format!("{group}/{version}"),
+    }
 }
 
 impl Registry {

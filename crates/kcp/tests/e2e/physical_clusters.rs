@@ -489,3 +489,192 @@ fn difference(a: &Value, b: &Value, path: &str) -> Option<String> {
         _ => Some(format!("{path}: {a} != {b}")),
     }
 }
+
+/// kubectl against a physical cluster, its output whether it succeeded or not.
+fn downstream(cluster: &PhysicalCluster, args: &[&str]) -> std::process::Output {
+    Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig())
+        .args(args)
+        .output()
+        .expect("run kubectl")
+}
+
+#[test]
+fn objects_assigned_to_a_cluster_are_synced_down_and_their_status_up() {
+    let [east, _] = PhysicalCluster::shared();
+    let root = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(
+        root.path(),
+        &[
+            "--resources-to-sync",
+            "deployments.apps,services",
+            "--cluster-poll-interval",
+            "1s",
+        ],
+    );
+    let ws = kcp.workspace("apps");
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_file(dir.path(), "east.yaml", &inline_cluster(east));
+    kcp.kubectl_in_ok(&ws, &["apply", "-f", &file]);
+    kcp_testing::wait::until("deployments served", || {
+        api_resources(&kcp, &ws)
+            .lines()
+            .any(|l| l == "deployments.apps")
+    });
+    let namespace = format!("kcp-{}-default", kcp.logical_cluster(&ws));
+
+    // A Deployment assigned to east runs there, and its status comes back.
+    kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=2",
+        ],
+    );
+    kcp.kubectl_in_ok(&ws, &["label", "deployment", "web", "kcp.dev/cluster=east"]);
+    kcp.kubectl_in_ok(
+        &ws,
+        &["create", "service", "clusterip", "web", "--tcp=80:80"],
+    );
+    kcp.kubectl_in_ok(&ws, &["label", "service", "web", "kcp.dev/cluster=east"]);
+    kcp_testing::wait::until("the Deployment available in kcp", || {
+        let available = kcp.kubectl_in_ok(
+            &ws,
+            &[
+                "get",
+                "deployment",
+                "web",
+                "-o",
+                "jsonpath={.status.availableReplicas}",
+            ],
+        );
+        (available == "2").then_some(()).ok_or(available)
+    });
+    kcp.kubectl_in_ok(
+        &ws,
+        &["rollout", "status", "deployment/web", "--timeout=60s"],
+    );
+    let pods = east.kubectl_ok(&["get", "pods", "-n", &namespace, "-o", "name"]);
+    assert_eq!(pods.lines().count(), 2, "{pods}");
+    let service = east.kubectl_ok(&[
+        "get",
+        "service",
+        "web",
+        "-n",
+        &namespace,
+        "-o",
+        "jsonpath={.spec.ports[0].port}",
+    ]);
+    assert_eq!(service, "80");
+
+    // Scaled upstream, scaled downstream.
+    kcp.kubectl_in_ok(&ws, &["scale", "deployment", "web", "--replicas=3"]);
+    kcp_testing::wait::until("three available", || {
+        let available = kcp.kubectl_in_ok(
+            &ws,
+            &[
+                "get",
+                "deployment",
+                "web",
+                "-o",
+                "jsonpath={.status.availableReplicas}",
+            ],
+        );
+        (available == "3").then_some(()).ok_or(available)
+    });
+    kcp.kubectl_in_ok(
+        &ws,
+        &["rollout", "status", "deployment/web", "--timeout=60s"],
+    );
+
+    // Unassigned or deleted upstream: gone downstream.
+    kcp.kubectl_in_ok(&ws, &["label", "deployment", "web", "kcp.dev/cluster-"]);
+    kcp.kubectl_in_ok(&ws, &["delete", "service", "web"]);
+    kcp_testing::wait::until("removed downstream", || {
+        let deployment = downstream(east, &["get", "deployment", "web", "-n", &namespace]);
+        let service = downstream(east, &["get", "service", "web", "-n", &namespace]);
+        (!deployment.status.success() && !service.status.success())
+            .then_some(())
+            .ok_or("still there")
+    });
+}
+
+#[test]
+fn the_syncer_binary_syncs_a_workspace_to_a_cluster() {
+    let [_, west] = PhysicalCluster::shared();
+    let root = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(
+        root.path(),
+        &[
+            "--resources-to-sync",
+            "deployments.apps",
+            "--cluster-poll-interval",
+            "1s",
+            "--syncer-mode",
+            "none",
+        ],
+    );
+    let ws = kcp.workspace("pulled-sync");
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_file(dir.path(), "west.yaml", &inline_cluster(west));
+    kcp.kubectl_in_ok(&ws, &["apply", "-f", &file]);
+    kcp_testing::wait::until("deployments served", || {
+        api_resources(&kcp, &ws)
+            .lines()
+            .any(|l| l == "deployments.apps")
+    });
+    kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "create",
+            "deployment",
+            "api",
+            "--image=nginx",
+            "--replicas=1",
+        ],
+    );
+    kcp.kubectl_in_ok(&ws, &["label", "deployment", "api", "kcp.dev/cluster=west"]);
+    let syncer = Running(
+        Command::new(env!("CARGO_BIN_EXE_syncer"))
+            .arg("--from-kubeconfig")
+            .arg(kcp.kubeconfig())
+            .args(["--workspace", &ws, "--to-kubeconfig"])
+            .arg(west.kubeconfig())
+            .args([
+                "--cluster",
+                "west",
+                "--resync-interval",
+                "1s",
+                "deployments.apps",
+            ])
+            .spawn()
+            .expect("run syncer"),
+    );
+    kcp_testing::wait::until("the Deployment available in kcp", || {
+        let available = kcp.kubectl_in_ok(
+            &ws,
+            &[
+                "get",
+                "deployment",
+                "api",
+                "-o",
+                "jsonpath={.status.availableReplicas}",
+            ],
+        );
+        (available == "1").then_some(()).ok_or(available)
+    });
+    let namespace = format!("kcp-{}-default", kcp.logical_cluster(&ws));
+    let labels = west.kubectl_ok(&[
+        "get",
+        "namespace",
+        &namespace,
+        "-o",
+        "jsonpath={.metadata.labels}",
+    ]);
+    assert!(labels.contains("kcp.io/synced-from"), "{labels}");
+    drop(syncer);
+}

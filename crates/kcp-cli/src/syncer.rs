@@ -1,0 +1,94 @@
+//! The `syncer` binary (kcp's prototype's, as the cluster-controller runs it in push mode): one
+//! workspace's objects assigned to one physical cluster synced down, their status up
+//! (`kcp_physical::syncer`), until SIGINT or SIGTERM.
+//!
+//! `syncer --from-kubeconfig KCP [--from-context C] --workspace PATH --to-kubeconfig CLUSTER
+//! [--to-context C] --cluster NAME [--resync-interval D] RESOURCE...`
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::kubeconfig::kube_config;
+use anyhow::Context as _;
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(
+    name = "syncer",
+    about = "Syncs one workspace's objects assigned to a physical cluster (label kcp.dev/cluster) down, and their status up"
+)]
+struct Cli {
+    /// The kubeconfig of kcp.
+    #[arg(long)]
+    from_kubeconfig: PathBuf,
+    /// Its context to use (default: its current one).
+    #[arg(long)]
+    from_context: Option<String>,
+    /// The workspace synced from (a path such as `root:team`, or a logical cluster name).
+    #[arg(long)]
+    workspace: String,
+    /// The kubeconfig of the physical cluster.
+    #[arg(long)]
+    to_kubeconfig: PathBuf,
+    /// Its context to use (default: its current one).
+    #[arg(long)]
+    to_context: Option<String>,
+    /// The Cluster's name: objects labelled `kcp.dev/cluster=<name>` are synced.
+    #[arg(long)]
+    cluster: String,
+    /// How often every object is looked at again.
+    #[arg(long, default_value = "30s", value_parser = kcp_apimachinery::duration::parse)]
+    resync_interval: Duration,
+    /// The resources synced, as `plural[.group]` (namespaced ones).
+    #[arg(required = true)]
+    resources: Vec<String>,
+}
+
+/// The `syncer` binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    crate::finish(crate::block_on(async move {
+        let kcp =
+            kcp_sdk::ClusterConfig::new(kube_config(&cli.from_kubeconfig, cli.from_context).await?);
+        let upstream = kcp.client(&cli.workspace)?;
+        // Objects say their workspace by logical cluster name: the path's is asked for.
+        let logical_cluster: serde_json::Value = upstream
+            .request(
+                http::Request::get("/apis/core.kcp.io/v1alpha1/logicalclusters/cluster")
+                    .body(Vec::new())?,
+            )
+            .await
+            .with_context(|| format!("reading the logical cluster of {}", cli.workspace))?;
+        let workspace = logical_cluster["metadata"]["annotations"]["kcp.io/cluster"]
+            .as_str()
+            .context("the logical cluster names no cluster")?
+            .to_string();
+        let downstream =
+            kube::Client::try_from(kube_config(&cli.to_kubeconfig, cli.to_context).await?)?;
+        let mut puller = kcp_physical::puller::Puller::new(&upstream);
+        let mut resources = Vec::new();
+        for resource in &cli.resources {
+            let found = puller
+                .api_resource(resource)
+                .await
+                .with_context(|| format!("{resource} in {}", cli.workspace))?;
+            resources.push(found);
+        }
+        let options = kcp_physical::syncer::SyncerOptions {
+            workspace,
+            location: cli.cluster,
+            resources,
+            resync: cli.resync_interval,
+        };
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let stop = async move {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+        };
+        kcp_physical::syncer::run(upstream, downstream, options, stop).await
+    }))
+}
