@@ -30,6 +30,9 @@ pub struct ControllerFlags {
     /// run by this controller, or `none`.
     #[arg(long, default_value = "push", value_parser = ["push", "none"])]
     pub syncer_mode: String,
+    /// Split Deployments assigned to no cluster across the workspace's Ready clusters.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub deployment_splitter: bool,
 }
 
 impl ControllerFlags {
@@ -39,6 +42,7 @@ impl ControllerFlags {
             auto_publish: self.auto_publish_apis,
             poll_interval: self.cluster_poll_interval,
             push_mode: self.syncer_mode == "push",
+            split_deployments: self.deployment_splitter,
         }
     }
 }

@@ -20,6 +20,7 @@ mod output;
 pub mod paths;
 mod server;
 pub mod snapshot;
+pub mod splitter;
 pub mod syncer;
 
 use std::ffi::OsString;

@@ -33,6 +33,9 @@ pub async fn reconcile(shared: &Arc<Shared>, key: &ClusterKey) -> anyhow::Result
     let workspace = shared.config.client(&key.cluster)?;
     let Some(cluster) = shared.clusters.get(key) else {
         forget(shared, key);
+        if shared.options.split_deployments {
+            split(shared, &key.cluster);
+        }
         for import in shared.imports_in(&key.cluster) {
             if import["spec"]["location"] == key.name.as_str() {
                 let name = import["metadata"]["name"].as_str().unwrap_or_default();
@@ -109,11 +112,19 @@ pub async fn reconcile(shared: &Arc<Shared>, key: &ClusterKey) -> anyhow::Result
             "Connecting",
             "importing the cluster's APIs".to_string(),
         ),
-        (Ok(()), Some(Outcome::Imported(count))) => (
+        // Ready once this controller sees the imports too: negotiation takes a Ready Cluster's
+        // imports as all there is from it.
+        (Ok(()), Some(Outcome::Imported(names))) if !imports_seen(shared, key, names) => (
+            "Unknown",
+            "Connecting",
+            "importing the cluster's APIs".to_string(),
+        ),
+        (Ok(()), Some(Outcome::Imported(names))) => (
             "True",
             "APIsImported",
             format!(
-                "{count} of {} resources imported",
+                "{} of {} resources imported",
+                names.len(),
                 shared.options.resources.len()
             ),
         ),
@@ -125,6 +136,9 @@ pub async fn reconcile(shared: &Arc<Shared>, key: &ClusterKey) -> anyhow::Result
     if shared.options.push_mode && connected.is_ok() {
         sync(shared, key);
     }
+    if shared.options.split_deployments {
+        split(shared, &key.cluster);
+    }
     changed |= cluster["status"]["syncedResources"] != json!(synced);
     if changed {
         let path = requests::path(&kinds::clusters(), None, &key.name);
@@ -133,6 +147,20 @@ pub async fn reconcile(shared: &Arc<Shared>, key: &ClusterKey) -> anyhow::Result
     }
     // A Secret that appears, or a kubeconfig fixed in it, is seen on the next look.
     Ok(connected.is_err().then_some(shared.options.poll_interval))
+}
+
+/// Whether this controller's watch of imports shows every one of `names` (of `key`'s workspace).
+fn imports_seen(shared: &Shared, key: &ClusterKey, names: &[String]) -> bool {
+    names.iter().all(|name| {
+        shared
+            .imports
+            .get(&ClusterKey {
+                cluster: key.cluster.clone(),
+                namespace: String::new(),
+                name: name.clone(),
+            })
+            .is_some()
+    })
 }
 
 /// Stops the importer and the syncer of `key`, if any.
@@ -223,6 +251,72 @@ fn sync(shared: &Arc<Shared>, key: &ClusterKey) {
         }
     });
     syncers.insert(key.clone(), (names, task));
+}
+
+/// The Clusters of `workspace` that roots are split over: Ready, serving Deployments.
+pub fn ready_for_deployments(shared: &Shared, workspace: &str) -> Vec<String> {
+    let mut ready: Vec<String> = crate::in_workspace(&shared.clusters, workspace)
+        .iter()
+        .filter(|c| c["metadata"]["deletionTimestamp"].is_null() && kinds::is_true(c, "Ready"))
+        .filter(|c| {
+            c["status"]["syncedResources"]
+                .as_array()
+                .is_some_and(|r| r.iter().any(|r| r == "deployments.apps"))
+        })
+        .filter_map(|c| c["metadata"]["name"].as_str().map(str::to_string))
+        .collect();
+    ready.sort();
+    ready
+}
+
+/// Runs the deployment splitter of `workspace` while it has Clusters and publishes
+/// Deployments; stops it once it has no Cluster left.
+fn split(shared: &Arc<Shared>, workspace: &str) {
+    let mut splitters = shared.splitters.lock().unwrap_or_else(|e| e.into_inner());
+    let clusters = crate::in_workspace(&shared.clusters, workspace);
+    if clusters.is_empty() {
+        if let Some(splitter) = splitters.remove(workspace) {
+            splitter.abort();
+        }
+        return;
+    }
+    if splitters.get(workspace).is_some_and(|s| !s.is_finished()) {
+        return;
+    }
+    let published = crate::in_workspace(&shared.negotiated, workspace)
+        .into_iter()
+        .find(|n| {
+            n["spec"]["groupVersion"]["group"] == "apps"
+                && n["spec"]["plural"] == "deployments"
+                && kinds::is_true(n, "Published")
+        });
+    let (Some(negotiated), Ok(client)) = (published, shared.config.client(workspace)) else {
+        return;
+    };
+    let version = negotiated["spec"]["groupVersion"]["version"]
+        .as_str()
+        .unwrap_or("v1");
+    let gvk = kube::core::GroupVersionKind::gvk("apps", version, "Deployment");
+    let options = crate::splitter::SplitterOptions {
+        deployments: kube::api::ApiResource::from_gvk_with_plural(&gvk, "deployments"),
+        resync: shared.options.poll_interval,
+    };
+    let ready: crate::splitter::ReadyClusters = {
+        let (shared, workspace) = (shared.clone(), workspace.to_string());
+        Arc::new(move || ready_for_deployments(&shared, &workspace))
+    };
+    let name = workspace.to_string();
+    let task = tokio::spawn(async move {
+        let run = crate::splitter::run(client, options, ready, std::future::pending());
+        if let Err(error) = run.await {
+            tracing::warn!(
+                workspace = name,
+                error = format!("{error:#}"),
+                "the deployment splitter stopped"
+            );
+        }
+    });
+    splitters.insert(workspace.to_string(), task);
 }
 
 /// The resources of `key`'s imports that are compatible and available, as `plural.group`.

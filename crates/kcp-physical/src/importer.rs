@@ -19,7 +19,8 @@ use crate::requests;
 /// What the last pass gave: how many resources were imported, or why none were.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    Imported(usize),
+    /// The names of the imports the pass keeps.
+    Imported(Vec<String>),
     /// The cluster could not be reached (connection, TLS, timeouts).
     Unreachable(String),
     /// It answered, but not as needed (permissions, documents).
@@ -53,7 +54,7 @@ impl Importer {
                 let result = pass(&shared, &key, &cluster, &remote).await;
                 let result = match result.map_err(|e| (shortened(&format!("{e:#}")), answered(&e)))
                 {
-                    Ok(count) => Outcome::Imported(count),
+                    Ok(names) => Outcome::Imported(names),
                     Err((message, answered)) => {
                         tracing::info!(cluster = %key, error = message, "import failed");
                         match answered {
@@ -108,13 +109,13 @@ fn answered(error: &anyhow::Error) -> bool {
     })
 }
 
-/// One import pass; the number of resources imported.
+/// One import pass; the names of the imports it keeps.
 async fn pass(
     shared: &Shared,
     key: &ClusterKey,
     cluster: &Value,
     remote: &kube::Client,
-) -> anyhow::Result<usize> {
+) -> anyhow::Result<Vec<String>> {
     let location = key.name.as_str();
     let mut puller = Puller::new(remote);
     let mut pulled = Vec::new();
@@ -130,7 +131,7 @@ async fn pass(
     if current.and_then(|c| c.metadata.uid.clone()).as_deref()
         != cluster["metadata"]["uid"].as_str()
     {
-        return Ok(0);
+        return Ok(Vec::new());
     }
     let workspace = shared.config.client(&key.cluster)?;
     let existing = shared.imports_in(&key.cluster);
@@ -191,7 +192,7 @@ async fn pass(
             requests::delete(&workspace, &requests::path(&kinds::imports(), None, name)).await?;
         }
     }
-    Ok(wanted.len())
+    Ok(wanted.into_iter().collect())
 }
 
 /// An import's spec from a pulled CRD: its storage version's schema, names, scope,

@@ -12,6 +12,10 @@
 //!   denominator of its imports (through `kcp_apimachinery::schema::compat`), or the CRD a user
 //!   applied by hand, which wins and is enforced; imports marked `Compatible` and `Available`;
 //!   published ones become the workspace's CRDs ([`publish`]).
+//! - [`syncer`]: objects labelled `kcp.dev/cluster=<cluster>` synced down to it, their status
+//!   up; run per Cluster in push mode, or by the `syncer` binary.
+//! - [`splitter`]: Deployments assigned to no cluster split into one leaf per Ready cluster;
+//!   run per workspace with Clusters, or by the `deployment-splitter` binary.
 //!
 //! [`run`] drives both on one work queue fed by three wildcard watches (Clusters, imports,
 //! negotiated resources).
@@ -37,6 +41,7 @@ pub mod negotiation;
 pub mod publish;
 pub mod puller;
 mod requests;
+pub mod splitter;
 pub mod syncer;
 
 use kinds::Gvr;
@@ -52,6 +57,8 @@ pub struct Options {
     pub poll_interval: Duration,
     /// Whether each Cluster's objects are synced by a syncer run here (push mode).
     pub push_mode: bool,
+    /// Whether Deployments assigned to no cluster are split across the workspace's clusters.
+    pub split_deployments: bool,
 }
 
 impl Default for Options {
@@ -63,6 +70,7 @@ impl Default for Options {
             auto_publish: true,
             poll_interval: Duration::from_secs(60),
             push_mode: true,
+            split_deployments: true,
         }
     }
 }
@@ -90,6 +98,8 @@ pub struct Shared {
     pub passes: mpsc::UnboundedSender<ClusterKey>,
     /// The syncer of each Cluster (push mode), with the resources it syncs.
     pub syncers: Mutex<HashMap<ClusterKey, RunningSyncer>>,
+    /// The deployment splitter of each workspace with Clusters.
+    pub splitters: Mutex<HashMap<String, tokio::task::JoinHandle<()>>>,
 }
 
 impl Shared {
@@ -111,7 +121,7 @@ impl Shared {
     }
 }
 
-fn in_workspace(store: &ClusterStore<DynamicObject>, workspace: &str) -> Vec<Value> {
+pub(crate) fn in_workspace(store: &ClusterStore<DynamicObject>, workspace: &str) -> Vec<Value> {
     let mut objects: Vec<Value> = store
         .state()
         .into_iter()
@@ -203,6 +213,7 @@ pub async fn run(
         importers: Mutex::new(HashMap::new()),
         passes,
         syncers: Mutex::new(HashMap::new()),
+        splitters: Mutex::new(HashMap::new()),
     });
     let mut events = pin!(futures::stream::select(
         cluster_events.map(|e| (Watched::Clusters, e)),
@@ -280,6 +291,14 @@ pub async fn run(
         .drain()
     {
         syncer.abort();
+    }
+    for (_, splitter) in shared
+        .splitters
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .drain()
+    {
+        splitter.abort();
     }
     result
 }

@@ -144,8 +144,10 @@ fn clusters_registered_in_a_workspace_negotiate_their_apis() {
     );
     kcp.kubectl_in_ok(&team, &["apply", "-f", &enforced]);
     kcp.wait_established(&team, "gizmos.example.dev");
-    // Registered together (one apply), they negotiate together.
-    let clusters = [inline_cluster(east), inline_cluster(west)].join("---\n");
+    // Registered in one apply, west (the narrower) first: however the controller sees them
+    // come, widgets end with what both accept (west published alone is already the LCD, and
+    // east then fits it).
+    let clusters = [inline_cluster(west), inline_cluster(east)].join("---\n");
     let file = write_file(dir.path(), "clusters.yaml", &clusters);
     kcp.kubectl_in_ok(&team, &["apply", "-f", &file]);
     for cluster in ["east", "west"] {
@@ -490,6 +492,41 @@ fn difference(a: &Value, b: &Value, path: &str) -> Option<String> {
     }
 }
 
+/// A Deployment of nginx, assigned to `cluster` if given.
+fn deployment(name: &str, replicas: u32, cluster: Option<&str>) -> String {
+    let labels = match cluster {
+        Some(cluster) => format!("{{app: {name}, kcp.dev/cluster: {cluster}}}"),
+        None => format!("{{app: {name}}}"),
+    };
+    format!(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: default, labels: {labels}}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers: [{{name: nginx, image: nginx}}]
+"
+    )
+}
+
+/// The `jsonpath` of a Deployment in `ws`.
+fn deployment_field(kcp: &Kcp, ws: &str, name: &str, jsonpath: &str) -> String {
+    kcp.kubectl_in_ok(
+        ws,
+        &[
+            "get",
+            "deployment",
+            name,
+            "-o",
+            &format!("jsonpath={jsonpath}"),
+        ],
+    )
+}
+
 /// kubectl against a physical cluster, its output whether it succeeded or not.
 fn downstream(cluster: &PhysicalCluster, args: &[&str]) -> std::process::Output {
     Command::new("kubectl")
@@ -525,17 +562,8 @@ fn objects_assigned_to_a_cluster_are_synced_down_and_their_status_up() {
     let namespace = format!("kcp-{}-default", kcp.logical_cluster(&ws));
 
     // A Deployment assigned to east runs there, and its status comes back.
-    kcp.kubectl_in_ok(
-        &ws,
-        &[
-            "create",
-            "deployment",
-            "web",
-            "--image=nginx",
-            "--replicas=2",
-        ],
-    );
-    kcp.kubectl_in_ok(&ws, &["label", "deployment", "web", "kcp.dev/cluster=east"]);
+    let manifest = write_file(dir.path(), "web.yaml", &deployment("web", 2, Some("east")));
+    kcp.kubectl_in_ok(&ws, &["apply", "-f", &manifest]);
     kcp.kubectl_in_ok(
         &ws,
         &["create", "service", "clusterip", "web", "--tcp=80:80"],
@@ -627,17 +655,8 @@ fn the_syncer_binary_syncs_a_workspace_to_a_cluster() {
             .lines()
             .any(|l| l == "deployments.apps")
     });
-    kcp.kubectl_in_ok(
-        &ws,
-        &[
-            "create",
-            "deployment",
-            "api",
-            "--image=nginx",
-            "--replicas=1",
-        ],
-    );
-    kcp.kubectl_in_ok(&ws, &["label", "deployment", "api", "kcp.dev/cluster=west"]);
+    let manifest = write_file(dir.path(), "api.yaml", &deployment("api", 1, Some("west")));
+    kcp.kubectl_in_ok(&ws, &["apply", "-f", &manifest]);
     let syncer = Running(
         Command::new(env!("CARGO_BIN_EXE_syncer"))
             .arg("--from-kubeconfig")
@@ -677,4 +696,108 @@ fn the_syncer_binary_syncs_a_workspace_to_a_cluster() {
     ]);
     assert!(labels.contains("kcp.io/synced-from"), "{labels}");
     drop(syncer);
+}
+
+#[test]
+fn an_unassigned_deployment_is_split_across_the_clusters_and_summed_back() {
+    let [east, west] = PhysicalCluster::shared();
+    let root = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(
+        root.path(),
+        &[
+            "--resources-to-sync",
+            "deployments.apps",
+            "--cluster-poll-interval",
+            "1s",
+        ],
+    );
+    let ws = kcp.workspace("split");
+    let dir = tempfile::tempdir().unwrap();
+    let clusters = [inline_cluster(east), inline_cluster(west)].join("---\n");
+    kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "apply",
+            "-f",
+            &write_file(dir.path(), "clusters.yaml", &clusters),
+        ],
+    );
+    for cluster in ["east", "west"] {
+        kcp_testing::wait::until(&format!("{cluster} syncing Deployments"), || {
+            let synced = kcp.kubectl_in_ok(
+                &ws,
+                &[
+                    "get",
+                    "cluster",
+                    cluster,
+                    "-o",
+                    "jsonpath={.status.syncedResources}",
+                ],
+            );
+            synced
+                .contains("deployments.apps")
+                .then_some(())
+                .ok_or(synced)
+        });
+    }
+    let namespace = format!("kcp-{}-default", kcp.logical_cluster(&ws));
+
+    // 5 replicas: 3 to east, 2 to west; the root sums what runs.
+    let web = write_file(dir.path(), "web.yaml", &deployment("web", 5, None));
+    kcp.kubectl_in_ok(&ws, &["apply", "-f", &web]);
+    kcp_testing::wait::until("5 available at the root", || {
+        let available = deployment_field(&kcp, &ws, "web", "{.status.availableReplicas}");
+        (available == "5").then_some(()).ok_or(available)
+    });
+    assert_eq!(
+        deployment_field(&kcp, &ws, "web--east", "{.spec.replicas}"),
+        "3"
+    );
+    assert_eq!(
+        deployment_field(&kcp, &ws, "web--west", "{.spec.replicas}"),
+        "2"
+    );
+    let owner = deployment_field(
+        &kcp,
+        &ws,
+        "web--west",
+        "{.metadata.ownerReferences[0].name}",
+    );
+    assert_eq!(owner, "web");
+    kcp.kubectl_in_ok(
+        &ws,
+        &["rollout", "status", "deployment/web", "--timeout=60s"],
+    );
+    for (cluster, replicas) in [(east, "3"), (west, "2")] {
+        let leaf = format!("web--{}", cluster.name());
+        let ready = cluster.kubectl_ok(&[
+            "get",
+            "deployment",
+            &leaf,
+            "-n",
+            &namespace,
+            "-o",
+            "jsonpath={.status.readyReplicas}",
+        ]);
+        assert_eq!(ready, replicas, "in {}", cluster.name());
+    }
+
+    // Scaled to 8: 4 and 4.
+    kcp.kubectl_in_ok(&ws, &["scale", "deployment", "web", "--replicas=8"]);
+    kcp_testing::wait::until("8 available at the root", || {
+        let available = deployment_field(&kcp, &ws, "web", "{.status.availableReplicas}");
+        (available == "8").then_some(()).ok_or(available)
+    });
+    assert_eq!(
+        deployment_field(&kcp, &ws, "web--east", "{.spec.replicas}"),
+        "4"
+    );
+    assert_eq!(
+        deployment_field(&kcp, &ws, "web--west", "{.spec.replicas}"),
+        "4"
+    );
+    kcp.kubectl_in_ok(
+        &ws,
+        &["rollout", "status", "deployment/web", "--timeout=60s"],
+    );
 }

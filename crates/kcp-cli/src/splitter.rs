@@ -1,0 +1,102 @@
+//! The `deployment-splitter` binary (kcp's prototype's; the cluster-controller runs the same per
+//! workspace): the Deployments of one workspace assigned to no cluster split across its Ready
+//! Clusters (`kcp_physical::splitter`), until SIGINT or SIGTERM.
+//!
+//! `deployment-splitter --kubeconfig KCP [--context C] --workspace PATH [--resync-interval D]`
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clap::Parser;
+
+use crate::kubeconfig::kube_config;
+
+#[derive(Parser)]
+#[command(
+    name = "deployment-splitter",
+    about = "Splits a workspace's Deployments across its Ready clusters"
+)]
+struct Cli {
+    /// The kubeconfig of kcp.
+    #[arg(long)]
+    kubeconfig: PathBuf,
+    /// Its context to use (default: its current one).
+    #[arg(long)]
+    context: Option<String>,
+    /// The workspace (a path such as `root:team`, or a logical cluster name).
+    #[arg(long)]
+    workspace: String,
+    /// How often every Deployment is split again.
+    #[arg(long, default_value = "30s", value_parser = kcp_apimachinery::duration::parse)]
+    resync_interval: Duration,
+}
+
+/// The names of the Clusters `clusters` (a list) says are Ready and serve Deployments.
+fn ready(clusters: &serde_json::Value) -> Vec<String> {
+    let mut ready: Vec<String> = clusters["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["metadata"]["deletionTimestamp"].is_null())
+        .filter(|c| {
+            c["status"]["conditions"].as_array().is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            })
+        })
+        .filter(|c| {
+            c["status"]["syncedResources"]
+                .as_array()
+                .is_some_and(|r| r.iter().any(|r| r == "deployments.apps"))
+        })
+        .filter_map(|c| c["metadata"]["name"].as_str().map(str::to_string))
+        .collect();
+    ready.sort();
+    ready
+}
+
+/// The `deployment-splitter` binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    crate::finish(crate::block_on(async move {
+        let kcp = kcp_sdk::ClusterConfig::new(kube_config(&cli.kubeconfig, cli.context).await?);
+        let client = kcp.client(&cli.workspace)?;
+        let mut puller = kcp_physical::puller::Puller::new(&client);
+        let deployments = puller.api_resource("deployments.apps").await?;
+        // The workspace's Clusters, looked at twice a second.
+        let known = Arc::new(Mutex::new(Vec::new()));
+        let watcher = {
+            let (client, known) = (client.clone(), known.clone());
+            tokio::spawn(async move {
+                loop {
+                    let request = http::Request::get("/apis/cluster.example.dev/v1alpha1/clusters")
+                        .body(Vec::new())
+                        .expect("a request");
+                    if let Ok(list) = client.request::<serde_json::Value>(request).await {
+                        *known.lock().unwrap_or_else(|e| e.into_inner()) = ready(&list);
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            })
+        };
+        let ready: kcp_physical::splitter::ReadyClusters =
+            Arc::new(move || known.lock().unwrap_or_else(|e| e.into_inner()).clone());
+        let options = kcp_physical::splitter::SplitterOptions {
+            deployments,
+            resync: cli.resync_interval,
+        };
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let stop = async move {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+        };
+        let result = kcp_physical::splitter::run(client, options, ready, stop).await;
+        watcher.abort();
+        result
+    }))
+}
