@@ -33,6 +33,10 @@ pub struct ControllerFlags {
     /// Split Deployments assigned to no cluster across the workspace's Ready clusters.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub deployment_splitter: bool,
+    /// How long a Cluster may stay unreachable before its share of split Deployments moves
+    /// to the other Ready clusters.
+    #[arg(long, default_value = "5m0s", value_parser = kcp_apimachinery::duration::parse)]
+    pub cluster_unreachable_grace_period: Duration,
 }
 
 impl ControllerFlags {
@@ -43,6 +47,7 @@ impl ControllerFlags {
             poll_interval: self.cluster_poll_interval,
             push_mode: self.syncer_mode == "push",
             split_deployments: self.deployment_splitter,
+            unreachable_grace: self.cluster_unreachable_grace_period,
         }
     }
 }

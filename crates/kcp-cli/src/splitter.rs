@@ -31,30 +31,9 @@ struct Cli {
     /// How often every Deployment is split again.
     #[arg(long, default_value = "30s", value_parser = kcp_apimachinery::duration::parse)]
     resync_interval: Duration,
-}
-
-/// The names of the Clusters `clusters` (a list) says are Ready and serve Deployments.
-fn ready(clusters: &serde_json::Value) -> Vec<String> {
-    let mut ready: Vec<String> = clusters["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|c| c["metadata"]["deletionTimestamp"].is_null())
-        .filter(|c| {
-            c["status"]["conditions"].as_array().is_some_and(|cs| {
-                cs.iter()
-                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
-            })
-        })
-        .filter(|c| {
-            c["status"]["syncedResources"]
-                .as_array()
-                .is_some_and(|r| r.iter().any(|r| r == "deployments.apps"))
-        })
-        .filter_map(|c| c["metadata"]["name"].as_str().map(str::to_string))
-        .collect();
-    ready.sort();
-    ready
+    /// How long a Cluster may stay unreachable before its share moves to the other clusters.
+    #[arg(long, default_value = "5m0s", value_parser = kcp_apimachinery::duration::parse)]
+    cluster_unreachable_grace_period: Duration,
 }
 
 /// The `deployment-splitter` binary.
@@ -66,6 +45,7 @@ pub fn main() -> ExitCode {
         let mut puller = kcp_physical::puller::Puller::new(&client);
         let deployments = puller.api_resource("deployments.apps").await?;
         // The workspace's Clusters, looked at twice a second.
+        let grace = cli.cluster_unreachable_grace_period;
         let known = Arc::new(Mutex::new(Vec::new()));
         let watcher = {
             let (client, known) = (client.clone(), known.clone());
@@ -75,7 +55,10 @@ pub fn main() -> ExitCode {
                         .body(Vec::new())
                         .expect("a request");
                     if let Ok(list) = client.request::<serde_json::Value>(request).await {
-                        *known.lock().unwrap_or_else(|e| e.into_inner()) = ready(&list);
+                        let items = list["items"].as_array().cloned().unwrap_or_default();
+                        let ready =
+                            kcp_physical::splitter::schedulable_for_deployments(&items, grace);
+                        *known.lock().unwrap_or_else(|e| e.into_inner()) = ready;
                     }
                     tokio::time::sleep(Duration::from_millis(500)).await;
                 }

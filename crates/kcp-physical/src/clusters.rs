@@ -253,20 +253,11 @@ fn sync(shared: &Arc<Shared>, key: &ClusterKey) {
     syncers.insert(key.clone(), (names, task));
 }
 
-/// The Clusters of `workspace` that roots are split over: Ready, serving Deployments.
+/// The Clusters of `workspace` that roots are split over (see
+/// [`crate::splitter::schedulable_for_deployments`]).
 pub fn ready_for_deployments(shared: &Shared, workspace: &str) -> Vec<String> {
-    let mut ready: Vec<String> = crate::in_workspace(&shared.clusters, workspace)
-        .iter()
-        .filter(|c| c["metadata"]["deletionTimestamp"].is_null() && kinds::is_true(c, "Ready"))
-        .filter(|c| {
-            c["status"]["syncedResources"]
-                .as_array()
-                .is_some_and(|r| r.iter().any(|r| r == "deployments.apps"))
-        })
-        .filter_map(|c| c["metadata"]["name"].as_str().map(str::to_string))
-        .collect();
-    ready.sort();
-    ready
+    let clusters = crate::in_workspace(&shared.clusters, workspace);
+    crate::splitter::schedulable_for_deployments(&clusters, shared.options.unreachable_grace)
 }
 
 /// Runs the deployment splitter of `workspace` while it has Clusters and publishes

@@ -59,6 +59,9 @@ pub struct Options {
     pub push_mode: bool,
     /// Whether Deployments assigned to no cluster are split across the workspace's clusters.
     pub split_deployments: bool,
+    /// How long a Cluster may stay unreachable before its share of split Deployments moves to
+    /// the others (as pods tolerate an unreachable node).
+    pub unreachable_grace: Duration,
 }
 
 impl Default for Options {
@@ -71,6 +74,7 @@ impl Default for Options {
             poll_interval: Duration::from_secs(60),
             push_mode: true,
             split_deployments: true,
+            unreachable_grace: Duration::from_secs(300),
         }
     }
 }

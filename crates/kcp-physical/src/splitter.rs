@@ -54,6 +54,40 @@ pub fn shares(replicas: i64, clusters: &[String]) -> BTreeMap<String, i64> {
         .collect()
 }
 
+/// Whether `cluster` may take workloads: Ready, or unreachable for less than `grace`.
+pub fn schedulable(cluster: &Value, grace: Duration) -> bool {
+    let Some(ready) = crate::kinds::condition(cluster, "Ready") else {
+        return false;
+    };
+    match (ready["status"].as_str(), ready["reason"].as_str()) {
+        (Some("True"), _) => true,
+        (Some("False"), Some("Unreachable")) => ready["lastTransitionTime"]
+            .as_str()
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+            // Times are whole seconds: "since" may be a moment ahead of now.
+            .map(|since| jiff::Timestamp::now().duration_since(since).as_millis())
+            .is_some_and(|unreachable| unreachable < grace.as_millis() as i128),
+        _ => false,
+    }
+}
+
+/// The names of `clusters` (Cluster objects) that roots are split over: schedulable, not being
+/// deleted, serving Deployments; sorted.
+pub fn schedulable_for_deployments(clusters: &[Value], grace: Duration) -> Vec<String> {
+    let mut names: Vec<String> = clusters
+        .iter()
+        .filter(|c| c["metadata"]["deletionTimestamp"].is_null() && schedulable(c, grace))
+        .filter(|c| {
+            c["status"]["syncedResources"]
+                .as_array()
+                .is_some_and(|r| r.iter().any(|r| r == "deployments.apps"))
+        })
+        .filter_map(|c| c["metadata"]["name"].as_str().map(str::to_string))
+        .collect();
+    names.sort();
+    names
+}
+
 /// Whether `deployment` is one the splitter splits: assigned to no cluster, and no leaf.
 pub fn is_root(deployment: &Value) -> bool {
     let labels = &deployment["metadata"]["labels"];
@@ -372,6 +406,37 @@ mod tests {
 
     fn names(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn an_unreachable_cluster_keeps_its_share_for_the_grace_period() {
+        let cluster = |name: &str, status: &str, reason: &str, since: String| {
+            json!({"metadata": {"name": name}, "status": {
+                "conditions": [{"type": "Ready", "status": status, "reason": reason, "lastTransitionTime": since}],
+                "syncedResources": ["deployments.apps"],
+            }})
+        };
+        let now = crate::kinds::now();
+        let long_ago = "2020-01-01T00:00:00Z".to_string();
+        let grace = Duration::from_secs(300);
+        let clusters = [
+            cluster("b-ready", "True", "APIsImported", long_ago.clone()),
+            cluster("a-lost-now", "False", "Unreachable", now),
+            cluster("c-lost-long-ago", "False", "Unreachable", long_ago.clone()),
+            cluster(
+                "d-refused",
+                "False",
+                "InvalidKubeConfig",
+                crate::kinds::now(),
+            ),
+        ];
+        assert_eq!(
+            schedulable_for_deployments(&clusters, grace),
+            ["a-lost-now", "b-ready"]
+        );
+        let mut no_deployments = cluster("e", "True", "APIsImported", long_ago);
+        no_deployments["status"]["syncedResources"] = json!(["services"]);
+        assert!(schedulable_for_deployments(&[no_deployments], grace).is_empty());
     }
 
     #[test]

@@ -314,7 +314,10 @@ async fn what_a_cluster_serves_is_answered_in_one_place() {
             "APIExport",
             "APIBinding",
             "APIBinding",
-            "APIExportEndpointSlice"
+            "APIExportEndpointSlice",
+            "Cluster",
+            "APIResourceImport",
+            "NegotiatedAPIResource"
         ]
     );
     assert_eq!(kinds[system..], ["Widget", "Widget"]);

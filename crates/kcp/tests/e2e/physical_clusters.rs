@@ -801,3 +801,92 @@ fn an_unassigned_deployment_is_split_across_the_clusters_and_summed_back() {
         &["rollout", "status", "deployment/web", "--timeout=60s"],
     );
 }
+
+#[test]
+fn a_lost_clusters_share_moves_after_the_grace_period_and_comes_back_with_it() {
+    let [east, _] = PhysicalCluster::shared();
+    let parent = tempfile::tempdir().unwrap();
+    let south_dir = parent.path().join("south");
+    let south = PhysicalCluster::start(&south_dir);
+    let root = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(
+        root.path(),
+        &[
+            "--resources-to-sync",
+            "deployments.apps",
+            "--cluster-poll-interval",
+            "1s",
+            "--cluster-unreachable-grace-period",
+            "3s",
+        ],
+    );
+    let ws = kcp.workspace("failover");
+    let dir = tempfile::tempdir().unwrap();
+    let clusters = [inline_cluster(east), inline_cluster(&south)].join("---\n");
+    kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "apply",
+            "-f",
+            &write_file(dir.path(), "clusters.yaml", &clusters),
+        ],
+    );
+    let web = write_file(dir.path(), "web.yaml", &deployment("web", 8, None));
+    let split_and_available = |east_share: &str, south_share: Option<&str>| {
+        kcp_testing::wait::until(
+            &format!("east {east_share}, south {south_share:?}, 8 available"),
+            || {
+                let leaves = kcp.kubectl_in_ok(
+                    &ws,
+                    &[
+                        "get",
+                        "deployments",
+                        "-l",
+                        "kcp.dev/owned-by=web",
+                        "-o",
+                        "jsonpath={range .items[*]}{.metadata.name}={.spec.replicas} {end}",
+                    ],
+                );
+                let mut wanted = format!("web--east={east_share} ");
+                if let Some(south) = south_share {
+                    wanted.push_str(&format!("web--south={south} "));
+                }
+                let available = deployment_field(&kcp, &ws, "web", "{.status.availableReplicas}");
+                (leaves == wanted && available == "8")
+                    .then_some(())
+                    .ok_or(format!("{leaves}; {available} available"))
+            },
+        );
+    };
+    kcp_testing::wait::until("both clusters syncing Deployments", || {
+        let ready = kcp.kubectl_in_ok(
+            &ws,
+            &[
+                "get",
+                "clusters",
+                "-o",
+                "jsonpath={.items[*].status.syncedResources}",
+            ],
+        );
+        (ready.matches("deployments.apps").count() == 2)
+            .then_some(())
+            .ok_or(ready)
+    });
+    kcp.kubectl_in_ok(&ws, &["apply", "-f", &web]);
+    split_and_available("4", Some("4"));
+
+    // South's kube-apiserver is killed: after the grace period east runs all 8.
+    let _ = Command::new("kill")
+        .args(["-9", &south.pid_of("kube-apiserver").to_string()])
+        .status();
+    south.stop();
+    split_and_available("8", None);
+
+    // South comes back: split again, and nothing of the old share is left twice there.
+    let south = PhysicalCluster::start(&south_dir);
+    split_and_available("4", Some("4"));
+    let namespace = format!("kcp-{}-default", kcp.logical_cluster(&ws));
+    let there = south.kubectl_ok(&["get", "deployments", "-n", &namespace, "-o", "name"]);
+    assert_eq!(there.trim(), "deployment.apps/web--south");
+    south.stop();
+}

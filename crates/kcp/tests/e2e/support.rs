@@ -509,11 +509,38 @@ impl PhysicalCluster {
         })
     }
 
+    /// A cluster of the calling test's own in `dir` (made again from what `dir` holds, if a
+    /// cluster ran there before), once it is ready.
+    pub fn start(dir: &Path) -> PhysicalCluster {
+        PhysicalCluster::spawn(dir).ready()
+    }
+
+    /// The pid of one of the cluster's processes (`kube-apiserver`, `etcd`, ...).
+    pub fn pid_of(&self, process: &str) -> u32 {
+        let pids = std::fs::read_to_string(self.dir.join("pids")).unwrap();
+        pids.lines()
+            .find_map(|line| line.strip_prefix(&format!("{process} ")))
+            .and_then(|pid| pid.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {process} in {pids}"))
+    }
+
+    /// Stops the cluster (its runner stops every process) and waits for it.
+    pub fn stop(&self) {
+        let mut runner = self._runner.lock().unwrap();
+        let _ = Command::new("kill").arg(runner.id().to_string()).status();
+        let _ = runner.wait();
+    }
+
     fn spawn(dir: &Path) -> PhysicalCluster {
         std::fs::create_dir_all(dir).unwrap();
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/physical-cluster");
         let log = std::fs::File::create(dir.with_extension("log")).unwrap();
-        let runner = Command::new(script)
+        let mut command = Command::new(script);
+        // A restart keeps the cluster's address, so that kubeconfigs handed out stay good.
+        if let Ok(port) = std::fs::read_to_string(dir.join("port")) {
+            command.env("PORT", port.trim());
+        }
+        let runner = command
             .arg("up")
             .arg(dir)
             .env("WATCH_PID", std::process::id().to_string())
