@@ -12,7 +12,8 @@
 //! `gc` (garbage collection of many dependents and of ownership chains in a deleted namespace),
 //! `apis` (a thousand workspaces binding one export: rate, memory, the virtual workspace's
 //! watch and LIST), `admission`, `compat` (the `compat` binary on the largest CRDs), `physical`
-//! (a real cluster's 50 resources imported and published in a workspace).
+//! (a real cluster's 50 resources imported and published in a workspace), `syncer` (spec down and
+//! status up through the syncer, and its memory).
 
 mod admission;
 mod api;
@@ -25,6 +26,7 @@ mod lists;
 mod measure;
 mod physical;
 mod storage;
+mod syncer;
 mod table;
 mod watches;
 pub(crate) mod workspaces;
@@ -88,6 +90,10 @@ enum Command {
     /// workspace, until all 50 are served there, against applying the same CRDs with kubectl.
     /// Expects `cargo build --release -p kcp` and `scripts/physical-cluster build`.
     Physical(physical::Options),
+    /// The syncer against a real Kubernetes cluster: spec down and status up latencies against
+    /// a watch's own, and the syncer binary's RSS following 10,000 objects. Expects
+    /// `cargo build --release -p kcp` and `scripts/physical-cluster build`.
+    Syncer(syncer::Options),
 }
 
 #[tokio::main]
@@ -105,6 +111,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Admission(options) => admission::run(options).await,
         Command::Compat(options) => compat::run(options).await,
         Command::Physical(options) => physical::run(options).await,
+        Command::Syncer(options) => syncer::run(options).await,
         Command::Gc(options) => gc::run(options).await,
     }
 }

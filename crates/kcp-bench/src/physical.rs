@@ -28,8 +28,8 @@ pub struct Options {
 }
 
 /// The physical cluster, stopped (SIGTERM, then waited for) on drop.
-struct Cluster {
-    dir: PathBuf,
+pub(crate) struct Cluster {
+    pub(crate) dir: PathBuf,
     runner: Child,
 }
 
@@ -43,7 +43,7 @@ impl Drop for Cluster {
 }
 
 impl Cluster {
-    fn start(dir: &Path) -> anyhow::Result<Cluster> {
+    pub(crate) fn start(dir: &Path) -> anyhow::Result<Cluster> {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/physical-cluster");
         let runner = Command::new(&script)
             .arg("up")
@@ -74,7 +74,11 @@ impl Cluster {
     }
 }
 
-fn kubectl(kubeconfig: &Path, server: Option<&str>, args: &[&str]) -> anyhow::Result<String> {
+pub(crate) fn kubectl(
+    kubeconfig: &Path,
+    server: Option<&str>,
+    args: &[&str],
+) -> anyhow::Result<String> {
     let mut command = Command::new("kubectl");
     command.arg("--kubeconfig").arg(kubeconfig);
     if let Some(server) = server {

@@ -356,7 +356,13 @@ pub async fn run(
     let mut up = Vec::new();
     let mut down = Vec::new();
     let mut streams: Vec<BoxStream<'static, SideEvent>> = Vec::new();
-    let marker = format!("{WORKSPACE_LABEL}={}", options.workspace.replace(':', "-"));
+    // Downstream, what this syncer wrote: from its workspace, for its cluster (another syncer
+    // of the same workspace may write into the same physical cluster under another name).
+    let marker = format!(
+        "{WORKSPACE_LABEL}={},{CLUSTER_LABEL}={}",
+        options.workspace.replace(':', "-"),
+        options.location
+    );
     for (index, resource) in options.resources.iter().enumerate() {
         for side in [Side::Up, Side::Down] {
             let (client, config) = match side {

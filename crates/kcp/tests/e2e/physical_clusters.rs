@@ -299,8 +299,11 @@ fn clusters_registered_in_a_workspace_negotiate_their_apis() {
         Ok(fields) if fields == ["color", "size"] => Ok(()),
         other => Err(format!("{other:?}")),
     });
-    let explained = kcp.kubectl_in_ok(&team, &["explain", "widgets.spec"]);
-    assert!(explained.contains("color"), "{explained}");
+    // The CRD follows its negotiated resource.
+    kcp_testing::wait::until("the CRD widened", || {
+        let explained = kcp.kubectl_in_ok(&team, &["explain", "widgets.spec"]);
+        explained.contains("color").then_some(()).ok_or(explained)
+    });
     let imports = kcp.kubectl_in_ok(&team, &["get", "apiresourceimports", "-o", "name"]);
     assert!(!imports.contains(".west."), "{imports}");
 }
