@@ -91,14 +91,7 @@ pub fn main() -> ExitCode {
     crate::finish(crate::block_on(async move {
         let path = kubeconfig::locate(cli.kubeconfig.as_deref())?;
         let config = config(&path, cli.context).await?;
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        let stop = async move {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = terminate.recv() => {}
-            }
-        };
+        let stop = crate::shutdown_signal()?;
         kcp_physical::run(config, cli.controller.options(), stop).await
     }))
 }

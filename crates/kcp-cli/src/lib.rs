@@ -295,6 +295,18 @@ fn finish(result: anyhow::Result<()>) -> ExitCode {
     }
 }
 
+/// Resolves on SIGINT or SIGTERM: when the long-running commands (`cluster-controller`,
+/// `syncer`, `deployment-splitter`) stop.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+    })
+}
+
 fn block_on(work: impl std::future::Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()

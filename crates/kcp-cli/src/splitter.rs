@@ -70,14 +70,7 @@ pub fn main() -> ExitCode {
             deployments,
             resync: cli.resync_interval,
         };
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        let stop = async move {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = terminate.recv() => {}
-            }
-        };
+        let stop = crate::shutdown_signal()?;
         let result = kcp_physical::splitter::run(client, options, ready, stop).await;
         watcher.abort();
         result

@@ -81,14 +81,7 @@ pub fn main() -> ExitCode {
             resources,
             resync: cli.resync_interval,
         };
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        let stop = async move {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = terminate.recv() => {}
-            }
-        };
+        let stop = crate::shutdown_signal()?;
         kcp_physical::syncer::run(upstream, downstream, options, stop).await
     }))
 }

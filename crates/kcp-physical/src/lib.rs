@@ -320,7 +320,8 @@ fn touched(
     }
 }
 
-async fn sleep_until(at: Option<tokio::time::Instant>) {
+/// Sleeps until `at` (a work queue's next due key), or forever when nothing is due.
+pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
     if let Some(at) = at {
         tokio::time::sleep_until(at).await;
     }

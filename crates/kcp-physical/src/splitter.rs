@@ -236,7 +236,7 @@ pub async fn run(
                 }
                 queue.done(&key);
             }
-            _ = sleep_until(due), if due.is_some() => {}
+            _ = crate::sleep_until(due), if due.is_some() => {}
         }
     }
 }
@@ -392,12 +392,6 @@ async fn split(
         requests::write(client, Method::PUT, &path, &updated).await?;
     }
     Ok(())
-}
-
-async fn sleep_until(at: Option<tokio::time::Instant>) {
-    if let Some(at) = at {
-        tokio::time::sleep_until(at).await;
-    }
 }
 
 #[cfg(test)]

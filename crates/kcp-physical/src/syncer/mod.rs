@@ -454,7 +454,7 @@ pub async fn run(
                 }
                 queue.done(&key);
             }
-            _ = sleep_until(due), if due.is_some() => {}
+            _ = crate::sleep_until(due), if due.is_some() => {}
         }
     }
 }
@@ -476,12 +476,6 @@ fn key_of(side: Side, resource: usize, object: &DynamicObject) -> Option<SyncKey
         namespace,
         name,
     })
-}
-
-async fn sleep_until(at: Option<tokio::time::Instant>) {
-    if let Some(at) = at {
-        tokio::time::sleep_until(at).await;
-    }
 }
 
 #[cfg(test)]
