@@ -17,7 +17,7 @@ pub struct ControllerFlags {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "deployments.apps,pods,services"
+        default_value = "deployments.apps,pods,services,configmaps,secrets"
     )]
     pub resources_to_sync: Vec<String>,
     /// Publish negotiated resources as CRDs of the workspace as soon as they are negotiated.
@@ -27,12 +27,20 @@ pub struct ControllerFlags {
     #[arg(long, default_value = "1m0s", value_parser = kcp_apimachinery::duration::parse)]
     pub cluster_poll_interval: Duration,
     /// How objects assigned to a Cluster (label `kcp.dev/cluster`) reach it: `push`, a syncer
-    /// run by this controller, or `none`.
-    #[arg(long, default_value = "push", value_parser = ["push", "none"])]
+    /// run by this controller; `pull`, a syncer this controller installs into the cluster
+    /// (Ready while its heartbeat Lease is fresh); or `none`.
+    #[arg(long, default_value = "push", value_parser = ["push", "pull", "none"])]
     pub syncer_mode: String,
+    /// The image of the syncer installed in pull mode.
+    #[arg(long, default_value = concat!("kcp-rs/syncer:", env!("CARGO_PKG_VERSION")))]
+    pub syncer_image: String,
     /// Split Deployments assigned to no cluster across the workspace's Ready clusters.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub deployment_splitter: bool,
+    /// Place each namespace on one of the workspace's Ready clusters (label kcp.dev/cluster);
+    /// what is in it follows unless assigned on its own.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub namespace_scheduler: bool,
     /// How long a Cluster may stay unreachable before its share of split Deployments moves
     /// to the other Ready clusters.
     #[arg(long, default_value = "5m0s", value_parser = kcp_apimachinery::duration::parse)]
@@ -45,8 +53,14 @@ impl ControllerFlags {
             resources: self.resources_to_sync.clone(),
             auto_publish: self.auto_publish_apis,
             poll_interval: self.cluster_poll_interval,
-            push_mode: self.syncer_mode == "push",
+            syncer_mode: match self.syncer_mode.as_str() {
+                "push" => kcp_physical::SyncerMode::Push,
+                "pull" => kcp_physical::SyncerMode::Pull,
+                _ => kcp_physical::SyncerMode::None,
+            },
+            syncer_image: self.syncer_image.clone(),
             split_deployments: self.deployment_splitter,
+            schedule_namespaces: self.namespace_scheduler,
             unreachable_grace: self.cluster_unreachable_grace_period,
         }
     }

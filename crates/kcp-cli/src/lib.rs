@@ -12,6 +12,7 @@
 //! It knows the server only through HTTP (kube-rs), never its crates.
 
 pub mod bind;
+pub mod cluster;
 pub mod cluster_controller;
 mod commands;
 pub mod compat;
@@ -364,9 +365,17 @@ pub fn kcp_main() -> ExitCode {
                 bind::bind(&file, args).await
             }))
         }
+        Some("cluster") => {
+            args.remove(1);
+            let cli = cluster::ClusterCli::parse_from(args);
+            finish(block_on(async move {
+                let file = KubeconfigFile::load(kubeconfig::locate(cli.kubeconfig.as_deref())?)?;
+                cluster::run(&file, cli.command).await
+            }))
+        }
         _ => {
             eprintln!(
-                "kubectl kcp: kcp's kubectl plugin\n\nCommands:\n  workspace (ws)     manage workspaces, as `kubectl ws`\n  create-workspace   create a workspace, as `kubectl create-workspace`\n  crd snapshot       convert a CRD to an APIResourceSchema\n  crd compat         check that a new CRD accepts everything an old one does\n  crd pull           write CRDs of the current cluster's resources\n  bind apiexport     bind an APIExport into the current workspace"
+                "kubectl kcp: kcp's kubectl plugin\n\nCommands:\n  workspace (ws)     manage workspaces, as `kubectl ws`\n  create-workspace   create a workspace, as `kubectl create-workspace`\n  crd snapshot       convert a CRD to an APIResourceSchema\n  crd compat         check that a new CRD accepts everything an old one does\n  crd pull           write CRDs of the current cluster's resources\n  bind apiexport     bind an APIExport into the current workspace\n  cluster cordon|uncordon|drain\n                     take a physical cluster out of placement, or put it back"
             );
             ExitCode::FAILURE
         }

@@ -46,7 +46,7 @@ pub fn main() -> ExitCode {
         let deployments = puller.api_resource("deployments.apps").await?;
         // The workspace's Clusters, looked at twice a second.
         let grace = cli.cluster_unreachable_grace_period;
-        let known = Arc::new(Mutex::new(Vec::new()));
+        let known = Arc::new(Mutex::new(kcp_physical::placement::Placement::new()));
         let watcher = {
             let (client, known) = (client.clone(), known.clone());
             tokio::spawn(async move {
@@ -56,15 +56,18 @@ pub fn main() -> ExitCode {
                         .expect("a request");
                     if let Ok(list) = client.request::<serde_json::Value>(request).await {
                         let items = list["items"].as_array().cloned().unwrap_or_default();
-                        let ready =
-                            kcp_physical::splitter::schedulable_for_deployments(&items, grace);
-                        *known.lock().unwrap_or_else(|e| e.into_inner()) = ready;
+                        let placement = kcp_physical::placement::placement(
+                            &items,
+                            grace,
+                            Some("deployments.apps"),
+                        );
+                        *known.lock().unwrap_or_else(|e| e.into_inner()) = placement;
                     }
                     tokio::time::sleep(Duration::from_millis(500)).await;
                 }
             })
         };
-        let ready: kcp_physical::splitter::ReadyClusters =
+        let ready: kcp_physical::splitter::Placements =
             Arc::new(move || known.lock().unwrap_or_else(|e| e.into_inner()).clone());
         let options = kcp_physical::splitter::SplitterOptions {
             deployments,

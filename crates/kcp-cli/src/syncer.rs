@@ -2,8 +2,11 @@
 //! workspace's objects assigned to one physical cluster synced down, their status up
 //! (`kcp_physical::syncer`), until SIGINT or SIGTERM.
 //!
-//! `syncer --from-kubeconfig KCP [--from-context C] --workspace PATH --to-kubeconfig CLUSTER
-//! [--to-context C] --cluster NAME [--resync-interval D] RESOURCE...`
+//! `syncer --from-kubeconfig KCP [--from-context C] --workspace PATH [--to-kubeconfig CLUSTER
+//! [--to-context C]] --cluster NAME [--resync-interval D] [--heartbeat-lease NS/NAME
+//! [--heartbeat-interval D]] [--split-deployments=false] RESOURCE...`; without
+//! `--to-kubeconfig`, the pod's own credentials (as the cluster-controller installs it in pull
+//! mode).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,9 +31,10 @@ struct Cli {
     /// The workspace synced from (a path such as `root:team`, or a logical cluster name).
     #[arg(long)]
     workspace: String,
-    /// The kubeconfig of the physical cluster.
+    /// The kubeconfig of the physical cluster (default: the pod's own credentials, as the
+    /// syncer runs when the cluster-controller installed it).
     #[arg(long)]
-    to_kubeconfig: PathBuf,
+    to_kubeconfig: Option<PathBuf>,
     /// Its context to use (default: its current one).
     #[arg(long)]
     to_context: Option<String>,
@@ -40,6 +44,16 @@ struct Cli {
     /// How often every object is looked at again.
     #[arg(long, default_value = "30s", value_parser = kcp_apimachinery::duration::parse)]
     resync_interval: Duration,
+    /// A Lease of the workspace (`namespace/name`) renewed as the syncer's heartbeat.
+    #[arg(long)]
+    heartbeat_lease: Option<String>,
+    /// How often the heartbeat Lease is renewed (it lasts three times as long).
+    #[arg(long, default_value = "10s", value_parser = kcp_apimachinery::duration::parse)]
+    heartbeat_interval: Duration,
+    /// Whether Deployments assigned to no cluster are left to a deployment splitter (only
+    /// their leaves are synced).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    split_deployments: bool,
     /// The resources synced, as `plural[.group]` (namespaced ones).
     #[arg(required = true)]
     resources: Vec<String>,
@@ -64,8 +78,25 @@ pub fn main() -> ExitCode {
             .as_str()
             .context("the logical cluster names no cluster")?
             .to_string();
-        let downstream =
-            kube::Client::try_from(kube_config(&cli.to_kubeconfig, cli.to_context).await?)?;
+        let downstream = match &cli.to_kubeconfig {
+            Some(path) => kube::Client::try_from(kube_config(path, cli.to_context).await?)?,
+            None => kube::Client::try_from(
+                kube::Config::incluster().context("no --to-kubeconfig, and not in a pod")?,
+            )?,
+        };
+        let heartbeat = match &cli.heartbeat_lease {
+            Some(lease) => {
+                let (namespace, name) = lease
+                    .split_once('/')
+                    .context("--heartbeat-lease takes namespace/name")?;
+                Some(kcp_physical::syncer::heartbeat::Heartbeat {
+                    namespace: namespace.to_string(),
+                    name: name.to_string(),
+                    interval: cli.heartbeat_interval,
+                })
+            }
+            None => None,
+        };
         let mut puller = kcp_physical::puller::Puller::new(&upstream);
         let mut resources = Vec::new();
         for resource in &cli.resources {
@@ -80,6 +111,8 @@ pub fn main() -> ExitCode {
             location: cli.cluster,
             resources,
             resync: cli.resync_interval,
+            split_roots: cli.split_deployments,
+            heartbeat,
         };
         let stop = crate::shutdown_signal()?;
         kcp_physical::syncer::run(upstream, downstream, options, stop).await

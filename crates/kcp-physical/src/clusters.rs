@@ -18,10 +18,12 @@ use kube::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::{Value, json};
 
-use crate::Shared;
 use crate::importer::{Importer, Outcome};
 use crate::kinds::{self, Gvr};
+use crate::placement::Placement;
 use crate::requests;
+use crate::splitter::Placements;
+use crate::{Shared, SyncerMode, pull};
 
 /// Why a Cluster cannot be connected to: a reason and a message for its `Ready` condition.
 struct Problem {
@@ -32,10 +34,9 @@ struct Problem {
 pub async fn reconcile(shared: &Arc<Shared>, key: &ClusterKey) -> anyhow::Result<Option<Duration>> {
     let workspace = shared.config.client(&key.cluster)?;
     let Some(cluster) = shared.clusters.get(key) else {
+        uninstall(shared, key);
         forget(shared, key);
-        if shared.options.split_deployments {
-            split(shared, &key.cluster);
-        }
+        per_workspace(shared, &key.cluster);
         for import in shared.imports_in(&key.cluster) {
             if import["spec"]["location"] == key.name.as_str() {
                 let name = import["metadata"]["name"].as_str().unwrap_or_default();
@@ -131,22 +132,110 @@ pub async fn reconcile(shared: &Arc<Shared>, key: &ClusterKey) -> anyhow::Result
         (Ok(()), Some(Outcome::Unreachable(message))) => ("False", "Unreachable", message.clone()),
         (Ok(()), Some(Outcome::Failed(message))) => ("False", "ImportFailed", message.clone()),
     };
+    // Pull mode: Ready only while the syncer installed there beats.
+    let (status, reason, message) = match shared.options.syncer_mode {
+        SyncerMode::Pull if status == "True" => match pull(shared, key, &cluster, &workspace).await
+        {
+            Ok(None) => (status, reason, message),
+            Ok(Some(waiting)) => ("False", "SyncerNotReady", waiting),
+            Err(error) => ("False", "SyncerNotInstalled", format!("{error:#}")),
+        },
+        _ => (status, reason, message),
+    };
     let mut changed = kinds::set_condition(&mut conditions, "Ready", status, reason, &message);
     let synced = synced_resources(shared, key);
-    if shared.options.push_mode && connected.is_ok() {
+    if shared.options.syncer_mode == SyncerMode::Push && connected.is_ok() {
         sync(shared, key);
     }
-    if shared.options.split_deployments {
-        split(shared, &key.cluster);
-    }
+    per_workspace(shared, &key.cluster);
     changed |= cluster["status"]["syncedResources"] != json!(synced);
     if changed {
         let path = requests::path(&kinds::clusters(), None, &key.name);
         let status = json!({"conditions": conditions, "syncedResources": synced});
         requests::patch_status(&workspace, &path, &status).await?;
     }
-    // A Secret that appears, or a kubeconfig fixed in it, is seen on the next look.
-    Ok(connected.is_err().then_some(shared.options.poll_interval))
+    // A Secret that appears, or a kubeconfig fixed in it, is seen on the next look; a
+    // heartbeat is looked at often.
+    match shared.options.syncer_mode {
+        SyncerMode::Pull if connected.is_ok() => Ok(Some(
+            shared.options.poll_interval.min(Duration::from_secs(5)),
+        )),
+        _ => Ok(connected.is_err().then_some(shared.options.poll_interval)),
+    }
+}
+
+/// Pull mode: installs (or updates) the syncer of `key` in its cluster, and says why it is
+/// not ready yet (`None` while its heartbeat is fresh).
+async fn pull(
+    shared: &Arc<Shared>,
+    key: &ClusterKey,
+    cluster: &Value,
+    workspace: &kube::Client,
+) -> anyhow::Result<Option<String>> {
+    let resources = synced_api_resources(shared, key);
+    if resources.is_empty() {
+        return Ok(Some("no resource to sync yet".into()));
+    }
+    let install = pull::Install {
+        workspace: key.cluster.clone(),
+        cluster: key.name.clone(),
+        resources,
+        resync: shared.options.poll_interval.max(Duration::from_secs(30)),
+        heartbeat: shared
+            .options
+            .poll_interval
+            .clamp(Duration::from_secs(1), Duration::from_secs(10)),
+        image: shared.options.syncer_image.clone(),
+        split_roots: shared.options.split_deployments,
+    };
+    let fingerprint = format!(
+        "{}/{}",
+        cluster["metadata"]["uid"].as_str().unwrap_or_default(),
+        install.fingerprint()
+    );
+    let installed = shared
+        .installed
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(key)
+        .is_some_and(|f| *f == fingerprint);
+    if !installed {
+        let remote = shared
+            .importers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(key)
+            .map(|i| i.remote.clone());
+        let Some(remote) = remote else {
+            return Ok(Some("connecting".into()));
+        };
+        pull::apply(workspace, &pull::upstream_objects(&install, cluster)).await?;
+        let Some((token, ca)) = pull::token(workspace, &key.name).await? else {
+            return Ok(Some("waiting for the syncer's token".into()));
+        };
+        let kubeconfig =
+            pull::upstream_kubeconfig(&shared.config.url_of(&key.cluster), &ca, &token);
+        pull::apply(&remote, &pull::downstream_objects(&install, &kubeconfig)).await?;
+        tracing::info!(cluster = %key, "syncer installed");
+        shared
+            .installed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.clone(), fingerprint);
+    }
+    let lease = pull::lease(workspace, &key.name).await?;
+    Ok(match lease {
+        Some(lease) if pull::fresh(&lease) => None,
+        Some(_) => Some(format!(
+            "the syncer's heartbeat (Lease {}/{}) stopped",
+            pull::UPSTREAM_NAMESPACE,
+            pull::upstream_name(&key.name)
+        )),
+        None => Some(format!(
+            "installed in namespace {}; no heartbeat yet",
+            pull::syncer_namespace(&key.cluster, &key.name)
+        )),
+    })
 }
 
 /// Whether this controller's watch of imports shows every one of `names` (of `key`'s workspace).
@@ -161,6 +250,36 @@ fn imports_seen(shared: &Shared, key: &ClusterKey, names: &[String]) -> bool {
             })
             .is_some()
     })
+}
+
+/// Removes from `key`'s cluster what was synced there for its workspace, and in pull mode the
+/// syncer installed there (in the background: the cluster may be gone too). What it had in the
+/// workspace is owned by the Cluster.
+fn uninstall(shared: &Shared, key: &ClusterKey) {
+    let installed = shared
+        .installed
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(key);
+    let remote = shared
+        .importers
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(key)
+        .map(|i| i.remote.clone());
+    let Some(remote) = remote else {
+        return;
+    };
+    let key = key.clone();
+    tokio::spawn(async move {
+        let mut outcome = crate::syncer::forget_downstream(&remote, &key.cluster, &key.name).await;
+        if installed.is_some() && outcome.is_ok() {
+            outcome = pull::uninstall(&remote, &key.cluster, &key.name).await;
+        }
+        if let Err(error) = outcome {
+            tracing::info!(cluster = %key, error = format!("{error:#}"), "could not clean the cluster up");
+        }
+    });
 }
 
 /// Stops the importer and the syncer of `key`, if any.
@@ -242,6 +361,8 @@ fn sync(shared: &Arc<Shared>, key: &ClusterKey) {
         location: key.name.clone(),
         resources,
         resync: shared.options.poll_interval,
+        split_roots: shared.options.split_deployments,
+        heartbeat: None,
     };
     let cluster = key.clone();
     let task = tokio::spawn(async move {
@@ -253,11 +374,57 @@ fn sync(shared: &Arc<Shared>, key: &ClusterKey) {
     syncers.insert(key.clone(), (names, task));
 }
 
-/// The Clusters of `workspace` that roots are split over (see
-/// [`crate::splitter::schedulable_for_deployments`]).
-pub fn ready_for_deployments(shared: &Shared, workspace: &str) -> Vec<String> {
+/// The standing of `workspace`'s Clusters that sync `resource` (any, when `None`).
+pub fn placement(shared: &Shared, workspace: &str, resource: Option<&str>) -> Placement {
     let clusters = crate::in_workspace(&shared.clusters, workspace);
-    crate::splitter::schedulable_for_deployments(&clusters, shared.options.unreachable_grace)
+    crate::placement::placement(&clusters, shared.options.unreachable_grace, resource)
+}
+
+/// A function giving `workspace`'s placement now.
+fn placements(shared: &Arc<Shared>, workspace: &str, resource: Option<&'static str>) -> Placements {
+    let (shared, workspace) = (shared.clone(), workspace.to_string());
+    Arc::new(move || placement(&shared, &workspace, resource))
+}
+
+/// Runs what each workspace with Clusters needs once (its namespace scheduler, its deployment
+/// splitter), as the options ask; stops them once it has no Cluster left.
+fn per_workspace(shared: &Arc<Shared>, workspace: &str) {
+    if shared.options.split_deployments {
+        split(shared, workspace);
+    }
+    if shared.options.schedule_namespaces {
+        schedule(shared, workspace);
+    }
+}
+
+/// Runs the namespace scheduler of `workspace` while it has Clusters.
+fn schedule(shared: &Arc<Shared>, workspace: &str) {
+    let mut schedulers = shared.schedulers.lock().unwrap_or_else(|e| e.into_inner());
+    if crate::in_workspace(&shared.clusters, workspace).is_empty() {
+        if let Some(scheduler) = schedulers.remove(workspace) {
+            scheduler.abort();
+        }
+        return;
+    }
+    if schedulers.get(workspace).is_some_and(|s| !s.is_finished()) {
+        return;
+    }
+    let Ok(client) = shared.config.client(workspace) else {
+        return;
+    };
+    let placements = placements(shared, workspace, None);
+    let name = workspace.to_string();
+    let task = tokio::spawn(async move {
+        let run = crate::scheduler::run(client, placements, std::future::pending());
+        if let Err(error) = run.await {
+            tracing::warn!(
+                workspace = name,
+                error = format!("{error:#}"),
+                "the namespace scheduler stopped"
+            );
+        }
+    });
+    schedulers.insert(workspace.to_string(), task);
 }
 
 /// Runs the deployment splitter of `workspace` while it has Clusters and publishes
@@ -292,10 +459,7 @@ fn split(shared: &Arc<Shared>, workspace: &str) {
         deployments: kube::api::ApiResource::from_gvk_with_plural(&gvk, "deployments"),
         resync: shared.options.poll_interval,
     };
-    let ready: crate::splitter::ReadyClusters = {
-        let (shared, workspace) = (shared.clone(), workspace.to_string());
-        Arc::new(move || ready_for_deployments(&shared, &workspace))
-    };
+    let ready = placements(shared, workspace, Some("deployments.apps"));
     let name = workspace.to_string();
     let task = tokio::spawn(async move {
         let run = crate::splitter::run(client, options, ready, std::future::pending());

@@ -16,6 +16,10 @@
 //!   up; run per Cluster in push mode, or by the `syncer` binary.
 //! - [`splitter`]: Deployments assigned to no cluster split into one leaf per Ready cluster;
 //!   run per workspace with Clusters, or by the `deployment-splitter` binary.
+//! - [`scheduler`]: each namespace of a workspace with Clusters placed on one of them (what is
+//!   in it follows, see [`syncer::assignment`]).
+//! - [`pull`]: pull mode, the syncer installed into each cluster, its heartbeat a Lease.
+//! - [`placement`]: each Cluster's standing (schedulable, cordoned, drained, or lost) for both.
 //!
 //! [`run`] drives both on one work queue fed by three wildcard watches (Clusters, imports,
 //! negotiated resources).
@@ -38,9 +42,12 @@ pub mod clusters;
 pub mod importer;
 pub mod kinds;
 pub mod negotiation;
+pub mod placement;
 pub mod publish;
+pub mod pull;
 pub mod puller;
 mod requests;
+pub mod scheduler;
 pub mod splitter;
 pub mod syncer;
 
@@ -55,10 +62,14 @@ pub struct Options {
     pub auto_publish: bool,
     /// How often each cluster's schemas are imported again, and negotiations looked at again.
     pub poll_interval: Duration,
-    /// Whether each Cluster's objects are synced by a syncer run here (push mode).
-    pub push_mode: bool,
+    /// How each Cluster's objects reach it.
+    pub syncer_mode: SyncerMode,
+    /// The image of the syncer installed in pull mode.
+    pub syncer_image: String,
     /// Whether Deployments assigned to no cluster are split across the workspace's clusters.
     pub split_deployments: bool,
+    /// Whether each namespace is placed on one of the workspace's clusters.
+    pub schedule_namespaces: bool,
     /// How long a Cluster may stay unreachable before its share of split Deployments moves to
     /// the others (as pods tolerate an unreachable node).
     pub unreachable_grace: Duration,
@@ -67,16 +78,36 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            resources: ["deployments.apps", "pods", "services"]
-                .map(String::from)
-                .to_vec(),
+            resources: [
+                "deployments.apps",
+                "pods",
+                "services",
+                "configmaps",
+                "secrets",
+            ]
+            .map(String::from)
+            .to_vec(),
             auto_publish: true,
             poll_interval: Duration::from_secs(60),
-            push_mode: true,
+            syncer_mode: SyncerMode::Push,
+            syncer_image: format!("kcp-rs/syncer:{}", env!("CARGO_PKG_VERSION")),
             split_deployments: true,
+            schedule_namespaces: true,
             unreachable_grace: Duration::from_secs(300),
         }
     }
+}
+
+/// How the objects assigned to a Cluster reach it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncerMode {
+    /// A syncer run by the cluster-controller.
+    Push,
+    /// A syncer the cluster-controller installs into the cluster ([`pull`]); the Cluster is
+    /// Ready while its heartbeat is fresh.
+    Pull,
+    /// Someone else runs the syncer (the `syncer` binary).
+    None,
 }
 
 /// One piece of work: a Cluster, or a resource's negotiation in a workspace.
@@ -102,8 +133,12 @@ pub struct Shared {
     pub passes: mpsc::UnboundedSender<ClusterKey>,
     /// The syncer of each Cluster (push mode), with the resources it syncs.
     pub syncers: Mutex<HashMap<ClusterKey, RunningSyncer>>,
+    /// What was last installed in each Cluster (pull mode): its fingerprint.
+    pub installed: Mutex<HashMap<ClusterKey, String>>,
     /// The deployment splitter of each workspace with Clusters.
     pub splitters: Mutex<HashMap<String, tokio::task::JoinHandle<()>>>,
+    /// The namespace scheduler of each workspace with Clusters.
+    pub schedulers: Mutex<HashMap<String, tokio::task::JoinHandle<()>>>,
 }
 
 impl Shared {
@@ -217,7 +252,9 @@ pub async fn run(
         importers: Mutex::new(HashMap::new()),
         passes,
         syncers: Mutex::new(HashMap::new()),
+        installed: Mutex::new(HashMap::new()),
         splitters: Mutex::new(HashMap::new()),
+        schedulers: Mutex::new(HashMap::new()),
     });
     let mut events = pin!(futures::stream::select(
         cluster_events.map(|e| (Watched::Clusters, e)),
@@ -296,13 +333,10 @@ pub async fn run(
     {
         syncer.abort();
     }
-    for (_, splitter) in shared
-        .splitters
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .drain()
-    {
-        splitter.abort();
+    for tasks in [&shared.splitters, &shared.schedulers] {
+        for (_, task) in tasks.lock().unwrap_or_else(|e| e.into_inner()).drain() {
+            task.abort();
+        }
     }
     result
 }

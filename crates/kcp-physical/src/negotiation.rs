@@ -17,6 +17,9 @@
 //!   workspace's CRD ([`crate::publish`]), the first time once no Cluster of the workspace is
 //!   still connecting (clusters registered together negotiate together); `Published` follows the CRD's `Established` and
 //!   `NamesAccepted`, and imports that are compatible are `Available` while it is published.
+//!   A resource the workspace serves itself (ConfigMaps, Secrets) is never published over
+//!   (`Published=False`, `CRDRefused`), but its compatible imports are `Available`
+//!   (`ServedByWorkspace`): the syncer takes those objects to the clusters too.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -274,6 +277,9 @@ fn publishing(crd: &Value) -> Option<bool> {
         .then_some(true)
 }
 
+/// What the workspace answers when a CRD would take over a resource it serves itself.
+const SERVED_BY_THE_WORKSPACE: &str = "is a resource the server itself serves";
+
 pub async fn reconcile(
     shared: &Arc<Shared>,
     workspace: &str,
@@ -369,6 +375,11 @@ pub async fn reconcile(
         _ => crd,
     };
     let published = crd.as_ref().map_or(Some(false), publishing);
+    // A resource the workspace serves itself (ConfigMaps, Secrets) is there without a CRD:
+    // compatible imports of it are available to sync.
+    let native = refused
+        .as_deref()
+        .is_some_and(|m| m.contains(SERVED_BY_THE_WORKSPACE));
     let mut conditions = negotiated["status"]["conditions"]
         .as_array()
         .cloned()
@@ -433,6 +444,13 @@ pub async fn reconcile(
             (true, _) => {
                 kinds::set_condition(&mut conditions, "Available", "True", "Published", "")
             }
+            (false, _) if native && verdict.is_ok() => kinds::set_condition(
+                &mut conditions,
+                "Available",
+                "True",
+                "ServedByWorkspace",
+                "",
+            ),
             (false, Some(_)) | (false, None) if verdict.is_err() => {
                 kinds::set_condition(&mut conditions, "Available", "False", "Incompatible", "")
             }

@@ -7,7 +7,11 @@
 //! its leaves' (its `observedGeneration` its own once every leaf has caught up with the share
 //! it was given), so `kubectl rollout status` on the root reports what runs. Beyond the
 //! prototype: a root is split again when clusters become Ready or stop being so, when it is
-//! scaled or changed, and when a leaf is deleted or changed by hand.
+//! scaled or changed, and when a leaf is deleted or changed by hand; a cordoned cluster keeps
+//! its share but gets no new one, and a drained one gives its share up make-before-break (its
+//! leaf is deleted only once the leaves that took its share are available: see
+//! [`crate::placement`]). The root's conditions say `Available` (kube's reasons) and `Split`
+//! (the shares, or `Draining`, or `NoClusters`).
 
 use std::collections::BTreeMap;
 use std::pin::pin;
@@ -22,6 +26,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 
+use crate::placement::{Placement, Standing};
 use crate::requests::{self, Answer};
 use crate::syncer::CLUSTER_LABEL;
 
@@ -52,40 +57,6 @@ pub fn shares(replicas: i64, clusters: &[String]) -> BTreeMap<String, i64> {
             (name, share)
         })
         .collect()
-}
-
-/// Whether `cluster` may take workloads: Ready, or unreachable for less than `grace`.
-pub fn schedulable(cluster: &Value, grace: Duration) -> bool {
-    let Some(ready) = crate::kinds::condition(cluster, "Ready") else {
-        return false;
-    };
-    match (ready["status"].as_str(), ready["reason"].as_str()) {
-        (Some("True"), _) => true,
-        (Some("False"), Some("Unreachable")) => ready["lastTransitionTime"]
-            .as_str()
-            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-            // Times are whole seconds: "since" may be a moment ahead of now.
-            .map(|since| jiff::Timestamp::now().duration_since(since).as_millis())
-            .is_some_and(|unreachable| unreachable < grace.as_millis() as i128),
-        _ => false,
-    }
-}
-
-/// The names of `clusters` (Cluster objects) that roots are split over: schedulable, not being
-/// deleted, serving Deployments; sorted.
-pub fn schedulable_for_deployments(clusters: &[Value], grace: Duration) -> Vec<String> {
-    let mut names: Vec<String> = clusters
-        .iter()
-        .filter(|c| c["metadata"]["deletionTimestamp"].is_null() && schedulable(c, grace))
-        .filter(|c| {
-            c["status"]["syncedResources"]
-                .as_array()
-                .is_some_and(|r| r.iter().any(|r| r == "deployments.apps"))
-        })
-        .filter_map(|c| c["metadata"]["name"].as_str().map(str::to_string))
-        .collect();
-    names.sort();
-    names
 }
 
 /// Whether `deployment` is one the splitter splits: assigned to no cluster, and no leaf.
@@ -164,8 +135,9 @@ pub struct SplitterOptions {
     pub resync: Duration,
 }
 
-/// The clusters a workspace's roots are split over now: a function, since Clusters come and go.
-pub type ReadyClusters = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
+/// The clusters a workspace's roots may be split over now, with their standing: a function,
+/// since Clusters come and go.
+pub type Placements = Arc<dyn Fn() -> Placement + Send + Sync>;
 
 /// A root, by namespace and name.
 type RootKey = (String, String);
@@ -174,7 +146,7 @@ type RootKey = (String, String);
 pub async fn run(
     client: kube::Client,
     options: SplitterOptions,
-    ready: ReadyClusters,
+    placements: Placements,
     stop: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &options.deployments);
@@ -188,7 +160,7 @@ pub async fn run(
     let mut queue: Queue<RootKey> = Queue::new();
     let mut running = FuturesUnordered::new();
     let mut resync = tokio::time::interval(options.resync);
-    let mut clusters = ready();
+    let mut clusters = placements();
     let mut look = tokio::time::interval(Duration::from_millis(500));
     loop {
         while running.len() < 8 {
@@ -219,7 +191,7 @@ pub async fn run(
                 None => return Ok(()),
             },
             _ = look.tick() => {
-                let now = ready();
+                let now = placements();
                 if now != clusters {
                     clusters = now;
                     every_root(&store, &mut queue);
@@ -260,11 +232,90 @@ fn root_key(object: &DynamicObject) -> Option<RootKey> {
     }
 }
 
+/// The cluster a leaf is assigned to.
+fn leaf_cluster(leaf: &Value) -> String {
+    leaf["metadata"]["labels"][CLUSTER_LABEL]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Whether a leaf runs what it was last given: its generation observed, all its replicas
+/// available.
+fn available(leaf: &Value) -> bool {
+    let generation = leaf["metadata"]["generation"].as_i64().unwrap_or_default();
+    let wanted = leaf["spec"]["replicas"].as_i64().unwrap_or(1);
+    leaf["status"]["observedGeneration"]
+        .as_i64()
+        .is_some_and(|o| o >= generation)
+        && leaf["status"]["availableReplicas"].as_i64().unwrap_or(0) >= wanted
+}
+
+/// The clusters a root with leaves on `on` is split over: the schedulable ones, and cordoned
+/// ones it already runs on (a cordon takes nothing away); a drained cluster only while no
+/// other can take its share.
+pub fn targets(placement: &Placement, on: &[String]) -> Vec<String> {
+    let keeps = |standing: Standing| {
+        placement
+            .iter()
+            .filter(move |(name, s)| **s == standing && on.contains(name))
+            .map(|(name, _)| name.clone())
+    };
+    let mut targets = crate::placement::schedulable(placement);
+    targets.extend(keeps(Standing::Cordoned));
+    if targets.is_empty() {
+        targets.extend(keeps(Standing::Evicting));
+    }
+    targets.sort();
+    targets
+}
+
+/// The root's `Available` condition (as kube's deployment controller words it) and its `Split`
+/// one (the clusters and shares, or why there are none).
+fn root_conditions(
+    conditions: &mut Vec<Value>,
+    root: &Value,
+    status: &Value,
+    wanted: &BTreeMap<String, i64>,
+    draining: &[String],
+) {
+    let replicas = root["spec"]["replicas"].as_i64().unwrap_or(1);
+    let available = status["availableReplicas"].as_i64().unwrap_or(0);
+    let (state, reason) = match available >= replicas {
+        true => ("True", "MinimumReplicasAvailable"),
+        false => ("False", "MinimumReplicasUnavailable"),
+    };
+    let message = match available >= replicas {
+        true => "Deployment has minimum availability.",
+        false => "Deployment does not have minimum availability.",
+    };
+    crate::kinds::set_condition(conditions, "Available", state, reason, message);
+    let shares: Vec<String> = wanted.iter().map(|(c, n)| format!("{c}={n}")).collect();
+    let (state, reason, message) = match (wanted.is_empty(), draining.is_empty()) {
+        (true, _) => (
+            "False",
+            "NoClusters",
+            "no Ready cluster serves Deployments".to_string(),
+        ),
+        (false, true) => ("True", "Split", shares.join(", ")),
+        (false, false) => (
+            "True",
+            "Draining",
+            format!(
+                "{}; moving off {} once available there",
+                shares.join(", "),
+                draining.join(", ")
+            ),
+        ),
+    };
+    crate::kinds::set_condition(conditions, "Split", state, reason, &message);
+}
+
 async fn split(
     client: &kube::Client,
     store: &Store<DynamicObject>,
     options: &SplitterOptions,
-    clusters: &[String],
+    clusters: &Placement,
     (namespace, name): &RootKey,
 ) -> anyhow::Result<()> {
     let all: Vec<Value> = store
@@ -297,9 +348,11 @@ async fn split(
         return Ok(());
     }
     let replicas = root["spec"]["replicas"].as_i64().unwrap_or(1);
-    let wanted = match clusters.is_empty() {
+    let on: Vec<String> = leaves.iter().map(|l| leaf_cluster(l)).collect();
+    let targets = targets(clusters, &on);
+    let wanted = match targets.is_empty() {
         true => BTreeMap::new(),
-        false => shares(replicas, clusters),
+        false => shares(replicas, &targets),
     };
     let mut complete = !wanted.is_empty();
     for (cluster, share) in &wanted {
@@ -342,12 +395,23 @@ async fn split(
             Some(_) => {}
         }
     }
-    for stale in leaves.iter().filter(|l| {
-        let cluster = l["metadata"]["labels"][CLUSTER_LABEL]
-            .as_str()
-            .unwrap_or_default();
-        !wanted.contains_key(cluster)
-    }) {
+    // A drained cluster's leaf goes once the leaves taking its share run it (make-before-break);
+    // a lost cluster's at once.
+    let replaced = complete
+        && leaves
+            .iter()
+            .filter(|l| wanted.contains_key(&leaf_cluster(l)))
+            .all(|l| available(l));
+    let mut draining = Vec::new();
+    for stale in leaves
+        .iter()
+        .filter(|l| !wanted.contains_key(&leaf_cluster(l)))
+    {
+        let cluster = leaf_cluster(stale);
+        if clusters.get(&cluster) == Some(&Standing::Evicting) && !replaced {
+            draining.push(cluster);
+            continue;
+        }
         complete = false;
         let leaf_name = stale["metadata"]["name"].as_str().unwrap_or_default();
         requests::delete(
@@ -359,14 +423,12 @@ async fn split(
     let current: Vec<Value> = leaves
         .iter()
         .filter(|l| {
-            wanted.contains_key(
-                l["metadata"]["labels"][CLUSTER_LABEL]
-                    .as_str()
-                    .unwrap_or_default(),
-            )
+            let cluster = leaf_cluster(l);
+            wanted.contains_key(&cluster) || draining.contains(&cluster)
         })
         .map(|l| (*l).clone())
         .collect();
+    complete &= draining.is_empty();
     let status = root_status(root, &current, complete);
     let mut merged = root["status"].clone();
     if !merged.is_object() {
@@ -382,6 +444,9 @@ async fn split(
             fields.remove(*count);
         }
     }
+    let mut conditions = merged["conditions"].as_array().cloned().unwrap_or_default();
+    root_conditions(&mut conditions, root, &status, &wanted, &draining);
+    merged["conditions"] = Value::Array(conditions);
     if merged != root["status"] {
         let mut updated = root.clone();
         updated["status"] = merged;
@@ -403,34 +468,29 @@ mod tests {
     }
 
     #[test]
-    fn an_unreachable_cluster_keeps_its_share_for_the_grace_period() {
-        let cluster = |name: &str, status: &str, reason: &str, since: String| {
-            json!({"metadata": {"name": name}, "status": {
-                "conditions": [{"type": "Ready", "status": status, "reason": reason, "lastTransitionTime": since}],
-                "syncedResources": ["deployments.apps"],
-            }})
-        };
-        let now = crate::kinds::now();
-        let long_ago = "2020-01-01T00:00:00Z".to_string();
-        let grace = Duration::from_secs(300);
-        let clusters = [
-            cluster("b-ready", "True", "APIsImported", long_ago.clone()),
-            cluster("a-lost-now", "False", "Unreachable", now),
-            cluster("c-lost-long-ago", "False", "Unreachable", long_ago.clone()),
-            cluster(
-                "d-refused",
-                "False",
-                "InvalidKubeConfig",
-                crate::kinds::now(),
-            ),
-        ];
-        assert_eq!(
-            schedulable_for_deployments(&clusters, grace),
-            ["a-lost-now", "b-ready"]
-        );
-        let mut no_deployments = cluster("e", "True", "APIsImported", long_ago);
-        no_deployments["status"]["syncedResources"] = json!(["services"]);
-        assert!(schedulable_for_deployments(&[no_deployments], grace).is_empty());
+    fn cordons_keep_shares_and_drains_give_them_up_when_another_can_take_them() {
+        let placement = Placement::from([
+            ("cordoned".to_string(), Standing::Cordoned),
+            ("drained".to_string(), Standing::Evicting),
+            ("ready".to_string(), Standing::Schedulable),
+        ]);
+        let on = names(&["cordoned", "drained"]);
+        assert_eq!(targets(&placement, &on), ["cordoned", "ready"]);
+        assert_eq!(targets(&placement, &[]), ["ready"]);
+        let alone = Placement::from([("drained".to_string(), Standing::Evicting)]);
+        assert_eq!(targets(&alone, &names(&["drained"])), ["drained"]);
+        assert!(targets(&alone, &[]).is_empty());
+    }
+
+    #[test]
+    fn a_leaf_is_available_once_it_runs_its_share() {
+        let mut leaf = json!({"metadata": {"generation": 2}, "spec": {"replicas": 3},
+            "status": {"observedGeneration": 1, "availableReplicas": 3}});
+        assert!(!available(&leaf));
+        leaf["status"]["observedGeneration"] = json!(2);
+        assert!(available(&leaf));
+        leaf["spec"]["replicas"] = json!(4);
+        assert!(!available(&leaf));
     }
 
     #[test]

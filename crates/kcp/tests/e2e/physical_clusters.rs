@@ -9,6 +9,8 @@ use std::process::{Child, Command};
 use kcp_testing::crd::Crd;
 use serde_json::Value;
 
+use kcp_testing::output::{stderr, stdout};
+
 use super::support::{Kcp, PhysicalCluster, kubectl_with_plugins, write_file};
 
 /// A namespaced CRD `<plural>.example.dev` of `kind` whose `spec` has `fields` (`name: type`).
@@ -245,7 +247,8 @@ fn clusters_registered_in_a_workspace_negotiate_their_apis() {
             ["size"]["type"],
         "string"
     );
-    // West's synced resources: the compatible and published ones (not gizmos, not configmaps).
+    // West's synced resources: the compatible and published ones (not gizmos), and configmaps,
+    // which the workspace serves itself.
     kcp_testing::wait::until("west's synced resources", || {
         let synced = kcp.kubectl_in_ok(
             &team,
@@ -257,7 +260,7 @@ fn clusters_registered_in_a_workspace_negotiate_their_apis() {
                 "jsonpath={.status.syncedResources}",
             ],
         );
-        (synced == r#"["deployments.apps","services","widgets.example.dev"]"#)
+        (synced == r#"["configmaps","deployments.apps","services","widgets.example.dev"]"#)
             .then_some(())
             .ok_or(synced)
     });
@@ -892,4 +895,472 @@ fn a_lost_clusters_share_moves_after_the_grace_period_and_comes_back_with_it() {
     let there = south.kubectl_ok(&["get", "deployments", "-n", &namespace, "-o", "name"]);
     assert_eq!(there.trim(), "deployment.apps/web--south");
     south.stop();
+}
+
+/// The leaves of the root `web` in `ws`, as `name=replicas ` each.
+fn leaves(kcp: &Kcp, ws: &str) -> String {
+    kcp.kubectl_in_ok(
+        ws,
+        &[
+            "get",
+            "deployments",
+            "-n",
+            "shop",
+            "-l",
+            "kcp.dev/owned-by=web",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.name}={.spec.replicas} {end}",
+        ],
+    )
+}
+
+/// What `kind` in `namespace` of `cluster` holds, by name.
+fn names_in(cluster: &PhysicalCluster, kind: &str, namespace: &str) -> String {
+    let out = downstream(cluster, &["get", kind, "-n", namespace, "-o", "name"]);
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The available replicas of every Deployment in `namespace` of `cluster`, summed.
+fn available_in(cluster: &PhysicalCluster, namespace: &str) -> i64 {
+    let out = downstream(
+        cluster,
+        &[
+            "get",
+            "deployments",
+            "-n",
+            namespace,
+            "-o",
+            "jsonpath={.items[*].status.availableReplicas}",
+        ],
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|n| n.parse::<i64>().ok())
+        .sum()
+}
+
+#[test]
+fn a_drained_cluster_hands_its_namespaces_and_shares_over_before_letting_them_go() {
+    let both = PhysicalCluster::shared();
+    let root = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(
+        root.path(),
+        &[
+            "--resources-to-sync",
+            "deployments.apps,services,configmaps",
+            "--cluster-poll-interval",
+            "1s",
+        ],
+    );
+    let ws = kcp.workspace("drain");
+    let dir = tempfile::tempdir().unwrap();
+    let clusters = [inline_cluster(&both[0]), inline_cluster(&both[1])].join("---\n");
+    kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "apply",
+            "-f",
+            &write_file(dir.path(), "clusters.yaml", &clusters),
+        ],
+    );
+    kcp_testing::wait::until("both clusters syncing Deployments and ConfigMaps", || {
+        let synced = kcp.kubectl_in_ok(
+            &ws,
+            &[
+                "get",
+                "clusters",
+                "-o",
+                "jsonpath={.items[*].status.syncedResources}",
+            ],
+        );
+        (synced.matches("deployments.apps").count() == 2
+            && synced.matches("configmaps").count() == 2)
+            .then_some(())
+            .ok_or(synced)
+    });
+
+    // A namespace is placed on one cluster (its home); its ConfigMap and Service go there and
+    // wherever its split Deployment runs.
+    kcp.kubectl_in_ok(&ws, &["create", "namespace", "shop"]);
+    let home_name = kcp_testing::wait::until("shop placed", || {
+        let placed = kcp.kubectl_in_ok(
+            &ws,
+            &[
+                "get",
+                "namespace",
+                "shop",
+                "-o",
+                "jsonpath={.metadata.labels.kcp\\.dev/cluster}",
+            ],
+        );
+        (!placed.is_empty()).then_some(placed.clone()).ok_or(placed)
+    });
+    let (home, other) = match both[0].name() == home_name {
+        true => (&both[0], &both[1]),
+        false => (&both[1], &both[0]),
+    };
+    kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "create",
+            "configmap",
+            "settings",
+            "-n",
+            "shop",
+            "--from-literal=color=blue",
+        ],
+    );
+    kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "create",
+            "service",
+            "clusterip",
+            "web",
+            "-n",
+            "shop",
+            "--tcp=80:80",
+        ],
+    );
+    let web = deployment("web", 8, None).replace("namespace: default", "namespace: shop");
+    kcp.kubectl_in_ok(
+        &ws,
+        &["apply", "-f", &write_file(dir.path(), "web.yaml", &web)],
+    );
+    let namespace = format!("kcp-{}-shop", kcp.logical_cluster(&ws));
+    kcp_testing::wait::until("8 available, 4 and 4, config and service in both", || {
+        let available = kcp.kubectl_in_ok(
+            &ws,
+            &[
+                "get",
+                "deployment",
+                "web",
+                "-n",
+                "shop",
+                "-o",
+                "jsonpath={.status.availableReplicas}",
+            ],
+        );
+        let split = leaves(&kcp, &ws);
+        let everywhere = both.iter().all(|c| {
+            names_in(c, "configmap", &namespace).contains("configmap/settings")
+                && names_in(c, "service", &namespace) == "service/web"
+        });
+        (available == "8" && split.matches("=4 ").count() == 2 && everywhere)
+            .then_some(())
+            .ok_or(format!(
+                "{available} available; {split}; everywhere: {everywhere}"
+            ))
+    });
+    let condition = kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "get",
+            "deployment",
+            "web",
+            "-n",
+            "shop",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"Split\")].reason}",
+        ],
+    );
+    assert_eq!(condition, "Split");
+
+    // A sampler watches what runs in both clusters while the home is drained.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let (stop, namespace) = (stop.clone(), namespace.clone());
+        let clusters: Vec<&'static PhysicalCluster> = both.iter().collect();
+        std::thread::spawn(move || {
+            let mut lowest = i64::MAX;
+            let mut samples = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let total: i64 = clusters.iter().map(|c| available_in(c, &namespace)).sum();
+                lowest = lowest.min(total);
+                samples += 1;
+            }
+            (lowest, samples)
+        })
+    };
+    let kubeconfig = kcp.kubeconfig_in(dir.path(), &ws, None);
+    let drained = kubectl_with_plugins(
+        &kubeconfig,
+        &["kcp", "cluster", "drain", &home.name(), "--timeout", "120s"],
+    );
+    assert!(drained.status.success(), "{}", stderr(&drained));
+    assert_eq!(
+        stdout(&drained),
+        format!("cluster/{0} cordoned\ncluster/{0} drained\n", home.name())
+    );
+    kcp_testing::wait::until("8 available on the other cluster alone", || {
+        let available = kcp.kubectl_in_ok(
+            &ws,
+            &[
+                "get",
+                "deployment",
+                "web",
+                "-n",
+                "shop",
+                "-o",
+                "jsonpath={.status.availableReplicas}",
+            ],
+        );
+        let split = leaves(&kcp, &ws);
+        (available == "8" && split == format!("web--{}=8 ", other.name()))
+            .then_some(())
+            .ok_or(format!("{available} available; {split}"))
+    });
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (lowest, samples) = sampler.join().unwrap();
+    // maxUnavailable is 25% of 8: never fewer than 6; make-before-break keeps all 8.
+    assert!(
+        lowest >= 8,
+        "{lowest} available at the lowest of {samples} samples"
+    );
+
+    // The namespace moved, its ConfigMap and Service with it; nothing is left on the home.
+    let placed = kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "get",
+            "namespace",
+            "shop",
+            "-o",
+            "jsonpath={.metadata.labels.kcp\\.dev/cluster}",
+        ],
+    );
+    assert_eq!(placed, other.name());
+    assert!(names_in(other, "configmap", &namespace).contains("configmap/settings"));
+    assert_eq!(names_in(other, "service", &namespace), "service/web");
+    kcp_testing::wait::until("the home's namespace released", || {
+        let out = downstream(
+            home,
+            &[
+                "get",
+                "namespace",
+                &namespace,
+                "-o",
+                "jsonpath={.status.phase}",
+            ],
+        );
+        let phase = String::from_utf8_lossy(&out.stdout).to_string();
+        (!out.status.success() || phase == "Terminating")
+            .then_some(())
+            .ok_or(phase)
+    });
+
+    // Nothing can take the other cluster's workloads now: its drain is refused, and changes
+    // nothing.
+    let refused = kubectl_with_plugins(&kubeconfig, &["kcp", "cluster", "drain", &other.name()]);
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains(&format!("cannot drain cluster {}", other.name())),
+        "{}",
+        stderr(&refused)
+    );
+    let unschedulable = kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "get",
+            "cluster",
+            &other.name(),
+            "-o",
+            "jsonpath={.spec.unschedulable}",
+        ],
+    );
+    assert_eq!(unschedulable, "");
+
+    // Uncordoned, the home takes a share again.
+    let uncordoned =
+        kubectl_with_plugins(&kubeconfig, &["kcp", "cluster", "uncordon", &home.name()]);
+    assert_eq!(
+        stdout(&uncordoned),
+        format!("cluster/{} uncordoned\n", home.name())
+    );
+    kcp_testing::wait::until("split again", || {
+        let split = leaves(&kcp, &ws);
+        (split.matches("=4 ").count() == 2)
+            .then_some(())
+            .ok_or(split)
+    });
+}
+
+/// A kubeconfig of `cluster` for `token` (its server and CA as the cluster's own kubeconfig).
+fn token_kubeconfig(cluster: &PhysicalCluster, token: &str) -> String {
+    let field = |path: &str| {
+        cluster.kubectl_ok(&[
+            "config",
+            "view",
+            "--raw",
+            "--minify",
+            "-o",
+            &format!("jsonpath={{.clusters[0].cluster.{path}}}"),
+        ])
+    };
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: \"{}\", certificate-authority-data: \"{}\"}}}}]\nusers: [{{name: u, user: {{token: \"{token}\"}}}}]\ncontexts: [{{name: c, context: {{cluster: c, user: u}}}}]\ncurrent-context: c\n",
+        field("server"),
+        field("certificate-authority-data")
+    )
+}
+
+#[test]
+fn pull_mode_installs_the_syncer_and_takes_readiness_from_its_heartbeat() {
+    let [_, west] = PhysicalCluster::shared();
+    let root = tempfile::tempdir().unwrap();
+    let kcp = Kcp::start(
+        root.path(),
+        &[
+            "--resources-to-sync",
+            "deployments.apps,configmaps",
+            "--cluster-poll-interval",
+            "1s",
+            "--syncer-mode",
+            "pull",
+        ],
+    );
+    let ws = kcp.workspace("pull");
+    let dir = tempfile::tempdir().unwrap();
+    kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "apply",
+            "-f",
+            &write_file(dir.path(), "west.yaml", &inline_cluster(west)),
+        ],
+    );
+    let ready = |kcp: &Kcp| {
+        kcp.kubectl_in_ok(
+            &ws,
+            &[
+                "get",
+                "cluster",
+                "west",
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}/{.status.conditions[?(@.type==\"Ready\")].reason}",
+            ],
+        )
+    };
+    // Installed, but not Ready before its syncer beats.
+    let namespace = format!("kcp-syncer-{}-west", kcp.logical_cluster(&ws));
+    let args = kcp_testing::wait::until("the syncer installed with both resources", || {
+        let out = downstream(
+            west,
+            &[
+                "get",
+                "deployment",
+                "kcp-syncer",
+                "-n",
+                &namespace,
+                "-o",
+                "jsonpath={.spec.template.spec.containers[0].args}",
+            ],
+        );
+        let args = String::from_utf8_lossy(&out.stdout).to_string();
+        (args.contains("deployments.apps") && args.contains("configmaps"))
+            .then(|| args.clone())
+            .ok_or(format!("{args}{}", String::from_utf8_lossy(&out.stderr)))
+    });
+    assert_eq!(ready(&kcp), "False/SyncerNotReady");
+    let args: Vec<String> = serde_json::from_str(&args).unwrap();
+
+    // The syncer as installed: its arguments, the kubeconfig of kcp from its Secret, and the
+    // service account's credentials downstream (so the RBAC installed is what it runs on).
+    let secret = west.kubectl_ok(&[
+        "get",
+        "secret",
+        "kcp-syncer-kubeconfig",
+        "-n",
+        &namespace,
+        "-o",
+        "jsonpath={.data.kubeconfig}",
+    ]);
+    let upstream =
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, secret.trim()).unwrap();
+    let upstream = write_file(
+        dir.path(),
+        "upstream.kubeconfig",
+        &String::from_utf8(upstream).unwrap(),
+    );
+    let token = west.kubectl_ok(&["create", "token", "kcp-syncer", "-n", &namespace]);
+    let down = write_file(
+        dir.path(),
+        "down.kubeconfig",
+        &token_kubeconfig(west, token.trim()),
+    );
+    let args: Vec<String> = args
+        .into_iter()
+        .map(|a| match a.starts_with("--from-kubeconfig=") {
+            true => format!("--from-kubeconfig={upstream}"),
+            false => a,
+        })
+        .chain([format!("--to-kubeconfig={down}")])
+        .collect();
+    let syncer = Running(
+        Command::new(env!("CARGO_BIN_EXE_syncer"))
+            .args(&args)
+            .spawn()
+            .expect("run syncer"),
+    );
+    kcp_testing::wait::until("west Ready from the heartbeat", || {
+        let now = ready(&kcp);
+        (now == "True/APIsImported").then_some(()).ok_or(now)
+    });
+
+    // It syncs: a Deployment assigned to west runs there and its status comes up; a ConfigMap
+    // of a namespace placed on west goes there, and goes when deleted.
+    kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "apply",
+            "-f",
+            &write_file(dir.path(), "api.yaml", &deployment("api", 1, Some("west"))),
+        ],
+    );
+    kcp.kubectl_in_ok(&ws, &["create", "configmap", "settings", "-n", "default"]);
+    kcp_testing::wait::until("the Deployment available in kcp", || {
+        let available = deployment_field(&kcp, &ws, "api", "{.status.availableReplicas}");
+        (available == "1").then_some(()).ok_or(available)
+    });
+    let synced = format!("kcp-{}-default", kcp.logical_cluster(&ws));
+    kcp_testing::wait::until("the ConfigMap downstream", || {
+        names_in(west, "configmap", &synced)
+            .contains("configmap/settings")
+            .then_some(())
+            .ok_or("not yet")
+    });
+    kcp.kubectl_in_ok(&ws, &["delete", "configmap", "settings", "-n", "default"]);
+    kcp_testing::wait::until("the ConfigMap gone downstream", || {
+        (!names_in(west, "configmap", &synced).contains("configmap/settings"))
+            .then_some(())
+            .ok_or("still there")
+    });
+
+    // The syncer stops: its heartbeat with it, and the Cluster is no longer Ready.
+    drop(syncer);
+    kcp_testing::wait::until("west not Ready without its syncer", || {
+        let now = ready(&kcp);
+        (now == "False/SyncerNotReady").then_some(()).ok_or(now)
+    });
+
+    // The Cluster deleted: what was installed in the cluster goes.
+    kcp.kubectl_in_ok(&ws, &["delete", "cluster", "west"]);
+    kcp_testing::wait::until("the syncer uninstalled", || {
+        let out = downstream(
+            west,
+            &[
+                "get",
+                "namespace",
+                &namespace,
+                "-o",
+                "jsonpath={.status.phase}",
+            ],
+        );
+        let phase = String::from_utf8_lossy(&out.stdout).to_string();
+        (!out.status.success() || phase == "Terminating")
+            .then_some(())
+            .ok_or(phase)
+    });
+    // Leftovers of the synced workload are cleaned up in the cluster by this test.
+    let _ = downstream(west, &["delete", "namespace", &synced, "--wait=false"]);
 }
