@@ -1364,3 +1364,128 @@ fn pull_mode_installs_the_syncer_and_takes_readiness_from_its_heartbeat() {
     // Leftovers of the synced workload are cleaned up in the cluster by this test.
     let _ = downstream(west, &["delete", "namespace", &synced, "--wait=false"]);
 }
+
+/// The ConfigMaps of `namespace` in `cluster`, by name, without the cluster's own.
+fn configmaps_in(cluster: &PhysicalCluster, namespace: &str) -> Vec<String> {
+    let mut names: Vec<String> = names_in(cluster, "configmaps", namespace)
+        .lines()
+        .map(|l| l.trim_start_matches("configmap/").to_string())
+        .filter(|n| !n.is_empty() && n != "kube-root-ca.crt")
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn kcp_killed_mid_sync_converges_with_nothing_leaked() {
+    let [east, _] = PhysicalCluster::shared();
+    let root = tempfile::tempdir().unwrap();
+    let args = [
+        "--resources-to-sync",
+        "configmaps",
+        "--cluster-poll-interval",
+        "1s",
+    ];
+    let kcp = Kcp::start(root.path(), &args);
+    let ws = kcp.workspace("crash-sync");
+    let dir = tempfile::tempdir().unwrap();
+    kcp.kubectl_in_ok(
+        &ws,
+        &[
+            "apply",
+            "-f",
+            &write_file(dir.path(), "east.yaml", &inline_cluster(east)),
+        ],
+    );
+    kcp_testing::wait::until("east syncing ConfigMaps", || {
+        let synced = kcp.kubectl_in_ok(
+            &ws,
+            &[
+                "get",
+                "cluster",
+                "east",
+                "-o",
+                "jsonpath={.status.syncedResources}",
+            ],
+        );
+        synced.contains("configmaps").then_some(()).ok_or(synced)
+    });
+    kcp.kubectl_in_ok(&ws, &["create", "namespace", "batch"]);
+    kcp_testing::wait::until("batch placed on east", || {
+        let placed = kcp.kubectl_in_ok(
+            &ws,
+            &[
+                "get",
+                "namespace",
+                "batch",
+                "-o",
+                "jsonpath={.metadata.labels.kcp\\.dev/cluster}",
+            ],
+        );
+        (placed == "east").then_some(()).ok_or(placed)
+    });
+    let count = 300;
+    let many: String = (0..count)
+        .map(|i| {
+            let half = if i % 2 == 0 { "even" } else { "odd" };
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i:03}, namespace: batch, labels: {{half: {half}}}}}\ndata: {{i: \"{i}\"}}\n---\n")
+        })
+        .collect();
+    // Created one by one while the syncer follows; SIGKILL as soon as it has written some.
+    let many = write_file(dir.path(), "many.yaml", &many);
+    let mut creating = Command::new("kubectl")
+        .env("KUBECONFIG", kcp.kubeconfig())
+        .arg(format!("--server={}/clusters/{ws}", kcp.base_url()))
+        .args(["create", "-f", &many])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run kubectl");
+    let namespace = format!("kcp-{}-batch", kcp.logical_cluster(&ws));
+    let synced_at_kill = kcp_testing::wait::until("the sync under way", || {
+        let synced = configmaps_in(east, &namespace).len();
+        (synced > 0).then_some(synced).ok_or(synced)
+    });
+    kcp_testing::signal::kill(kcp.pid()).expect("SIGKILL kcp");
+    drop(kcp);
+    let _ = creating.wait();
+    eprintln!("killed kcp with {synced_at_kill} of {count} ConfigMaps synced");
+
+    // Started again on the same store: the rest created, half deleted, and what is downstream
+    // converges to exactly what is upstream.
+    let kcp = Kcp::start(root.path(), &args);
+    let _ = kcp.kubectl_in(&ws, &["create", "-f", &many]);
+    kcp.kubectl_in_ok(
+        &ws,
+        &["delete", "configmaps", "-n", "batch", "-l", "half=even"],
+    );
+    let wanted: Vec<String> = (0..count)
+        .filter(|i| i % 2 == 1)
+        .map(|i| format!("c{i:03}"))
+        .collect();
+    kcp_testing::wait::until("the odd half downstream, nothing else", || {
+        let there = configmaps_in(east, &namespace);
+        (there == wanted)
+            .then_some(())
+            .ok_or(format!("{} there", there.len()))
+    });
+
+    // The namespace deleted upstream: gone there (no stuck finalizer) and downstream.
+    kcp.kubectl_in_ok(&ws, &["delete", "namespace", "batch", "--timeout=60s"]);
+    kcp_testing::wait::until("the downstream namespace released", || {
+        let out = downstream(
+            east,
+            &[
+                "get",
+                "namespace",
+                &namespace,
+                "-o",
+                "jsonpath={.status.phase}",
+            ],
+        );
+        let phase = String::from_utf8_lossy(&out.stdout).to_string();
+        (!out.status.success() || phase == "Terminating")
+            .then_some(())
+            .ok_or(phase)
+    });
+}
