@@ -28,9 +28,10 @@ struct Cli {
     /// Its context to use (default: its current one).
     #[arg(long)]
     from_context: Option<String>,
-    /// The workspace synced from (a path such as `root:team`, or a logical cluster name).
-    #[arg(long)]
-    workspace: String,
+    /// The workspaces synced from (paths such as `root:team`, or logical cluster names),
+    /// repeated or comma-separated: one syncer serves them all.
+    #[arg(long, required = true, value_delimiter = ',')]
+    workspace: Vec<String>,
     /// The kubeconfig of the physical cluster (default: the pod's own credentials, as the
     /// syncer runs when the cluster-controller installed it).
     #[arg(long)]
@@ -59,27 +60,56 @@ struct Cli {
     resources: Vec<String>,
 }
 
-/// The `syncer` binary.
+/// What one workspace's sync needs: its client, and the options.
+async fn prepare(
+    kcp: &kcp_sdk::ClusterConfig,
+    cli: &Cli,
+    path: &str,
+    heartbeat: Option<kcp_physical::syncer::heartbeat::Heartbeat>,
+) -> anyhow::Result<(kube::Client, kcp_physical::syncer::SyncerOptions)> {
+    let upstream = kcp.client(path)?;
+    // Objects say their workspace by logical cluster name: the path's is asked for.
+    let logical_cluster: serde_json::Value = upstream
+        .request(
+            http::Request::get("/apis/core.kcp.io/v1alpha1/logicalclusters/cluster")
+                .body(Vec::new())?,
+        )
+        .await
+        .with_context(|| format!("reading the logical cluster of {path}"))?;
+    let workspace = logical_cluster["metadata"]["annotations"]["kcp.io/cluster"]
+        .as_str()
+        .context("the logical cluster names no cluster")?
+        .to_string();
+    let mut puller = kcp_physical::puller::Puller::new(&upstream);
+    let mut resources = Vec::new();
+    for resource in &cli.resources {
+        let found = puller
+            .api_resource(resource)
+            .await
+            .with_context(|| format!("{resource} in {path}"))?;
+        resources.push(found);
+    }
+    let options = kcp_physical::syncer::SyncerOptions {
+        workspace,
+        location: cli.cluster.clone(),
+        resources,
+        resync: cli.resync_interval,
+        split_roots: cli.split_deployments,
+        heartbeat,
+    };
+    Ok((upstream, options))
+}
+
+/// The `syncer` binary: one sync per workspace, all into the same physical cluster (each in
+/// namespaces of its own there).
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     crate::finish(crate::block_on(async move {
-        let kcp =
-            kcp_sdk::ClusterConfig::new(kube_config(&cli.from_kubeconfig, cli.from_context).await?);
-        let upstream = kcp.client(&cli.workspace)?;
-        // Objects say their workspace by logical cluster name: the path's is asked for.
-        let logical_cluster: serde_json::Value = upstream
-            .request(
-                http::Request::get("/apis/core.kcp.io/v1alpha1/logicalclusters/cluster")
-                    .body(Vec::new())?,
-            )
-            .await
-            .with_context(|| format!("reading the logical cluster of {}", cli.workspace))?;
-        let workspace = logical_cluster["metadata"]["annotations"]["kcp.io/cluster"]
-            .as_str()
-            .context("the logical cluster names no cluster")?
-            .to_string();
+        let kcp = kcp_sdk::ClusterConfig::new(
+            kube_config(&cli.from_kubeconfig, cli.from_context.clone()).await?,
+        );
         let downstream = match &cli.to_kubeconfig {
-            Some(path) => kube::Client::try_from(kube_config(path, cli.to_context).await?)?,
+            Some(path) => kube::Client::try_from(kube_config(path, cli.to_context.clone()).await?)?,
             None => kube::Client::try_from(
                 kube::Config::incluster().context("no --to-kubeconfig, and not in a pod")?,
             )?,
@@ -97,24 +127,18 @@ pub fn main() -> ExitCode {
             }
             None => None,
         };
-        let mut puller = kcp_physical::puller::Puller::new(&upstream);
-        let mut resources = Vec::new();
-        for resource in &cli.resources {
-            let found = puller
-                .api_resource(resource)
-                .await
-                .with_context(|| format!("{resource} in {}", cli.workspace))?;
-            resources.push(found);
+        let stop = futures::FutureExt::shared(Box::pin(crate::shutdown_signal()?));
+        let mut syncs = Vec::new();
+        for path in &cli.workspace {
+            let (upstream, options) = prepare(&kcp, &cli, path, heartbeat.clone()).await?;
+            syncs.push(kcp_physical::syncer::run(
+                upstream,
+                downstream.clone(),
+                options,
+                stop.clone(),
+            ));
         }
-        let options = kcp_physical::syncer::SyncerOptions {
-            workspace,
-            location: cli.cluster,
-            resources,
-            resync: cli.resync_interval,
-            split_roots: cli.split_deployments,
-            heartbeat,
-        };
-        let stop = crate::shutdown_signal()?;
-        kcp_physical::syncer::run(upstream, downstream, options, stop).await
+        futures::future::try_join_all(syncs).await?;
+        Ok(())
     }))
 }

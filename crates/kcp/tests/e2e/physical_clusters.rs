@@ -638,7 +638,7 @@ fn objects_assigned_to_a_cluster_are_synced_down_and_their_status_up() {
 }
 
 #[test]
-fn the_syncer_binary_syncs_a_workspace_to_a_cluster() {
+fn one_syncer_binary_serves_many_workspaces_each_in_namespaces_of_its_own() {
     let [_, west] = PhysicalCluster::shared();
     let root = tempfile::tempdir().unwrap();
     let kcp = Kcp::start(
@@ -652,22 +652,25 @@ fn the_syncer_binary_syncs_a_workspace_to_a_cluster() {
             "none",
         ],
     );
-    let ws = kcp.workspace("pulled-sync");
+    let teams = [kcp.workspace("team-a"), kcp.workspace("team-b")];
     let dir = tempfile::tempdir().unwrap();
     let file = write_file(dir.path(), "west.yaml", &inline_cluster(west));
-    kcp.kubectl_in_ok(&ws, &["apply", "-f", &file]);
-    kcp_testing::wait::until("deployments served", || {
-        api_resources(&kcp, &ws)
-            .lines()
-            .any(|l| l == "deployments.apps")
-    });
+    // The same Deployment in both workspaces.
     let manifest = write_file(dir.path(), "api.yaml", &deployment("api", 1, Some("west")));
-    kcp.kubectl_in_ok(&ws, &["apply", "-f", &manifest]);
+    for ws in &teams {
+        kcp.kubectl_in_ok(ws, &["apply", "-f", &file]);
+        kcp_testing::wait::until("deployments served", || {
+            api_resources(&kcp, ws)
+                .lines()
+                .any(|l| l == "deployments.apps")
+        });
+        kcp.kubectl_in_ok(ws, &["apply", "-f", &manifest]);
+    }
     let syncer = Running(
         Command::new(env!("CARGO_BIN_EXE_syncer"))
             .arg("--from-kubeconfig")
             .arg(kcp.kubeconfig())
-            .args(["--workspace", &ws, "--to-kubeconfig"])
+            .args(["--workspace", &teams.join(","), "--to-kubeconfig"])
             .arg(west.kubeconfig())
             .args([
                 "--cluster",
@@ -679,28 +682,36 @@ fn the_syncer_binary_syncs_a_workspace_to_a_cluster() {
             .spawn()
             .expect("run syncer"),
     );
-    kcp_testing::wait::until("the Deployment available in kcp", || {
-        let available = kcp.kubectl_in_ok(
-            &ws,
-            &[
-                "get",
-                "deployment",
-                "api",
-                "-o",
-                "jsonpath={.status.availableReplicas}",
-            ],
-        );
-        (available == "1").then_some(()).ok_or(available)
-    });
-    let namespace = format!("kcp-{}-default", kcp.logical_cluster(&ws));
-    let labels = west.kubectl_ok(&[
-        "get",
-        "namespace",
-        &namespace,
-        "-o",
-        "jsonpath={.metadata.labels}",
-    ]);
+    for ws in &teams {
+        kcp_testing::wait::until("the Deployment available in kcp", || {
+            let available = deployment_field(&kcp, ws, "api", "{.status.availableReplicas}");
+            (available == "1").then_some(()).ok_or(available)
+        });
+    }
+    let [a, b] = teams
+        .each_ref()
+        .map(|ws| format!("kcp-{}-default", kcp.logical_cluster(ws)));
+    let labels = west.kubectl_ok(&["get", "namespace", &a, "-o", "jsonpath={.metadata.labels}"]);
     assert!(labels.contains("kcp.io/synced-from"), "{labels}");
+    assert_eq!(names_in(west, "deployments", &b), "deployment.apps/api");
+
+    // One workspace's deletion touches nothing of the other's.
+    kcp.kubectl_in_ok(&teams[0], &["delete", "deployment", "api"]);
+    kcp_testing::wait::until("team-a's namespace released", || {
+        let out = downstream(
+            west,
+            &["get", "namespace", &a, "-o", "jsonpath={.status.phase}"],
+        );
+        let phase = String::from_utf8_lossy(&out.stdout).to_string();
+        (!out.status.success() || phase == "Terminating")
+            .then_some(())
+            .ok_or(phase)
+    });
+    assert_eq!(names_in(west, "deployments", &b), "deployment.apps/api");
+    assert_eq!(
+        deployment_field(&kcp, &teams[1], "api", "{.status.availableReplicas}"),
+        "1"
+    );
     drop(syncer);
 }
 
