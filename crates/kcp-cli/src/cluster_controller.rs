@@ -48,7 +48,7 @@ pub struct ControllerFlags {
 }
 
 impl ControllerFlags {
-    fn options(&self) -> kcp_physical::Options {
+    fn options(&self, metrics: kcp_physical::metrics::Metrics) -> kcp_physical::Options {
         kcp_physical::Options {
             resources: self.resources_to_sync.clone(),
             auto_publish: self.auto_publish_apis,
@@ -62,6 +62,7 @@ impl ControllerFlags {
             split_deployments: self.deployment_splitter,
             schedule_namespaces: self.namespace_scheduler,
             unreachable_grace: self.cluster_unreachable_grace_period,
+            metrics,
         }
     }
 }
@@ -89,6 +90,9 @@ struct Cli {
     /// The context of the kubeconfig to use (default: its current one).
     #[arg(long)]
     context: Option<String>,
+    /// Where to serve `/metrics` (plain HTTP; port 0 picks one, said on standard error).
+    #[arg(long)]
+    metrics_bind_address: Option<std::net::SocketAddr>,
     #[command(flatten)]
     controller: ControllerFlags,
 }
@@ -106,17 +110,30 @@ pub fn main() -> ExitCode {
         let path = kubeconfig::locate(cli.kubeconfig.as_deref())?;
         let config = config(&path, cli.context).await?;
         let stop = crate::shutdown_signal()?;
-        kcp_physical::run(config, cli.controller.options(), stop).await
+        let metrics = kcp_physical::metrics::Metrics::default();
+        let _serving = match cli.metrics_bind_address {
+            Some(address) => {
+                let mut registry = prometheus_client::registry::Registry::default();
+                metrics.register(&mut registry);
+                let (bound, task) = crate::metrics_server::serve(address, registry).await?;
+                eprintln!("serving metrics on http://{bound}/metrics");
+                Some(task)
+            }
+            None => None,
+        };
+        kcp_physical::run(config, cli.controller.options(metrics), stop).await
     }))
 }
 
 /// The controller inside `kcp start`: on the server's admin kubeconfig (its `shard-base`
-/// context, whose user may read all workspaces), until `stop` completes.
+/// context, whose user may read all workspaces), until `stop` completes; counting in
+/// `metrics` (which the server's `/metrics` renders).
 pub async fn run_in_server(
     kubeconfig: &Path,
     flags: &InServerFlags,
+    metrics: kcp_physical::metrics::Metrics,
     stop: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let config = config(kubeconfig, Some("shard-base".into())).await?;
-    kcp_physical::run(config, flags.controller.options(), stop).await
+    kcp_physical::run(config, flags.controller.options(metrics), stop).await
 }

@@ -17,6 +17,7 @@ pub mod cluster_controller;
 mod commands;
 pub mod compat;
 pub mod kubeconfig;
+mod metrics_server;
 mod output;
 pub mod paths;
 mod server;

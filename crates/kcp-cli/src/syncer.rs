@@ -45,6 +45,9 @@ struct Cli {
     /// How often every object is looked at again.
     #[arg(long, default_value = "30s", value_parser = kcp_apimachinery::duration::parse)]
     resync_interval: Duration,
+    /// Where to serve `/metrics` (plain HTTP; port 0 picks one, said on standard error).
+    #[arg(long)]
+    metrics_bind_address: Option<std::net::SocketAddr>,
     /// A Lease of the workspace (`namespace/name`) renewed as the syncer's heartbeat.
     #[arg(long)]
     heartbeat_lease: Option<String>,
@@ -66,6 +69,7 @@ async fn prepare(
     cli: &Cli,
     path: &str,
     heartbeat: Option<kcp_physical::syncer::heartbeat::Heartbeat>,
+    metrics: &kcp_physical::metrics::Metrics,
 ) -> anyhow::Result<(kube::Client, kcp_physical::syncer::SyncerOptions)> {
     let upstream = kcp.client(path)?;
     // Objects say their workspace by logical cluster name: the path's is asked for.
@@ -96,6 +100,7 @@ async fn prepare(
         resync: cli.resync_interval,
         split_roots: cli.split_deployments,
         heartbeat,
+        metrics: metrics.clone(),
     };
     Ok((upstream, options))
 }
@@ -127,10 +132,22 @@ pub fn main() -> ExitCode {
             }
             None => None,
         };
+        let metrics = kcp_physical::metrics::Metrics::default();
+        let _serving = match cli.metrics_bind_address {
+            Some(address) => {
+                let mut registry = prometheus_client::registry::Registry::default();
+                metrics.register(&mut registry);
+                let (bound, task) = crate::metrics_server::serve(address, registry).await?;
+                eprintln!("serving metrics on http://{bound}/metrics");
+                Some(task)
+            }
+            None => None,
+        };
         let stop = futures::FutureExt::shared(Box::pin(crate::shutdown_signal()?));
         let mut syncs = Vec::new();
         for path in &cli.workspace {
-            let (upstream, options) = prepare(&kcp, &cli, path, heartbeat.clone()).await?;
+            let (upstream, options) =
+                prepare(&kcp, &cli, path, heartbeat.clone(), &metrics).await?;
             syncs.push(kcp_physical::syncer::run(
                 upstream,
                 downstream.clone(),

@@ -224,6 +224,12 @@ async fn pull(
             .insert(key.clone(), fingerprint);
     }
     let lease = pull::lease(workspace, &key.name).await?;
+    if let Some(age) = lease.as_ref().and_then(pull::age) {
+        shared
+            .options
+            .metrics
+            .heartbeat(&key.cluster, &key.name, age);
+    }
     Ok(match lease {
         Some(lease) if pull::fresh(&lease) => None,
         Some(_) => Some(format!(
@@ -261,6 +267,7 @@ fn uninstall(shared: &Shared, key: &ClusterKey) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .remove(key);
+    shared.options.metrics.forget(&key.cluster, &key.name);
     let remote = shared
         .importers
         .lock()
@@ -363,6 +370,7 @@ fn sync(shared: &Arc<Shared>, key: &ClusterKey) {
         resync: shared.options.poll_interval,
         split_roots: shared.options.split_deployments,
         heartbeat: None,
+        metrics: shared.options.metrics.clone(),
     };
     let cluster = key.clone();
     let task = tokio::spawn(async move {

@@ -41,6 +41,7 @@ use tokio::sync::mpsc;
 pub mod clusters;
 pub mod importer;
 pub mod kinds;
+pub mod metrics;
 pub mod negotiation;
 pub mod placement;
 pub mod publish;
@@ -66,6 +67,8 @@ pub struct Options {
     pub syncer_mode: SyncerMode,
     /// The image of the syncer installed in pull mode.
     pub syncer_image: String,
+    /// Where the syncers run here and the heartbeats read count.
+    pub metrics: metrics::Metrics,
     /// Whether Deployments assigned to no cluster are split across the workspace's clusters.
     pub split_deployments: bool,
     /// Whether each namespace is placed on one of the workspace's clusters.
@@ -91,6 +94,7 @@ impl Default for Options {
             poll_interval: Duration::from_secs(60),
             syncer_mode: SyncerMode::Push,
             syncer_image: format!("kcp-rs/syncer:{}", env!("CARGO_PKG_VERSION")),
+            metrics: metrics::Metrics::default(),
             split_deployments: true,
             schedule_namespaces: true,
             unreachable_grace: Duration::from_secs(300),

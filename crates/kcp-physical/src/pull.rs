@@ -303,14 +303,21 @@ pub async fn token(
     Ok(Some((String::from_utf8(token)?, ca.to_string())))
 }
 
+/// How long ago a Lease was renewed.
+pub fn age(lease: &Value) -> Option<Duration> {
+    let renewed = lease["spec"]["renewTime"]
+        .as_str()?
+        .parse::<jiff::Timestamp>()
+        .ok()?;
+    let age = jiff::Timestamp::now().duration_since(renewed);
+    Some(Duration::from_millis(age.as_millis().max(0) as u64))
+}
+
 /// Whether the syncer of `cluster` renewed its Lease in the workspace lately: its
 /// `renewTime` plus `leaseDurationSeconds` is not past.
 pub fn fresh(lease: &Value) -> bool {
     let duration = lease["spec"]["leaseDurationSeconds"].as_i64().unwrap_or(0);
-    lease["spec"]["renewTime"]
-        .as_str()
-        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-        .is_some_and(|renewed| jiff::Timestamp::now().duration_since(renewed).as_secs() <= duration)
+    age(lease).is_some_and(|age| age.as_secs() as i64 <= duration)
 }
 
 /// The syncer's Lease of `cluster` in the workspace.

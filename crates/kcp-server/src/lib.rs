@@ -86,7 +86,7 @@ fn auditor(options: &Options) -> anyhow::Result<Option<kcp_apiserver::audit::Aud
 /// The logical cluster that exists from the first start.
 const ROOT_CLUSTER: &str = "root";
 
-pub use options::Options;
+pub use options::{ExtraMetrics, Options};
 pub use store::Store;
 
 /// A started server.
@@ -185,7 +185,12 @@ impl Server {
             Arc::new(
                 router(&options, authn, registry.clone())?
                     .with_limits(limits)
-                    .with_metrics(|metrics| controllers.metrics().register(metrics)),
+                    .with_metrics(|metrics| {
+                        controllers.metrics().register(metrics);
+                        if let Some(extra) = &options.extra_metrics {
+                            (extra.0)(metrics);
+                        }
+                    }),
             ),
             serve_options,
         );

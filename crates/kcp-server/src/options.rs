@@ -130,4 +130,20 @@ pub struct Options {
     /// give up the thread's pages: mimalloc's `mi_thread_done`).
     #[arg(skip)]
     pub on_thread_idle: Option<fn()>,
+    /// More metrics for `/metrics`, registered before the server serves (the physical-cluster
+    /// layer's, which `kcp start` runs beside the server).
+    #[arg(skip)]
+    pub extra_metrics: Option<ExtraMetrics>,
+}
+
+/// What adds metrics to the server's registry.
+#[derive(Clone)]
+pub struct ExtraMetrics(
+    pub std::sync::Arc<dyn Fn(&mut prometheus_client::registry::Registry) + Send + Sync>,
+);
+
+impl std::fmt::Debug for ExtraMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ExtraMetrics")
+    }
 }

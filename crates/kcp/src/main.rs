@@ -57,8 +57,13 @@ async fn run() -> anyhow::Result<()> {
             memory::purge_periodically();
             #[cfg(feature = "allocator-census")]
             memory::census::write_periodically();
+            let physical_metrics = kcp_physical::metrics::Metrics::default();
+            let registered = physical_metrics.clone();
             let options = Options {
                 on_thread_idle: Some(memory::release_thread_pages),
+                extra_metrics: Some(kcp_server::ExtraMetrics(std::sync::Arc::new(
+                    move |registry| registered.register(registry),
+                ))),
                 ..server
             };
             let server = std::sync::Arc::new(Server::start(options).await?);
@@ -84,6 +89,7 @@ async fn run() -> anyhow::Result<()> {
                     let run = kcp_cli::cluster_controller::run_in_server(
                         &server.kubeconfig,
                         &clusters,
+                        physical_metrics,
                         stopped,
                     );
                     if let Err(error) = run.await {

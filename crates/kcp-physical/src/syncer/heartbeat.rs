@@ -13,9 +13,11 @@ pub struct Heartbeat {
     pub interval: Duration,
 }
 
-/// Renews the Lease of `heartbeat` through `upstream` until dropped (a failure is retried on
-/// the next beat).
-pub async fn beat(upstream: kube::Client, heartbeat: Heartbeat, holder: String) {
+/// Renews the Lease of `heartbeat` through `upstream` for the syncer of `options` until dropped
+/// (a failure is retried on the next beat); its age counted in the options' metrics.
+pub async fn beat(upstream: kube::Client, heartbeat: Heartbeat, options: super::SyncerOptions) {
+    let holder = format!("syncer-{}", options.location);
+    let mut last = tokio::time::Instant::now();
     let mut ticks = tokio::time::interval(heartbeat.interval);
     let path = format!(
         "/apis/coordination.k8s.io/v1/namespaces/{}/leases/{}",
@@ -32,11 +34,17 @@ pub async fn beat(upstream: kube::Client, heartbeat: Heartbeat, holder: String) 
             "spec": {"holderIdentity": holder, "leaseDurationSeconds": duration, "renewTime": renewed},
         });
         let objects = [(path.clone(), lease)];
-        if let Err(error) = crate::pull::apply(&upstream, &objects).await {
-            tracing::info!(
-                error = format!("{error:#}"),
-                "heartbeat failed; trying again"
-            );
+        match crate::pull::apply(&upstream, &objects).await {
+            Ok(()) => last = tokio::time::Instant::now(),
+            Err(error) => {
+                tracing::info!(
+                    error = format!("{error:#}"),
+                    "heartbeat failed; trying again"
+                )
+            }
         }
+        options
+            .metrics
+            .heartbeat(&options.workspace, &options.location, last.elapsed());
     }
 }

@@ -140,6 +140,8 @@ pub struct SyncerOptions {
     pub split_roots: bool,
     /// The Lease renewed in the workspace (pull mode), if any.
     pub heartbeat: Option<heartbeat::Heartbeat>,
+    /// Where writes and heartbeats are counted.
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// A watch event, with what it is of.
@@ -266,11 +268,10 @@ pub async fn run(
     });
     // The heartbeat beats while this runs.
     let _beating = options.heartbeat.clone().map(|heartbeat| {
-        let holder = format!("syncer-{}", options.location);
         AbortOnDrop(tokio::spawn(heartbeat::beat(
             sides.upstream.clone(),
             heartbeat,
-            holder,
+            options.clone(),
         )))
     });
     let mut listed: HashSet<(Side, usize)> = HashSet::new();

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::Method;
 use kube::api::{ApiResource, DynamicObject};
@@ -188,8 +188,25 @@ impl Sides {
         Ok(())
     }
 
+    /// Counts a write of `operation` for `key` that began at `started`.
+    fn count(&self, key: &SyncKey, operation: &'static str, started: Instant) {
+        let resource = self.resource(key);
+        let name = match resource.group.as_str() {
+            "" => resource.plural.clone(),
+            group => format!("{}.{group}", resource.plural),
+        };
+        self.options.metrics.synced(
+            &self.options.workspace,
+            &self.options.location,
+            &name,
+            operation,
+            started.elapsed(),
+        );
+    }
+
     /// Syncs one object.
     pub async fn reconcile(&self, key: &SyncKey) -> anyhow::Result<Done> {
+        let started = Instant::now();
         let resource = self.resource(key).clone();
         let up = self.up(key);
         let assigned = up.as_ref().and_then(|up| self.assigned(key.resource, up));
@@ -217,6 +234,9 @@ impl Sides {
                 None => false,
             };
             locked(&self.leftovers).remove(key);
+            if removed {
+                self.count(key, "delete", started);
+            }
             return Ok(if removed {
                 Done::Removed
             } else {
@@ -242,7 +262,7 @@ impl Sides {
                 )
                 .await?
                 {
-                    Answer::Ok(_) | Answer::AlreadyExists => {}
+                    Answer::Ok(_) | Answer::AlreadyExists => self.count(key, "create", started),
                     Answer::NotFound => {
                         // The namespace went meanwhile: made again on the retry.
                         locked(&self.known).remove(&namespace);
@@ -263,6 +283,7 @@ impl Sides {
                 );
                 let path = requests::path(&resource, Some(&namespace), &key.name);
                 requests::write(&self.downstream, Method::PUT, &path, &body).await?;
+                self.count(key, "update", started);
             }
             Some(down) if assigned == Assignment::Home => {
                 let status = upstream_status(down);
@@ -277,6 +298,7 @@ impl Sides {
                         requests::path(&resource, Some(&key.namespace), &key.name)
                     );
                     requests::write(&self.upstream, Method::PUT, &path, &updated).await?;
+                    self.count(key, "status", started);
                 }
             }
             Some(_) => {}

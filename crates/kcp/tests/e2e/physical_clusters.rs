@@ -625,6 +625,17 @@ fn objects_assigned_to_a_cluster_are_synced_down_and_their_status_up() {
         &["rollout", "status", "deployment/web", "--timeout=60s"],
     );
 
+    // The server's /metrics counts what its syncer wrote, both ways.
+    let metrics = kcp.kubectl_in_ok(&ws, &["get", "--raw", "/metrics"]);
+    let lc = kcp.logical_cluster(&ws);
+    for operation in ["create", "update", "status"] {
+        let line = format!(
+            "kcp_syncer_objects_synced_total{{workspace=\"{lc}\",cluster=\"east\",resource=\"deployments.apps\",operation=\"{operation}\"}}"
+        );
+        assert!(metrics.contains(&line), "{line} in {metrics}");
+    }
+    assert!(metrics.contains("kcp_syncer_sync_duration_seconds_count{direction=\"up\"}"));
+
     // Unassigned or deleted upstream: gone downstream.
     kcp.kubectl_in_ok(&ws, &["label", "deployment", "web", "kcp.dev/cluster-"]);
     kcp.kubectl_in_ok(&ws, &["delete", "service", "web"]);
@@ -653,6 +664,11 @@ fn one_syncer_binary_serves_many_workspaces_each_in_namespaces_of_its_own() {
         ],
     );
     let teams = [kcp.workspace("team-a"), kcp.workspace("team-b")];
+    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let dir = tempfile::tempdir().unwrap();
     let file = write_file(dir.path(), "west.yaml", &inline_cluster(west));
     // The same Deployment in both workspaces.
@@ -677,6 +693,8 @@ fn one_syncer_binary_serves_many_workspaces_each_in_namespaces_of_its_own() {
                 "west",
                 "--resync-interval",
                 "1s",
+                "--metrics-bind-address",
+                &format!("127.0.0.1:{metrics_port}"),
                 "deployments.apps",
             ])
             .spawn()
@@ -694,6 +712,16 @@ fn one_syncer_binary_serves_many_workspaces_each_in_namespaces_of_its_own() {
     let labels = west.kubectl_ok(&["get", "namespace", &a, "-o", "jsonpath={.metadata.labels}"]);
     assert!(labels.contains("kcp.io/synced-from"), "{labels}");
     assert_eq!(names_in(west, "deployments", &b), "deployment.apps/api");
+
+    // Its /metrics counts each workspace's writes apart.
+    let metrics = http_get(metrics_port, "/metrics");
+    for ws in &teams {
+        let line = format!(
+            "kcp_syncer_objects_synced_total{{workspace=\"{}\",cluster=\"west\",resource=\"deployments.apps\",operation=\"create\"}} 1",
+            kcp.logical_cluster(ws)
+        );
+        assert!(metrics.contains(&line), "{line} in {metrics}");
+    }
 
     // One workspace's deletion touches nothing of the other's.
     kcp.kubectl_in_ok(&teams[0], &["delete", "deployment", "api"]);
@@ -1317,6 +1345,12 @@ fn pull_mode_installs_the_syncer_and_takes_readiness_from_its_heartbeat() {
         let now = ready(&kcp);
         (now == "True/APIsImported").then_some(()).ok_or(now)
     });
+    let metrics = kcp.kubectl_in_ok(&ws, &["get", "--raw", "/metrics"]);
+    let age = format!(
+        "kcp_syncer_heartbeat_age_seconds{{workspace=\"{}\",cluster=\"west\"}}",
+        kcp.logical_cluster(&ws)
+    );
+    assert!(metrics.contains(&age), "{age} in {metrics}");
 
     // It syncs: a Deployment assigned to west runs there and its status comes up; a ConfigMap
     // of a namespace placed on west goes there, and goes when deleted.
@@ -1499,4 +1533,18 @@ fn kcp_killed_mid_sync_converges_with_nothing_leaked() {
             .then_some(())
             .ok_or(phase)
     });
+}
+
+/// The body of a plain HTTP GET of `path` on a loopback `port`.
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
 }
