@@ -142,6 +142,9 @@ pub async fn reconcile(shared: &Arc<Shared>, key: &ClusterKey) -> anyhow::Result
         },
         _ => (status, reason, message),
     };
+    let before =
+        kinds::condition(&cluster, "Ready").map(|c| (c["status"].clone(), c["reason"].clone()));
+    let transition = before != Some((json!(status), json!(reason)));
     let mut changed = kinds::set_condition(&mut conditions, "Ready", status, reason, &message);
     let synced = synced_resources(shared, key);
     if shared.options.syncer_mode == SyncerMode::Push && connected.is_ok() {
@@ -153,6 +156,25 @@ pub async fn reconcile(shared: &Arc<Shared>, key: &ClusterKey) -> anyhow::Result
         let path = requests::path(&kinds::clusters(), None, &key.name);
         let status = json!({"conditions": conditions, "syncedResources": synced});
         requests::patch_status(&workspace, &path, &status).await?;
+        if transition {
+            let kind = if status == "True" {
+                "Normal"
+            } else {
+                "Warning"
+            };
+            crate::events::record(
+                &workspace,
+                crate::events::Event {
+                    object: &cluster,
+                    api_version: "cluster.example.dev/v1alpha1",
+                    object_kind: "Cluster",
+                    kind,
+                    reason,
+                    message: &message,
+                },
+            )
+            .await;
+        }
     }
     // A Secret that appears, or a kubeconfig fixed in it, is seen on the next look; a
     // heartbeat is looked at often.

@@ -39,6 +39,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 pub mod clusters;
+pub mod events;
 pub mod importer;
 pub mod kinds;
 pub mod metrics;

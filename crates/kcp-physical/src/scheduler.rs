@@ -125,7 +125,25 @@ async fn pass(
         )
         .await?
         {
-            Answer::Ok(_) | Answer::NotFound => {}
+            Answer::Ok(_) => {
+                let message = match namespace["metadata"]["labels"][CLUSTER_LABEL].as_str() {
+                    Some(from) => format!("moved from cluster {from} to {cluster}"),
+                    None => format!("placed on cluster {cluster}"),
+                };
+                crate::events::record(
+                    client,
+                    crate::events::Event {
+                        object: namespace,
+                        api_version: "v1",
+                        object_kind: "Namespace",
+                        kind: "Normal",
+                        reason: "Placed",
+                        message: &message,
+                    },
+                )
+                .await;
+            }
+            Answer::NotFound => {}
             _ => anyhow::bail!("could not place namespace {name}"),
         }
     }

@@ -445,6 +445,8 @@ async fn split(
         }
     }
     let mut conditions = merged["conditions"].as_array().cloned().unwrap_or_default();
+    let split_before =
+        crate::kinds::condition(root, "Split").map(|c| (c["reason"].clone(), c["message"].clone()));
     root_conditions(&mut conditions, root, &status, &wanted, &draining);
     merged["conditions"] = Value::Array(conditions);
     if merged != root["status"] {
@@ -455,6 +457,28 @@ async fn split(
             requests::path(deployments, Some(namespace), name)
         );
         requests::write(client, Method::PUT, &path, &updated).await?;
+        if let Some(split) = crate::kinds::condition(&updated, "Split")
+            && split_before != Some((split["reason"].clone(), split["message"].clone()))
+        {
+            let reason = split["reason"].as_str().unwrap_or_default();
+            let kind = if reason == "NoClusters" {
+                "Warning"
+            } else {
+                "Normal"
+            };
+            crate::events::record(
+                client,
+                crate::events::Event {
+                    object: root,
+                    api_version: "apps/v1",
+                    object_kind: "Deployment",
+                    kind,
+                    reason,
+                    message: split["message"].as_str().unwrap_or_default(),
+                },
+            )
+            .await;
+        }
     }
     Ok(())
 }

@@ -1157,6 +1157,30 @@ fn a_drained_cluster_hands_its_namespaces_and_shares_over_before_letting_them_go
         "{lowest} available at the lowest of {samples} samples"
     );
 
+    // Events say what happened: the split and the drain on the root; in default, the
+    // Clusters' readiness and the namespaces' placements.
+    let reasons = |namespace: &str| {
+        kcp.kubectl_in_ok(
+            &ws,
+            &[
+                "get",
+                "events",
+                "-n",
+                namespace,
+                "-o",
+                "jsonpath={range .items[*]}{.involvedObject.kind}/{.reason} {end}",
+            ],
+        )
+    };
+    let shop = reasons("shop");
+    for wanted in ["Deployment/Split", "Deployment/Draining"] {
+        assert!(shop.contains(wanted), "{wanted} in {shop}");
+    }
+    let default = reasons("default");
+    for wanted in ["Cluster/APIsImported", "Namespace/Placed"] {
+        assert!(default.contains(wanted), "{wanted} in {default}");
+    }
+
     // The namespace moved, its ConfigMap and Service with it; nothing is left on the home.
     let placed = kcp.kubectl_in_ok(
         &ws,
