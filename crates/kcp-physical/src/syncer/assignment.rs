@@ -35,6 +35,29 @@ pub struct NamespaceView<'a> {
     pub runs_leaf_here: bool,
 }
 
+/// What decides an object's assignment, besides its namespace.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Facts<'a> {
+    /// Its `kcp.dev/cluster` label.
+    pub cluster: Option<&'a str>,
+    /// A Deployment the splitter would spread ([`is_split_root`]).
+    pub root: bool,
+    /// Being deleted, or made by the server itself: never synced.
+    pub ignored: bool,
+}
+
+impl<'a> Facts<'a> {
+    /// The facts of `object` (of `resource`).
+    pub fn of(resource: &kube::api::ApiResource, object: &'a Value) -> Facts<'a> {
+        Facts {
+            cluster: object["metadata"]["labels"][CLUSTER_LABEL].as_str(),
+            root: is_split_root(resource, object),
+            ignored: object["metadata"]["deletionTimestamp"].is_string()
+                || server_owned(resource, object),
+        }
+    }
+}
+
 /// Whether `object` is one the server of each side makes itself.
 pub fn server_owned(resource: &kube::api::ApiResource, object: &Value) -> bool {
     match (resource.group.as_str(), resource.plural.as_str()) {
@@ -56,19 +79,18 @@ pub fn is_split_root(resource: &kube::api::ApiResource, object: &Value) -> bool 
 /// How `object` is synced to the cluster `location`, if at all; `split_roots` says whether
 /// unassigned Deployments are the splitter's.
 pub fn assignment(
-    resource: &kube::api::ApiResource,
-    object: &Value,
+    object: Facts<'_>,
     location: &str,
     split_roots: bool,
     namespace: NamespaceView<'_>,
 ) -> Option<Assignment> {
-    if object["metadata"]["deletionTimestamp"].is_string() || server_owned(resource, object) {
+    if object.ignored {
         return None;
     }
-    if let Some(cluster) = object["metadata"]["labels"][CLUSTER_LABEL].as_str() {
+    if let Some(cluster) = object.cluster {
         return (cluster == location).then_some(Assignment::Home);
     }
-    if split_roots && is_split_root(resource, object) {
+    if split_roots && object.root {
         return None;
     }
     match (
@@ -79,14 +101,6 @@ pub fn assignment(
         (false, true) => Some(Assignment::Follower),
         (false, false) => None,
     }
-}
-
-/// Whether `object` (a Deployment) is a leaf assigned to `location`.
-pub fn is_leaf_on(object: &Value, location: &str) -> bool {
-    let labels = &object["metadata"]["labels"];
-    labels.get(OWNED_BY_LABEL).is_some()
-        && labels[CLUSTER_LABEL] == location
-        && object["metadata"]["deletionTimestamp"].is_null()
 }
 
 #[cfg(test)]
@@ -119,7 +133,7 @@ mod tests {
             runs_leaf_here: true,
         };
         let at = |object: &Value, resource: &ApiResource, view| {
-            assignment(resource, object, "east", true, view)
+            assignment(Facts::of(resource, object), "east", true, view)
         };
         assert_eq!(at(&plain, &configmaps, home), Some(Assignment::Home));
         assert_eq!(at(&plain, &configmaps, elsewhere), None);
@@ -131,13 +145,13 @@ mod tests {
         // A label wins over the namespace.
         assert_eq!(at(&labelled, &configmaps, home), None);
         assert_eq!(
-            assignment(&configmaps, &labelled, "west", true, home),
+            assignment(Facts::of(&configmaps, &labelled), "west", true, home),
             Some(Assignment::Home)
         );
         // Roots are the splitter's, unless it does not run.
         assert_eq!(at(&plain, &deployments, home), None);
         assert_eq!(
-            assignment(&deployments, &plain, "east", false, home),
+            assignment(Facts::of(&deployments, &plain), "east", false, home),
             Some(Assignment::Home)
         );
         // The server's own objects never.
@@ -149,15 +163,5 @@ mod tests {
         let mut deleting = plain.clone();
         deleting["metadata"]["deletionTimestamp"] = json!("2020-01-01T00:00:00Z");
         assert_eq!(at(&deleting, &configmaps, home), None);
-    }
-
-    #[test]
-    fn leaves_are_known_by_both_labels() {
-        let leaf =
-            json!({"metadata": {"labels": {"kcp.dev/cluster": "east", "kcp.dev/owned-by": "web"}}});
-        assert!(is_leaf_on(&leaf, "east"));
-        assert!(!is_leaf_on(&leaf, "west"));
-        let assigned = json!({"metadata": {"labels": {"kcp.dev/cluster": "east"}}});
-        assert!(!is_leaf_on(&assigned, "east"));
     }
 }

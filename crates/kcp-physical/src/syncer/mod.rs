@@ -35,15 +35,17 @@ use futures::stream::{self, BoxStream, FuturesUnordered, StreamExt};
 use kcp_sdk::Queue;
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject};
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector;
 use kube::runtime::{WatchStreamExt, watcher};
 
 pub mod assignment;
 pub mod heartbeat;
 mod sides;
+pub mod store;
 pub mod transform;
 
 use sides::{Done, Sides, SyncKey};
+use store::{Downstream, Store, Upstream};
 pub use transform::{downstream_namespace, transform, upstream_status};
 
 /// The label that assigns an object (or a namespace) to a physical cluster (the prototype's).
@@ -144,13 +146,6 @@ pub struct SyncerOptions {
     pub metrics: crate::metrics::Metrics,
 }
 
-/// A watch event, with what it is of.
-type SideEvent = (
-    Side,
-    usize,
-    Result<watcher::Event<DynamicObject>, watcher::Error>,
-);
-
 /// What an event came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Side {
@@ -162,6 +157,23 @@ enum Side {
     DownNamespaces,
 }
 
+/// A watch event of one side: of a synced resource (what its store keeps), or of namespaces.
+enum SideEvent {
+    Up(
+        usize,
+        Result<watcher::Event<Option<store::Item<Upstream>>>, watcher::Error>,
+    ),
+    Down(
+        usize,
+        Result<watcher::Event<Option<store::Item<Downstream>>>, watcher::Error>,
+    ),
+    /// Boxed: a whole Namespace is large.
+    Namespaces(
+        Side,
+        Box<Result<watcher::Event<DynamicObject>, watcher::Error>>,
+    ),
+}
+
 /// One piece of work.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Work {
@@ -170,32 +182,46 @@ enum Work {
     Namespace(String),
 }
 
-/// Drops what the syncer never reads: `managedFields` on both sides, and downstream the spec.
-fn slim(side: Side) -> impl FnMut(&mut DynamicObject) {
-    move |object| {
-        object.managed_fields_mut().clear();
-        if side == Side::Down
-            && let Some(fields) = object.data.as_object_mut()
-        {
-            fields.retain(|k, _| k == "status");
-        }
-    }
-}
-
-/// Reflects `resource` through `client` into a store; events tagged with `side` and `index`.
-fn reflect(
+/// A watch of `resource` through `client`, each object turned into what a store keeps of it
+/// at once (the whole object is not kept).
+fn watch<T: Send + 'static>(
     client: &kube::Client,
     resource: &ApiResource,
     config: watcher::Config,
-    side: Side,
-    index: usize,
-) -> (Store<DynamicObject>, BoxStream<'static, SideEvent>) {
+    keep: impl Fn(&DynamicObject) -> Option<store::Item<T>> + Send + 'static,
+) -> impl futures::Stream<Item = Result<watcher::Event<Option<store::Item<T>>>, watcher::Error>>
++ Send
++ 'static {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), resource);
-    let writer = reflector::store::Writer::new(resource.clone());
+    watcher(api, config).default_backoff().map(move |event| {
+        event.map(|e| match e {
+            watcher::Event::Apply(o) => watcher::Event::Apply(keep(&o)),
+            watcher::Event::Delete(o) => watcher::Event::Delete(keep(&o)),
+            watcher::Event::InitApply(o) => watcher::Event::InitApply(keep(&o)),
+            watcher::Event::Init => watcher::Event::Init,
+            watcher::Event::InitDone => watcher::Event::InitDone,
+        })
+    })
+}
+
+/// Reflects namespaces through `client` (few: kube-rs' reflector keeps them whole).
+fn reflect_namespaces(
+    client: &kube::Client,
+    config: watcher::Config,
+    side: Side,
+) -> (
+    reflector::Store<DynamicObject>,
+    BoxStream<'static, SideEvent>,
+) {
+    let resource = namespaces();
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    let writer = reflector::store::Writer::new(resource);
     let store = writer.as_reader();
-    let events = watcher(api, config).default_backoff().modify(slim(side));
+    let events = watcher(api, config).default_backoff().modify(|o| {
+        o.managed_fields_mut().clear();
+    });
     let events = reflector::reflector(writer, events)
-        .map(move |e| (side, index, e))
+        .map(move |e| SideEvent::Namespaces(side, Box::new(e)))
         .boxed();
     (store, events)
 }
@@ -208,8 +234,6 @@ pub async fn run(
     options: SyncerOptions,
     stop: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let mut up = Vec::new();
-    let mut down = Vec::new();
     let mut streams: Vec<BoxStream<'static, SideEvent>> = Vec::new();
     // Downstream, what this syncer wrote: from its workspace, for its cluster (another syncer
     // of the same workspace may write into the same physical cluster under another name).
@@ -219,35 +243,23 @@ pub async fn run(
         synced_by(&options.location)
     );
     for (index, resource) in options.resources.iter().enumerate() {
-        let (store, events) = reflect(
-            &upstream,
-            resource,
-            watcher::Config::default(),
-            Side::Up,
-            index,
-        );
-        up.push(store);
-        streams.push(events);
+        let kept = resource.clone();
+        let events = watch(&upstream, resource, watcher::Config::default(), move |o| {
+            store::upstream_item(&kept, o)
+        });
+        streams.push(events.map(move |e| SideEvent::Up(index, e)).boxed());
         let config = watcher::Config::default().labels(&marker);
-        let (store, events) = reflect(&downstream, resource, config, Side::Down, index);
-        down.push(store);
-        streams.push(events);
+        let events = watch(&downstream, resource, config, store::downstream_item);
+        streams.push(events.map(move |e| SideEvent::Down(index, e)).boxed());
     }
-    let (up_namespaces, events) = reflect(
-        &upstream,
-        &namespaces(),
-        watcher::Config::default(),
-        Side::UpNamespaces,
-        0,
-    );
+    let (up_namespaces, events) =
+        reflect_namespaces(&upstream, watcher::Config::default(), Side::UpNamespaces);
     streams.push(events);
     let ours = format!("{workspace_label},{}", syncer_label(&options.location));
-    let (down_namespaces, events) = reflect(
+    let (down_namespaces, events) = reflect_namespaces(
         &downstream,
-        &namespaces(),
         watcher::Config::default().labels(&ours),
         Side::DownNamespaces,
-        0,
     );
     streams.push(events);
     let deployments = options
@@ -258,8 +270,8 @@ pub async fn run(
         upstream,
         downstream,
         options: options.clone(),
-        up,
-        down,
+        up: options.resources.iter().map(|_| Store::default()).collect(),
+        down: options.resources.iter().map(|_| Store::default()).collect(),
         up_namespaces,
         down_namespaces,
         known: Mutex::new(HashSet::new()),
@@ -298,70 +310,76 @@ pub async fn run(
         let due = queue.next_due();
         tokio::select! {
             _ = &mut stop => return Ok(()),
-            event = events.next() => match event {
-                Some((side, index, Ok(event))) => {
-                    let first = matches!(event, watcher::Event::InitDone) && listed.insert((side, index));
-                    if first && listed.len() == reflectors {
-                        // Everything listed: leftovers first, then everything.
-                        for index in 0..sides.down.len() {
-                            mark_leftovers(&sides, index);
+            event = events.next() => {
+                let Some(event) = event else { return Ok(()) };
+                let (side, index, done) = match &event {
+                    SideEvent::Up(index, Ok(e)) => (Side::Up, *index, matches!(e, watcher::Event::InitDone)),
+                    SideEvent::Down(index, Ok(e)) => (Side::Down, *index, matches!(e, watcher::Event::InitDone)),
+                    SideEvent::Namespaces(side, e) => match &**e {
+                        Ok(e) => (*side, 0, matches!(e, watcher::Event::InitDone)),
+                        Err(error) => {
+                            tracing::info!(?side, %error, "watch of namespaces failed; kube-rs watches again");
+                            continue;
                         }
-                        rebuild_leaves(&sides, deployments);
-                        everything(&sides, &mut queue);
+                    },
+                    SideEvent::Up(index, Err(error)) | SideEvent::Down(index, Err(error)) => {
+                        let resource = &sides.options.resources[*index].plural;
+                        tracing::info!(resource, %error, "watch failed; kube-rs watches again");
                         continue;
                     }
-                    match side {
-                        Side::Up | Side::Down => {
-                            if side == Side::Down && matches!(event, watcher::Event::InitDone) {
-                                mark_leftovers(&sides, index);
-                            }
-                            if side == Side::Up && Some(index) == deployments {
-                                leaves_changed(&sides, &event, &mut queue, deployments);
-                            }
-                            let objects: Vec<DynamicObject> = match event {
-                                watcher::Event::Apply(o) | watcher::Event::Delete(o) => vec![o],
-                                watcher::Event::InitDone => {
-                                    let store = match side { Side::Up => &sides.up[index], _ => &sides.down[index] };
-                                    store.state().iter().map(|o| (**o).clone()).collect()
-                                }
-                                _ => Vec::new(),
-                            };
-                            for object in objects {
-                                if let Some(key) = key_of(side, index, &object) {
-                                    queue.add(Work::Object(key));
-                                }
-                            }
+                };
+                match event {
+                    SideEvent::Up(index, Ok(event)) => {
+                        let touched = sides.up[index].apply(event);
+                        if Some(index) == deployments {
+                            leaves_changed(&sides, &touched, &mut queue);
                         }
-                        Side::UpNamespaces => {
-                            let changed: Vec<DynamicObject> = match event {
-                                watcher::Event::Apply(o) => vec![o],
-                                watcher::Event::Delete(o) => {
-                                    namespace_labels.remove(&o.name_any());
-                                    queue.add(Work::Namespace(o.name_any()));
-                                    Vec::new()
-                                }
-                                watcher::Event::InitDone => sides.up_namespaces.state().iter().map(|o| (**o).clone()).collect(),
-                                _ => Vec::new(),
-                            };
-                            for namespace in changed {
-                                let name = namespace.name_any();
-                                let label = namespace.labels().get(CLUSTER_LABEL).cloned();
-                                if namespace_labels.get(&name) != Some(&label) {
-                                    namespace_labels.insert(name.clone(), label);
-                                    in_namespace(&sides, &name, &mut queue);
-                                    queue.add(Work::Namespace(name));
-                                }
-                            }
+                        for (namespace, name) in touched {
+                            queue.add(Work::Object(SyncKey { resource: index, namespace, name }));
                         }
-                        Side::DownNamespaces => {}
                     }
+                    SideEvent::Down(index, Ok(event)) => {
+                        let touched = sides.down[index].apply(event);
+                        if done {
+                            mark_leftovers(&sides, index);
+                        }
+                        for (namespace, name) in touched {
+                            queue.add(Work::Object(SyncKey { resource: index, namespace, name }));
+                        }
+                    }
+                    SideEvent::Namespaces(Side::UpNamespaces, event) => {
+                        let Ok(event) = *event else { continue };
+                        let changed: Vec<DynamicObject> = match event {
+                            watcher::Event::Apply(o) => vec![o],
+                            watcher::Event::Delete(o) => {
+                                namespace_labels.remove(&o.name_any());
+                                queue.add(Work::Namespace(o.name_any()));
+                                Vec::new()
+                            }
+                            watcher::Event::InitDone => sides.up_namespaces.state().iter().map(|o| (**o).clone()).collect(),
+                            _ => Vec::new(),
+                        };
+                        for namespace in changed {
+                            let name = namespace.name_any();
+                            let label = namespace.labels().get(CLUSTER_LABEL).cloned();
+                            if namespace_labels.get(&name) != Some(&label) {
+                                namespace_labels.insert(name.clone(), label);
+                                in_namespace(&sides, &name, &mut queue);
+                                queue.add(Work::Namespace(name));
+                            }
+                        }
+                    }
+                    SideEvent::Namespaces(..) | SideEvent::Up(_, Err(_)) | SideEvent::Down(_, Err(_)) => {}
                 }
-                Some((side, index, Err(error))) => {
-                    let resource = sides.options.resources.get(index).map(|r| r.plural.clone());
-                    tracing::info!(?side, ?resource, %error, "watch failed; kube-rs watches again");
+                if done && listed.insert((side, index)) && listed.len() == reflectors {
+                    // Everything listed: leftovers first, then everything.
+                    for index in 0..sides.down.len() {
+                        mark_leftovers(&sides, index);
+                    }
+                    rebuild_leaves(&sides, deployments);
+                    everything(&sides, &mut queue);
                 }
-                None => return Ok(()),
-            },
+            }
             _ = resync.tick() => {
                 everything(&sides, &mut queue);
             }
@@ -398,47 +416,46 @@ impl Drop for AbortOnDrop {
 
 /// Queues every object of both sides and every namespace.
 fn everything(sides: &Sides, queue: &mut Queue<Work>) {
-    for (side, stores) in [(Side::Up, &sides.up), (Side::Down, &sides.down)] {
-        for (index, store) in stores.iter().enumerate() {
-            for object in store.state() {
-                if let Some(key) = key_of(side, index, &object) {
-                    queue.add(Work::Object(key));
-                }
-            }
+    let mut namespaces: HashSet<String> = HashSet::new();
+    for (index, (up, down)) in sides.up.iter().zip(&sides.down).enumerate() {
+        let keys = up
+            .all()
+            .into_iter()
+            .map(|(k, _)| k)
+            .chain(down.all().into_iter().map(|(k, _)| k));
+        for (namespace, name) in keys {
+            namespaces.insert(namespace.clone());
+            queue.add(Work::Object(SyncKey {
+                resource: index,
+                namespace,
+                name,
+            }));
         }
     }
-    for namespace in sides.up_namespaces.state() {
-        queue.add(Work::Namespace(namespace.name_any()));
-    }
+    namespaces.extend(sides.up_namespaces.state().iter().map(|n| n.name_any()));
     for namespace in sides.down_namespaces.state() {
         if let Some(upstream) = namespace.annotations().get(UPSTREAM_NAMESPACE) {
-            queue.add(Work::Namespace(upstream.clone()));
+            namespaces.insert(upstream.clone());
         }
     }
-    for store in &sides.down {
-        for object in store.state() {
-            if let Some(upstream) = object.annotations().get(UPSTREAM_NAMESPACE) {
-                queue.add(Work::Namespace(upstream.clone()));
-            }
-        }
+    for namespace in namespaces {
+        queue.add(Work::Namespace(namespace));
     }
 }
 
 /// Queues every object of the upstream namespace `namespace`, on both sides.
 fn in_namespace(sides: &Sides, namespace: &str, queue: &mut Queue<Work>) {
-    let downstream = sides.downstream_namespace(namespace);
-    for (side, stores, within) in [
-        (Side::Up, &sides.up, namespace),
-        (Side::Down, &sides.down, downstream.as_str()),
-    ] {
-        for (index, store) in stores.iter().enumerate() {
-            for object in store.state() {
-                if object.metadata.namespace.as_deref() == Some(within)
-                    && let Some(key) = key_of(side, index, &object)
-                {
-                    queue.add(Work::Object(key));
-                }
-            }
+    for (index, (up, down)) in sides.up.iter().zip(&sides.down).enumerate() {
+        for (namespace, name) in up
+            .keys_in(namespace)
+            .into_iter()
+            .chain(down.keys_in(namespace))
+        {
+            queue.add(Work::Object(SyncKey {
+                resource: index,
+                namespace,
+                name,
+            }));
         }
     }
 }
@@ -455,94 +472,54 @@ fn mark_leftovers(sides: &Sides, index: usize) {
 }
 
 /// The leaves on this cluster, per namespace, from the upstream Deployments.
-fn rebuild_leaves(sides: &Sides, deployments: Option<usize>) {
+fn leaves_now(sides: &Sides, deployments: usize) -> HashMap<String, HashSet<String>> {
     let mut leaves: HashMap<String, HashSet<String>> = HashMap::new();
-    if let Some(index) = deployments {
-        for object in sides.up[index].state() {
-            let value = serde_json::to_value(&*object).unwrap_or_default();
-            if assignment::is_leaf_on(&value, &sides.options.location) {
-                leaves
-                    .entry(object.namespace().unwrap_or_default())
-                    .or_default()
-                    .insert(object.name_any());
-            }
+    for ((namespace, name), object) in sides.up[deployments].all() {
+        if object.is_leaf_on(&sides.options.location) {
+            leaves.entry(namespace).or_default().insert(name);
         }
     }
+    leaves
+}
+
+/// Rebuilds the leaves on this cluster.
+fn rebuild_leaves(sides: &Sides, deployments: Option<usize>) {
+    let leaves = deployments
+        .map(|d| leaves_now(sides, d))
+        .unwrap_or_default();
     *sides.leaves.lock().unwrap_or_else(|e| e.into_inner()) = leaves;
 }
 
-/// Keeps the leaves on this cluster up to date with an upstream Deployment's event; a
-/// namespace that starts or stops running a leaf here has all its objects looked at again.
-fn leaves_changed(
-    sides: &Sides,
-    event: &watcher::Event<DynamicObject>,
-    queue: &mut Queue<Work>,
-    deployments: Option<usize>,
-) {
-    let (object, gone) = match event {
-        watcher::Event::Apply(o) => (o, false),
-        watcher::Event::Delete(o) => (o, true),
-        watcher::Event::InitDone => {
-            let before = sides
-                .leaves
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone();
-            rebuild_leaves(sides, deployments);
-            let after = sides
-                .leaves
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone();
-            let namespaces: HashSet<&String> = before.keys().chain(after.keys()).collect();
-            for namespace in namespaces {
-                let had = before.get(namespace).is_some_and(|l| !l.is_empty());
-                let has = after.get(namespace).is_some_and(|l| !l.is_empty());
-                if had != has {
-                    in_namespace(sides, namespace, queue);
-                }
-            }
-            return;
-        }
-        _ => return,
-    };
-    let namespace = object.namespace().unwrap_or_default();
-    let name = object.name_any();
-    let leaf = !gone
-        && assignment::is_leaf_on(
-            &serde_json::to_value(object).unwrap_or_default(),
-            &sides.options.location,
-        );
-    let changed = {
+/// Keeps the leaves on this cluster up to date after the upstream Deployments `touched`
+/// changed; a namespace that starts or stops running a leaf here has all its objects looked at
+/// again.
+fn leaves_changed(sides: &Sides, touched: &[store::Key], queue: &mut Queue<Work>) {
+    let mut flipped = Vec::new();
+    {
         let mut leaves = sides.leaves.lock().unwrap_or_else(|e| e.into_inner());
-        let set = leaves.entry(namespace.clone()).or_default();
-        let had = !set.is_empty();
-        match leaf {
-            true => set.insert(name),
-            false => set.remove(&name),
-        };
-        had == set.is_empty()
-    };
-    if changed {
+        for key in touched {
+            let (namespace, name) = key;
+            let leaf = sides
+                .up
+                .iter()
+                .zip(&sides.options.resources)
+                .find(|(_, r)| r.group == "apps" && r.plural == "deployments")
+                .and_then(|(store, _)| store.get(key))
+                .is_some_and(|o| o.is_leaf_on(&sides.options.location));
+            let set = leaves.entry(namespace.clone()).or_default();
+            let had = !set.is_empty();
+            match leaf {
+                true => set.insert(name.clone()),
+                false => set.remove(name),
+            };
+            if had == set.is_empty() {
+                flipped.push(namespace.clone());
+            }
+        }
+    }
+    flipped.sort();
+    flipped.dedup();
+    for namespace in flipped {
         in_namespace(sides, &namespace, queue);
     }
-}
-
-/// The upstream identity of an object seen on `side`.
-fn key_of(side: Side, resource: usize, object: &DynamicObject) -> Option<SyncKey> {
-    let name = object.metadata.name.clone()?;
-    let namespace = match side {
-        Side::Down => object
-            .metadata
-            .annotations
-            .as_ref()?
-            .get(UPSTREAM_NAMESPACE)?
-            .clone(),
-        _ => object.metadata.namespace.clone()?,
-    };
-    Some(SyncKey {
-        resource,
-        namespace,
-        name,
-    })
 }

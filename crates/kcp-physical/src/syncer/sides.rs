@@ -1,6 +1,7 @@
-//! The syncer's reconciles over what both sides' reflectors hold: one object (create, update,
-//! delete downstream; status up from its home), and one downstream namespace (released once
-//! nothing of its upstream namespace is synced here any more).
+//! The syncer's reconciles over what both sides' stores hold ([`super::store`]): one object
+//! (create, update, delete downstream; status up from its home), each write made from the
+//! whole objects read fresh, and one downstream namespace (released once nothing of its
+//! upstream namespace is synced here any more).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -8,11 +9,12 @@ use std::time::{Duration, Instant};
 
 use http::Method;
 use kube::api::{ApiResource, DynamicObject};
-use kube::runtime::reflector::{ObjectRef, Store};
-use serde_json::{Value, json};
+use kube::runtime::reflector::{self, ObjectRef};
+use serde_json::json;
 
 use super::assignment::{self, Assignment, NamespaceView};
-use super::transform::{downstream_namespace, in_sync, transform, upstream_status};
+use super::store::{self, Downstream, Store, Upstream};
+use super::transform::{downstream_namespace, status_for_upstream, transform};
 use super::{CLUSTER_LABEL, SyncerOptions, UPSTREAM_NAMESPACE, WORKSPACE_LABEL, syncer_label};
 use crate::requests::{self, Answer};
 
@@ -40,12 +42,12 @@ pub struct Sides {
     pub upstream: kube::Client,
     pub downstream: kube::Client,
     pub options: SyncerOptions,
-    pub up: Vec<Store<DynamicObject>>,
-    pub down: Vec<Store<DynamicObject>>,
+    pub up: Vec<Store<Upstream>>,
+    pub down: Vec<Store<Downstream>>,
     /// Upstream Namespaces (their `kcp.dev/cluster` label).
-    pub up_namespaces: Store<DynamicObject>,
+    pub up_namespaces: reflector::Store<DynamicObject>,
     /// Downstream namespaces this syncer made.
-    pub down_namespaces: Store<DynamicObject>,
+    pub down_namespaces: reflector::Store<DynamicObject>,
     /// Downstream namespaces known to exist with this syncer's label.
     pub known: Mutex<HashSet<String>>,
     /// Per upstream namespace, the leaves of split Deployments running on this cluster.
@@ -67,35 +69,16 @@ impl Sides {
         downstream_namespace(&self.options.workspace, namespace)
     }
 
-    fn get(
-        store: &Store<DynamicObject>,
-        resource: &ApiResource,
-        namespace: &str,
-        name: &str,
-    ) -> Option<Value> {
-        let reference = ObjectRef::new_with(name, resource.clone()).within(namespace);
-        store
-            .get(&reference)
-            .and_then(|o| serde_json::to_value(&*o).ok())
+    fn store_key(key: &SyncKey) -> store::Key {
+        (key.namespace.clone(), key.name.clone())
     }
 
-    pub fn up(&self, key: &SyncKey) -> Option<Value> {
-        Self::get(
-            &self.up[key.resource],
-            self.resource(key),
-            &key.namespace,
-            &key.name,
-        )
+    pub fn up(&self, key: &SyncKey) -> Option<Upstream> {
+        self.up[key.resource].get(&Self::store_key(key))
     }
 
-    pub fn down(&self, key: &SyncKey) -> Option<Value> {
-        let namespace = self.downstream_namespace(&key.namespace);
-        Self::get(
-            &self.down[key.resource],
-            self.resource(key),
-            &namespace,
-            &key.name,
-        )
+    pub fn down(&self, key: &SyncKey) -> Option<Downstream> {
+        self.down[key.resource].get(&Self::store_key(key))
     }
 
     /// The cluster the upstream namespace `name` is labelled with.
@@ -112,15 +95,13 @@ impl Sides {
     }
 
     /// How the upstream `object` of resource `resource` is synced here, if at all.
-    pub fn assigned(&self, resource: usize, object: &Value) -> Option<Assignment> {
-        let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
+    pub fn assigned(&self, namespace: &str, object: &Upstream) -> Option<Assignment> {
         let cluster = self.namespace_cluster(namespace);
         let runs_leaf_here = locked(&self.leaves)
             .get(namespace)
             .is_some_and(|l| !l.is_empty());
         assignment::assignment(
-            &self.options.resources[resource],
-            object,
+            object.facts(),
             &self.options.location,
             self.options.split_roots,
             NamespaceView {
@@ -133,12 +114,16 @@ impl Sides {
     /// The keys of the downstream objects of resource `index` that nothing upstream asks for.
     pub fn leftovers_of(&self, index: usize) -> Vec<SyncKey> {
         self.down[index]
-            .state()
-            .iter()
-            .filter_map(|o| super::key_of(super::Side::Down, index, o))
+            .all()
+            .into_iter()
+            .map(|((namespace, name), _)| SyncKey {
+                resource: index,
+                namespace,
+                name,
+            })
             .filter(|key| {
                 self.up(key)
-                    .is_none_or(|up| self.assigned(key.resource, &up).is_none())
+                    .is_none_or(|up| self.assigned(&key.namespace, &up).is_none())
             })
             .collect()
     }
@@ -209,15 +194,14 @@ impl Sides {
         let started = Instant::now();
         let resource = self.resource(key).clone();
         let up = self.up(key);
-        let assigned = up.as_ref().and_then(|up| self.assigned(key.resource, up));
+        let assigned = up.as_ref().and_then(|up| self.assigned(&key.namespace, up));
         let down = self.down(key);
         let namespace = self.downstream_namespace(&key.namespace);
         let (Some(up), Some(assigned)) = (up, assigned) else {
             let removed = match down {
                 Some(down) => {
-                    let path = requests::path(&resource, Some(&namespace), &key.name);
-                    let uid = down["metadata"]["uid"].clone();
-                    let options = json!({"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}, "propagationPolicy": "Background"});
+                    let path = requests::path(&resource, Some(&down.namespace), &key.name);
+                    let options = json!({"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": down.uid}, "propagationPolicy": "Background"});
                     match requests::send(
                         &self.downstream,
                         Method::DELETE,
@@ -245,13 +229,19 @@ impl Sides {
         };
         // Asked for again since it was counted a leftover: not one any more.
         locked(&self.leftovers).remove(key);
+        let up_path = requests::path(&resource, Some(&key.namespace), &key.name);
+        let down_path = requests::path(&resource, Some(&namespace), &key.name);
         match &down {
             None => {
                 if !locked(&self.leftovers).is_empty() {
                     return Ok(Done::Later(Duration::from_millis(200)));
                 }
+                // Gone meanwhile: its deletion is on its way.
+                let Some(full) = requests::get(&self.upstream, &up_path).await? else {
+                    return Ok(Done::Settled);
+                };
                 self.ensure_namespace(&namespace, &key.namespace).await?;
-                let body = transform(&up, None, &self.options.workspace, &self.options.location);
+                let body = transform(&full, None, &self.options.workspace, &self.options.location);
                 let path = requests::collection(&resource, Some(&namespace));
                 match requests::send(
                     &self.downstream,
@@ -274,29 +264,35 @@ impl Sides {
                     Answer::Conflict => anyhow::bail!("conflict creating {path} downstream"),
                 }
             }
-            Some(down) if !in_sync(&up, down) => {
+            Some(down) if down.digest.as_deref() != Some(up.digest.as_str()) => {
+                let Some(full) = requests::get(&self.upstream, &up_path).await? else {
+                    return Ok(Done::Settled);
+                };
+                let Some(existing) = requests::get(&self.downstream, &down_path).await? else {
+                    // Gone downstream meanwhile: the watch brings its deletion.
+                    return Ok(Done::Later(Duration::from_millis(200)));
+                };
                 let body = transform(
-                    &up,
-                    Some(down),
+                    &full,
+                    Some(&existing),
                     &self.options.workspace,
                     &self.options.location,
                 );
-                let path = requests::path(&resource, Some(&namespace), &key.name);
-                requests::write(&self.downstream, Method::PUT, &path, &body).await?;
+                requests::write(&self.downstream, Method::PUT, &down_path, &body).await?;
                 self.count(key, "update", started);
             }
             Some(down) if assigned == Assignment::Home => {
-                let status = upstream_status(down);
-                if !status.is_null() && up["status"] != status {
-                    let mut updated = up.clone();
+                let status =
+                    status_for_upstream(down.status(), down.generation, down.upstream_generation);
+                if !status.is_null() && store::parse(up.status.as_deref()) != status {
+                    let Some(mut updated) = requests::get(&self.upstream, &up_path).await? else {
+                        return Ok(Done::Settled);
+                    };
                     updated["status"] = status;
                     if let Some(annotations) = updated["metadata"]["annotations"].as_object_mut() {
                         annotations.remove("kcp.io/cluster");
                     }
-                    let path = format!(
-                        "{}/status",
-                        requests::path(&resource, Some(&key.namespace), &key.name)
-                    );
+                    let path = format!("{up_path}/status");
                     requests::write(&self.upstream, Method::PUT, &path, &updated).await?;
                     self.count(key, "status", started);
                 }
@@ -310,19 +306,16 @@ impl Sides {
     /// synced here: this syncer's label removed, the namespace deleted when no other syncer's
     /// is left on it.
     pub async fn release_namespace(&self, namespace: &str) -> anyhow::Result<Done> {
-        let wanted = self.up.iter().enumerate().any(|(index, store)| {
-            store.state().iter().any(|o| {
-                o.metadata.namespace.as_deref() == Some(namespace)
-                    && serde_json::to_value(&**o).is_ok_and(|v| self.assigned(index, &v).is_some())
+        let wanted = self.up.iter().any(|store| {
+            store.any_in(namespace, |object| {
+                self.assigned(namespace, object).is_some()
             })
         });
         let name = self.downstream_namespace(namespace);
-        let remaining = self.down.iter().any(|store| {
-            store
-                .state()
-                .iter()
-                .any(|o| o.metadata.namespace.as_deref() == Some(name.as_str()))
-        });
+        let remaining = self
+            .down
+            .iter()
+            .any(|store| store.any_in(namespace, |_| true));
         if wanted || remaining {
             return Ok(Done::Settled);
         }

@@ -67,7 +67,7 @@ pub fn transform(
         .as_str()
         .unwrap_or_default();
     let synced = synced_fields(upstream);
-    let sum = format!("{:016x}", digest(synced.to_string().as_bytes()));
+    let sum = synced_digest(upstream);
     let mut object = match existing {
         Some(existing) => existing.clone(),
         None => json!({"metadata": {"name": upstream["metadata"]["name"]}}),
@@ -102,28 +102,37 @@ pub fn transform(
     object
 }
 
-/// Whether `downstream` holds what `upstream` asks for now.
-pub fn in_sync(upstream: &Value, downstream: &Value) -> bool {
-    let sum = format!(
+/// The digest of what is synced of `upstream`, as downstream objects carry it.
+pub fn synced_digest(upstream: &Value) -> String {
+    format!(
         "{:016x}",
         digest(synced_fields(upstream).to_string().as_bytes())
-    );
-    downstream["metadata"]["annotations"][SYNCED_DIGEST] == sum.as_str()
+    )
+}
+
+/// Whether `downstream` holds what `upstream` asks for now.
+pub fn in_sync(upstream: &Value, downstream: &Value) -> bool {
+    downstream["metadata"]["annotations"][SYNCED_DIGEST] == synced_digest(upstream).as_str()
 }
 
 /// The status for upstream from `downstream`'s: its `observedGeneration` (if any) becomes the
 /// upstream generation it stands for, or one less while the downstream controller has not
 /// caught up.
 pub fn upstream_status(downstream: &Value) -> Value {
-    let mut status = downstream["status"].clone();
+    let generation = downstream["metadata"]["generation"]
+        .as_i64()
+        .unwrap_or_default();
+    let upstream: i64 = downstream["metadata"]["annotations"][UPSTREAM_GENERATION]
+        .as_str()
+        .and_then(|g| g.parse().ok())
+        .unwrap_or_default();
+    status_for_upstream(downstream["status"].clone(), generation, upstream)
+}
+
+/// [`upstream_status`] from a downstream `status`, the downstream `generation` and the
+/// `upstream` generation it was synced from.
+pub fn status_for_upstream(mut status: Value, generation: i64, upstream: i64) -> Value {
     if let Some(observed) = status.get("observedGeneration").and_then(Value::as_i64) {
-        let generation = downstream["metadata"]["generation"]
-            .as_i64()
-            .unwrap_or_default();
-        let upstream: i64 = downstream["metadata"]["annotations"][UPSTREAM_GENERATION]
-            .as_str()
-            .and_then(|g| g.parse().ok())
-            .unwrap_or_default();
         status["observedGeneration"] = json!(match observed >= generation {
             true => upstream,
             false => upstream - 1,
