@@ -11,6 +11,22 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use prometheus_client::registry::Registry;
 
+/// Serves `metrics` at `address`, if given, until the answer is dropped; says where on
+/// standard error.
+pub async fn serve_physical(
+    address: Option<SocketAddr>,
+    metrics: &kcp_physical::metrics::Metrics,
+) -> anyhow::Result<Option<kcp_physical::AbortOnDrop>> {
+    let Some(address) = address else {
+        return Ok(None);
+    };
+    let mut registry = Registry::default();
+    metrics.register(&mut registry);
+    let (bound, task) = serve(address, registry).await?;
+    eprintln!("serving metrics on http://{bound}/metrics");
+    Ok(Some(kcp_physical::AbortOnDrop(task)))
+}
+
 /// Serves `registry` at `http://<address>/metrics` until dropped; returns the address bound
 /// (port 0 picks one).
 pub async fn serve(
@@ -34,7 +50,7 @@ pub async fn serve(
                         let found = request.uri().path() == "/metrics"
                             && prometheus_client::encoding::text::encode(&mut text, &registry)
                                 .is_ok();
-                        let response = match found {
+                        match found {
                             true => hyper::Response::builder()
                                 .header(
                                     http::header::CONTENT_TYPE,
@@ -44,8 +60,7 @@ pub async fn serve(
                             false => hyper::Response::builder()
                                 .status(http::StatusCode::NOT_FOUND)
                                 .body(Full::new(Bytes::from_static(b"404 page not found\n"))),
-                        };
-                        response
+                        }
                     }
                 });
                 let _ = http1::Builder::new()

@@ -133,16 +133,8 @@ pub fn main() -> ExitCode {
             None => None,
         };
         let metrics = kcp_physical::metrics::Metrics::default();
-        let _serving = match cli.metrics_bind_address {
-            Some(address) => {
-                let mut registry = prometheus_client::registry::Registry::default();
-                metrics.register(&mut registry);
-                let (bound, task) = crate::metrics_server::serve(address, registry).await?;
-                eprintln!("serving metrics on http://{bound}/metrics");
-                Some(task)
-            }
-            None => None,
-        };
+        let _serving =
+            crate::metrics_server::serve_physical(cli.metrics_bind_address, &metrics).await?;
         let stop = futures::FutureExt::shared(Box::pin(crate::shutdown_signal()?));
         let mut syncs = Vec::new();
         for path in &cli.workspace {

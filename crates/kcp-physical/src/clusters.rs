@@ -222,12 +222,7 @@ async fn pull(
         .get(key)
         .is_some_and(|f| *f == fingerprint);
     if !installed {
-        let remote = shared
-            .importers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(key)
-            .map(|i| i.remote.clone());
+        let remote = remote(shared, key);
         let Some(remote) = remote else {
             return Ok(Some("connecting".into()));
         };
@@ -290,12 +285,7 @@ fn uninstall(shared: &Shared, key: &ClusterKey) {
         .unwrap_or_else(|e| e.into_inner())
         .remove(key);
     shared.options.metrics.forget(&key.cluster, &key.name);
-    let remote = shared
-        .importers
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(key)
-        .map(|i| i.remote.clone());
+    let remote = remote(shared, key);
     let Some(remote) = remote else {
         return;
     };
@@ -309,6 +299,16 @@ fn uninstall(shared: &Shared, key: &ClusterKey) {
             tracing::info!(cluster = %key, error = format!("{error:#}"), "could not clean the cluster up");
         }
     });
+}
+
+/// The client of `key`'s physical cluster its importer uses, if it runs.
+fn remote(shared: &Shared, key: &ClusterKey) -> Option<kube::Client> {
+    shared
+        .importers
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(key)
+        .map(|i| i.remote.clone())
 }
 
 /// Stops the importer and the syncer of `key`, if any.
@@ -376,12 +376,7 @@ fn sync(shared: &Arc<Shared>, key: &ClusterKey) {
     if resources.is_empty() {
         return;
     }
-    let remote = shared
-        .importers
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(key)
-        .map(|i| i.remote.clone());
+    let remote = remote(shared, key);
     let (Some(remote), Ok(upstream)) = (remote, shared.config.client(&key.cluster)) else {
         return;
     };
@@ -427,6 +422,24 @@ fn per_workspace(shared: &Arc<Shared>, workspace: &str) {
     }
 }
 
+/// Runs `run`, the `what` of `workspace`, in a task of its own that says why it stopped.
+fn spawn(
+    workspace: &str,
+    what: &'static str,
+    run: impl Future<Output = anyhow::Result<()>> + Send + 'static,
+) -> tokio::task::JoinHandle<()> {
+    let workspace = workspace.to_string();
+    tokio::spawn(async move {
+        if let Err(error) = run.await {
+            tracing::warn!(
+                workspace,
+                error = format!("{error:#}"),
+                "the {what} stopped"
+            );
+        }
+    })
+}
+
 /// Runs the namespace scheduler of `workspace` while it has Clusters.
 fn schedule(shared: &Arc<Shared>, workspace: &str) {
     let mut schedulers = shared.schedulers.lock().unwrap_or_else(|e| e.into_inner());
@@ -443,18 +456,11 @@ fn schedule(shared: &Arc<Shared>, workspace: &str) {
         return;
     };
     let placements = placements(shared, workspace, None);
-    let name = workspace.to_string();
-    let task = tokio::spawn(async move {
-        let run = crate::scheduler::run(client, placements, std::future::pending());
-        if let Err(error) = run.await {
-            tracing::warn!(
-                workspace = name,
-                error = format!("{error:#}"),
-                "the namespace scheduler stopped"
-            );
-        }
-    });
-    schedulers.insert(workspace.to_string(), task);
+    let run = crate::scheduler::run(client, placements, std::future::pending());
+    schedulers.insert(
+        workspace.to_string(),
+        spawn(workspace, "namespace scheduler", run),
+    );
 }
 
 /// Runs the deployment splitter of `workspace` while it has Clusters and publishes
@@ -490,18 +496,11 @@ fn split(shared: &Arc<Shared>, workspace: &str) {
         resync: shared.options.poll_interval,
     };
     let ready = placements(shared, workspace, Some("deployments.apps"));
-    let name = workspace.to_string();
-    let task = tokio::spawn(async move {
-        let run = crate::splitter::run(client, options, ready, std::future::pending());
-        if let Err(error) = run.await {
-            tracing::warn!(
-                workspace = name,
-                error = format!("{error:#}"),
-                "the deployment splitter stopped"
-            );
-        }
-    });
-    splitters.insert(workspace.to_string(), task);
+    let run = crate::splitter::run(client, options, ready, std::future::pending());
+    splitters.insert(
+        workspace.to_string(),
+        spawn(workspace, "deployment splitter", run),
+    );
 }
 
 /// The resources of `key`'s imports that are compatible and available, as `plural.group`.

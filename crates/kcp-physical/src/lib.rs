@@ -359,6 +359,15 @@ fn touched(
     }
 }
 
+/// A task stopped when this is dropped.
+pub struct AbortOnDrop(pub tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Sleeps until `at` (a work queue's next due key), or forever when nothing is due.
 pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
     if let Some(at) = at {

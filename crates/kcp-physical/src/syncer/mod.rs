@@ -280,7 +280,7 @@ pub async fn run(
     });
     // The heartbeat beats while this runs.
     let _beating = options.heartbeat.clone().map(|heartbeat| {
-        AbortOnDrop(tokio::spawn(heartbeat::beat(
+        crate::AbortOnDrop(tokio::spawn(heartbeat::beat(
             sides.upstream.clone(),
             heartbeat,
             options.clone(),
@@ -402,15 +402,6 @@ pub async fn run(
             }
             _ = crate::sleep_until(due), if due.is_some() => {}
         }
-    }
-}
-
-/// A task stopped when this is dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 

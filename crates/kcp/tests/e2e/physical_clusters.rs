@@ -128,14 +128,10 @@ fn clusters_registered_in_a_workspace_negotiate_their_apis() {
     );
 
     let root = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(
+    let kcp = start_importing(
         root.path(),
-        &[
-            "--resources-to-sync",
-            "deployments.apps,services,configmaps,widgets.example.dev,gadgets.example.dev,gizmos.example.dev",
-            "--cluster-poll-interval",
-            "1s",
-        ],
+        "deployments.apps,services,configmaps,widgets.example.dev,gadgets.example.dev,gizmos.example.dev",
+        &[],
     );
     let team = kcp.workspace("team");
     let other = kcp.workspace("other");
@@ -547,15 +543,7 @@ fn downstream(cluster: &PhysicalCluster, args: &[&str]) -> std::process::Output 
 fn objects_assigned_to_a_cluster_are_synced_down_and_their_status_up() {
     let [east, _] = PhysicalCluster::shared();
     let root = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(
-        root.path(),
-        &[
-            "--resources-to-sync",
-            "deployments.apps,services",
-            "--cluster-poll-interval",
-            "1s",
-        ],
-    );
+    let kcp = start_importing(root.path(), "deployments.apps,services", &[]);
     let ws = kcp.workspace("apps");
     let dir = tempfile::tempdir().unwrap();
     let file = write_file(dir.path(), "east.yaml", &inline_cluster(east));
@@ -652,17 +640,7 @@ fn objects_assigned_to_a_cluster_are_synced_down_and_their_status_up() {
 fn one_syncer_binary_serves_many_workspaces_each_in_namespaces_of_its_own() {
     let [_, west] = PhysicalCluster::shared();
     let root = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(
-        root.path(),
-        &[
-            "--resources-to-sync",
-            "deployments.apps",
-            "--cluster-poll-interval",
-            "1s",
-            "--syncer-mode",
-            "none",
-        ],
-    );
+    let kcp = start_importing(root.path(), "deployments.apps", &["--syncer-mode", "none"]);
     let teams = [kcp.workspace("team-a"), kcp.workspace("team-b")];
     let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -725,16 +703,7 @@ fn one_syncer_binary_serves_many_workspaces_each_in_namespaces_of_its_own() {
 
     // One workspace's deletion touches nothing of the other's.
     kcp.kubectl_in_ok(&teams[0], &["delete", "deployment", "api"]);
-    kcp_testing::wait::until("team-a's namespace released", || {
-        let out = downstream(
-            west,
-            &["get", "namespace", &a, "-o", "jsonpath={.status.phase}"],
-        );
-        let phase = String::from_utf8_lossy(&out.stdout).to_string();
-        (!out.status.success() || phase == "Terminating")
-            .then_some(())
-            .ok_or(phase)
-    });
+    namespace_gone(west, &a);
     assert_eq!(names_in(west, "deployments", &b), "deployment.apps/api");
     assert_eq!(
         deployment_field(&kcp, &teams[1], "api", "{.status.availableReplicas}"),
@@ -747,26 +716,10 @@ fn one_syncer_binary_serves_many_workspaces_each_in_namespaces_of_its_own() {
 fn an_unassigned_deployment_is_split_across_the_clusters_and_summed_back() {
     let [east, west] = PhysicalCluster::shared();
     let root = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(
-        root.path(),
-        &[
-            "--resources-to-sync",
-            "deployments.apps",
-            "--cluster-poll-interval",
-            "1s",
-        ],
-    );
+    let kcp = start_importing(root.path(), "deployments.apps", &[]);
     let ws = kcp.workspace("split");
     let dir = tempfile::tempdir().unwrap();
-    let clusters = [inline_cluster(east), inline_cluster(west)].join("---\n");
-    kcp.kubectl_in_ok(
-        &ws,
-        &[
-            "apply",
-            "-f",
-            &write_file(dir.path(), "clusters.yaml", &clusters),
-        ],
-    );
+    register(&kcp, &ws, dir.path(), &[east, west]);
     for cluster in ["east", "west"] {
         kcp_testing::wait::until(&format!("{cluster} syncing Deployments"), || {
             let synced = kcp.kubectl_in_ok(
@@ -854,28 +807,14 @@ fn a_lost_clusters_share_moves_after_the_grace_period_and_comes_back_with_it() {
     let south_dir = parent.path().join("south");
     let south = PhysicalCluster::start(&south_dir);
     let root = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(
+    let kcp = start_importing(
         root.path(),
-        &[
-            "--resources-to-sync",
-            "deployments.apps",
-            "--cluster-poll-interval",
-            "1s",
-            "--cluster-unreachable-grace-period",
-            "3s",
-        ],
+        "deployments.apps",
+        &["--cluster-unreachable-grace-period", "3s"],
     );
     let ws = kcp.workspace("failover");
     let dir = tempfile::tempdir().unwrap();
-    let clusters = [inline_cluster(east), inline_cluster(&south)].join("---\n");
-    kcp.kubectl_in_ok(
-        &ws,
-        &[
-            "apply",
-            "-f",
-            &write_file(dir.path(), "clusters.yaml", &clusters),
-        ],
-    );
+    register(&kcp, &ws, dir.path(), &[east, &south]);
     let web = write_file(dir.path(), "web.yaml", &deployment("web", 8, None));
     let split_and_available = |east_share: &str, south_share: Option<&str>| {
         kcp_testing::wait::until(
@@ -982,26 +921,10 @@ fn available_in(cluster: &PhysicalCluster, namespace: &str) -> i64 {
 fn a_drained_cluster_hands_its_namespaces_and_shares_over_before_letting_them_go() {
     let both = PhysicalCluster::shared();
     let root = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(
-        root.path(),
-        &[
-            "--resources-to-sync",
-            "deployments.apps,services,configmaps",
-            "--cluster-poll-interval",
-            "1s",
-        ],
-    );
+    let kcp = start_importing(root.path(), "deployments.apps,services,configmaps", &[]);
     let ws = kcp.workspace("drain");
     let dir = tempfile::tempdir().unwrap();
-    let clusters = [inline_cluster(&both[0]), inline_cluster(&both[1])].join("---\n");
-    kcp.kubectl_in_ok(
-        &ws,
-        &[
-            "apply",
-            "-f",
-            &write_file(dir.path(), "clusters.yaml", &clusters),
-        ],
-    );
+    register(&kcp, &ws, dir.path(), &[&both[0], &both[1]]);
     kcp_testing::wait::until("both clusters syncing Deployments and ConfigMaps", || {
         let synced = kcp.kubectl_in_ok(
             &ws,
@@ -1022,16 +945,7 @@ fn a_drained_cluster_hands_its_namespaces_and_shares_over_before_letting_them_go
     // wherever its split Deployment runs.
     kcp.kubectl_in_ok(&ws, &["create", "namespace", "shop"]);
     let home_name = kcp_testing::wait::until("shop placed", || {
-        let placed = kcp.kubectl_in_ok(
-            &ws,
-            &[
-                "get",
-                "namespace",
-                "shop",
-                "-o",
-                "jsonpath={.metadata.labels.kcp\\.dev/cluster}",
-            ],
-        );
+        let placed = placed_on(&kcp, &ws, "shop");
         (!placed.is_empty()).then_some(placed.clone()).ok_or(placed)
     });
     let (home, other) = match both[0].name() == home_name {
@@ -1068,18 +982,7 @@ fn a_drained_cluster_hands_its_namespaces_and_shares_over_before_letting_them_go
     );
     let namespace = format!("kcp-{}-shop", kcp.logical_cluster(&ws));
     kcp_testing::wait::until("8 available, 4 and 4, config and service in both", || {
-        let available = kcp.kubectl_in_ok(
-            &ws,
-            &[
-                "get",
-                "deployment",
-                "web",
-                "-n",
-                "shop",
-                "-o",
-                "jsonpath={.status.availableReplicas}",
-            ],
-        );
+        let available = web_available(&kcp, &ws);
         let split = leaves(&kcp, &ws);
         let everywhere = both.iter().all(|c| {
             names_in(c, "configmap", &namespace).contains("configmap/settings")
@@ -1132,18 +1035,7 @@ fn a_drained_cluster_hands_its_namespaces_and_shares_over_before_letting_them_go
         format!("cluster/{0} cordoned\ncluster/{0} drained\n", home.name())
     );
     kcp_testing::wait::until("8 available on the other cluster alone", || {
-        let available = kcp.kubectl_in_ok(
-            &ws,
-            &[
-                "get",
-                "deployment",
-                "web",
-                "-n",
-                "shop",
-                "-o",
-                "jsonpath={.status.availableReplicas}",
-            ],
-        );
+        let available = web_available(&kcp, &ws);
         let split = leaves(&kcp, &ws);
         (available == "8" && split == format!("web--{}=8 ", other.name()))
             .then_some(())
@@ -1182,35 +1074,11 @@ fn a_drained_cluster_hands_its_namespaces_and_shares_over_before_letting_them_go
     }
 
     // The namespace moved, its ConfigMap and Service with it; nothing is left on the home.
-    let placed = kcp.kubectl_in_ok(
-        &ws,
-        &[
-            "get",
-            "namespace",
-            "shop",
-            "-o",
-            "jsonpath={.metadata.labels.kcp\\.dev/cluster}",
-        ],
-    );
+    let placed = placed_on(&kcp, &ws, "shop");
     assert_eq!(placed, other.name());
     assert!(names_in(other, "configmap", &namespace).contains("configmap/settings"));
     assert_eq!(names_in(other, "service", &namespace), "service/web");
-    kcp_testing::wait::until("the home's namespace released", || {
-        let out = downstream(
-            home,
-            &[
-                "get",
-                "namespace",
-                &namespace,
-                "-o",
-                "jsonpath={.status.phase}",
-            ],
-        );
-        let phase = String::from_utf8_lossy(&out.stdout).to_string();
-        (!out.status.success() || phase == "Terminating")
-            .then_some(())
-            .ok_or(phase)
-    });
+    namespace_gone(home, &namespace);
 
     // Nothing can take the other cluster's workloads now: its drain is refused, and changes
     // nothing.
@@ -1271,27 +1139,14 @@ fn token_kubeconfig(cluster: &PhysicalCluster, token: &str) -> String {
 fn pull_mode_installs_the_syncer_and_takes_readiness_from_its_heartbeat() {
     let [_, west] = PhysicalCluster::shared();
     let root = tempfile::tempdir().unwrap();
-    let kcp = Kcp::start(
+    let kcp = start_importing(
         root.path(),
-        &[
-            "--resources-to-sync",
-            "deployments.apps,configmaps",
-            "--cluster-poll-interval",
-            "1s",
-            "--syncer-mode",
-            "pull",
-        ],
+        "deployments.apps,configmaps",
+        &["--syncer-mode", "pull"],
     );
     let ws = kcp.workspace("pull");
     let dir = tempfile::tempdir().unwrap();
-    kcp.kubectl_in_ok(
-        &ws,
-        &[
-            "apply",
-            "-f",
-            &write_file(dir.path(), "west.yaml", &inline_cluster(west)),
-        ],
-    );
+    register(&kcp, &ws, dir.path(), &[west]);
     let ready = |kcp: &Kcp| {
         kcp.kubectl_in_ok(
             &ws,
@@ -1412,26 +1267,10 @@ fn pull_mode_installs_the_syncer_and_takes_readiness_from_its_heartbeat() {
         (now == "False/SyncerNotReady").then_some(()).ok_or(now)
     });
 
-    // The Cluster deleted: what was installed in the cluster goes.
+    // The Cluster deleted: what was installed and synced in the cluster goes (no orphans).
     kcp.kubectl_in_ok(&ws, &["delete", "cluster", "west"]);
-    kcp_testing::wait::until("the syncer uninstalled", || {
-        let out = downstream(
-            west,
-            &[
-                "get",
-                "namespace",
-                &namespace,
-                "-o",
-                "jsonpath={.status.phase}",
-            ],
-        );
-        let phase = String::from_utf8_lossy(&out.stdout).to_string();
-        (!out.status.success() || phase == "Terminating")
-            .then_some(())
-            .ok_or(phase)
-    });
-    // Leftovers of the synced workload are cleaned up in the cluster by this test.
-    let _ = downstream(west, &["delete", "namespace", &synced, "--wait=false"]);
+    namespace_gone(west, &namespace);
+    namespace_gone(west, &synced);
 }
 
 /// The ConfigMaps of `namespace` in `cluster`, by name, without the cluster's own.
@@ -1458,14 +1297,7 @@ fn kcp_killed_mid_sync_converges_with_nothing_leaked() {
     let kcp = Kcp::start(root.path(), &args);
     let ws = kcp.workspace("crash-sync");
     let dir = tempfile::tempdir().unwrap();
-    kcp.kubectl_in_ok(
-        &ws,
-        &[
-            "apply",
-            "-f",
-            &write_file(dir.path(), "east.yaml", &inline_cluster(east)),
-        ],
-    );
+    register(&kcp, &ws, dir.path(), &[east]);
     kcp_testing::wait::until("east syncing ConfigMaps", || {
         let synced = kcp.kubectl_in_ok(
             &ws,
@@ -1481,16 +1313,7 @@ fn kcp_killed_mid_sync_converges_with_nothing_leaked() {
     });
     kcp.kubectl_in_ok(&ws, &["create", "namespace", "batch"]);
     kcp_testing::wait::until("batch placed on east", || {
-        let placed = kcp.kubectl_in_ok(
-            &ws,
-            &[
-                "get",
-                "namespace",
-                "batch",
-                "-o",
-                "jsonpath={.metadata.labels.kcp\\.dev/cluster}",
-            ],
-        );
+        let placed = placed_on(&kcp, &ws, "batch");
         (placed == "east").then_some(()).ok_or(placed)
     });
     let count = 300;
@@ -1541,22 +1364,7 @@ fn kcp_killed_mid_sync_converges_with_nothing_leaked() {
 
     // The namespace deleted upstream: gone there (no stuck finalizer) and downstream.
     kcp.kubectl_in_ok(&ws, &["delete", "namespace", "batch", "--timeout=60s"]);
-    kcp_testing::wait::until("the downstream namespace released", || {
-        let out = downstream(
-            east,
-            &[
-                "get",
-                "namespace",
-                &namespace,
-                "-o",
-                "jsonpath={.status.phase}",
-            ],
-        );
-        let phase = String::from_utf8_lossy(&out.stdout).to_string();
-        (!out.status.success() || phase == "Terminating")
-            .then_some(())
-            .ok_or(phase)
-    });
+    namespace_gone(east, &namespace);
 }
 
 /// The body of a plain HTTP GET of `path` on a loopback `port`.
@@ -1571,4 +1379,73 @@ fn http_get(port: u16, path: &str) -> String {
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();
     answer
+}
+
+/// Waits until `namespace` of `cluster` is gone, or going (Terminating).
+fn namespace_gone(cluster: &PhysicalCluster, namespace: &str) {
+    kcp_testing::wait::until(&format!("namespace {namespace} removed"), || {
+        let out = downstream(
+            cluster,
+            &[
+                "get",
+                "namespace",
+                namespace,
+                "-o",
+                "jsonpath={.status.phase}",
+            ],
+        );
+        let phase = String::from_utf8_lossy(&out.stdout).to_string();
+        (!out.status.success() || phase == "Terminating")
+            .then_some(())
+            .ok_or(phase)
+    });
+}
+
+/// Starts kcp importing `resources` from Clusters every second, with `extra` flags.
+fn start_importing(root: &Path, resources: &str, extra: &[&str]) -> Kcp {
+    let mut args = vec![
+        "--resources-to-sync",
+        resources,
+        "--cluster-poll-interval",
+        "1s",
+    ];
+    args.extend_from_slice(extra);
+    Kcp::start(root, &args)
+}
+
+/// Registers `clusters` in `ws` in one apply, their kubeconfigs inline.
+fn register(kcp: &Kcp, ws: &str, dir: &Path, clusters: &[&PhysicalCluster]) {
+    let objects: Vec<String> = clusters.iter().map(|c| inline_cluster(c)).collect();
+    let file = write_file(dir, "clusters.yaml", &objects.join("---\n"));
+    kcp.kubectl_in_ok(ws, &["apply", "-f", &file]);
+}
+
+/// The available replicas of the root `web` in `shop` of `ws`.
+fn web_available(kcp: &Kcp, ws: &str) -> String {
+    kcp.kubectl_in_ok(
+        ws,
+        &[
+            "get",
+            "deployment",
+            "web",
+            "-n",
+            "shop",
+            "-o",
+            "jsonpath={.status.availableReplicas}",
+        ],
+    )
+}
+
+/// The cluster the namespace `namespace` of `ws` is placed on (empty when none).
+fn placed_on(kcp: &Kcp, ws: &str, namespace: &str) -> String {
+    kcp.kubectl_in_ok(
+        ws,
+        &[
+            "get",
+            "namespace",
+            namespace,
+            "-o",
+            "jsonpath={.metadata.labels.kcp\\.dev/cluster}",
+        ],
+    )
 }
