@@ -10,6 +10,10 @@ use std::time::Duration;
 use crate::kubeconfig;
 use clap::Parser;
 
+/// Where the controller (and the syncers it runs) count: `kcp start` registers it in the
+/// server's `/metrics`.
+pub use kcp_physical::metrics::Metrics;
+
 /// What the controller imports and how it publishes, wherever it runs.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ControllerFlags {

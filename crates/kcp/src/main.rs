@@ -57,7 +57,7 @@ async fn run() -> anyhow::Result<()> {
             memory::purge_periodically();
             #[cfg(feature = "allocator-census")]
             memory::census::write_periodically();
-            let physical_metrics = kcp_physical::metrics::Metrics::default();
+            let physical_metrics = kcp_cli::cluster_controller::Metrics::default();
             let registered = physical_metrics.clone();
             let options = Options {
                 on_thread_idle: Some(memory::release_thread_pages),

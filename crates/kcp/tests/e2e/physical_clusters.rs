@@ -1161,65 +1161,9 @@ fn pull_mode_installs_the_syncer_and_takes_readiness_from_its_heartbeat() {
     };
     // Installed, but not Ready before its syncer beats.
     let namespace = format!("kcp-syncer-{}-west", kcp.logical_cluster(&ws));
-    let args = kcp_testing::wait::until("the syncer installed with both resources", || {
-        let out = downstream(
-            west,
-            &[
-                "get",
-                "deployment",
-                "kcp-syncer",
-                "-n",
-                &namespace,
-                "-o",
-                "jsonpath={.spec.template.spec.containers[0].args}",
-            ],
-        );
-        let args = String::from_utf8_lossy(&out.stdout).to_string();
-        (args.contains("deployments.apps") && args.contains("configmaps"))
-            .then(|| args.clone())
-            .ok_or(format!("{args}{}", String::from_utf8_lossy(&out.stderr)))
-    });
+    let args = installed_syncer_args(west, &namespace, &["deployments.apps", "configmaps"]);
     assert_eq!(ready(&kcp), "False/SyncerNotReady");
-    let args: Vec<String> = serde_json::from_str(&args).unwrap();
-
-    // The syncer as installed: its arguments, the kubeconfig of kcp from its Secret, and the
-    // service account's credentials downstream (so the RBAC installed is what it runs on).
-    let secret = west.kubectl_ok(&[
-        "get",
-        "secret",
-        "kcp-syncer-kubeconfig",
-        "-n",
-        &namespace,
-        "-o",
-        "jsonpath={.data.kubeconfig}",
-    ]);
-    let upstream =
-        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, secret.trim()).unwrap();
-    let upstream = write_file(
-        dir.path(),
-        "upstream.kubeconfig",
-        &String::from_utf8(upstream).unwrap(),
-    );
-    let token = west.kubectl_ok(&["create", "token", "kcp-syncer", "-n", &namespace]);
-    let down = write_file(
-        dir.path(),
-        "down.kubeconfig",
-        &token_kubeconfig(west, token.trim()),
-    );
-    let args: Vec<String> = args
-        .into_iter()
-        .map(|a| match a.starts_with("--from-kubeconfig=") {
-            true => format!("--from-kubeconfig={upstream}"),
-            false => a,
-        })
-        .chain([format!("--to-kubeconfig={down}")])
-        .collect();
-    let syncer = Running(
-        Command::new(env!("CARGO_BIN_EXE_syncer"))
-            .args(&args)
-            .spawn()
-            .expect("run syncer"),
-    );
+    let syncer = run_installed_syncer(west, &namespace, &args, dir.path());
     kcp_testing::wait::until("west Ready from the heartbeat", || {
         let now = ready(&kcp);
         (now == "True/APIsImported").then_some(()).ok_or(now)
@@ -1448,4 +1392,132 @@ fn placed_on(kcp: &Kcp, ws: &str, namespace: &str) -> String {
             "jsonpath={.metadata.labels.kcp\\.dev/cluster}",
         ],
     )
+}
+
+/// Runs the syncer as the cluster-controller installed it in `namespace` of `cluster`: with
+/// `args` (its Deployment's, as JSON), the kubeconfig of kcp from its Secret, and its service
+/// account's token downstream (so the RBAC installed is what it runs on).
+fn run_installed_syncer(
+    cluster: &PhysicalCluster,
+    namespace: &str,
+    args: &str,
+    dir: &Path,
+) -> Running {
+    let args: Vec<String> = serde_json::from_str(args).unwrap();
+    let secret = cluster.kubectl_ok(&[
+        "get",
+        "secret",
+        "kcp-syncer-kubeconfig",
+        "-n",
+        namespace,
+        "-o",
+        "jsonpath={.data.kubeconfig}",
+    ]);
+    let upstream =
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, secret.trim()).unwrap();
+    let name = cluster.name();
+    let upstream = write_file(
+        dir,
+        &format!("{name}-upstream.kubeconfig"),
+        &String::from_utf8(upstream).unwrap(),
+    );
+    let token = cluster.kubectl_ok(&["create", "token", "kcp-syncer", "-n", namespace]);
+    let down = write_file(
+        dir,
+        &format!("{name}-down.kubeconfig"),
+        &token_kubeconfig(cluster, token.trim()),
+    );
+    let args: Vec<String> = args
+        .into_iter()
+        .map(|a| match a.starts_with("--from-kubeconfig=") {
+            true => format!("--from-kubeconfig={upstream}"),
+            false => a,
+        })
+        .chain([format!("--to-kubeconfig={down}")])
+        .collect();
+    Running(
+        Command::new(env!("CARGO_BIN_EXE_syncer"))
+            .args(&args)
+            .spawn()
+            .expect("run syncer"),
+    )
+}
+
+/// The arguments (JSON) of the syncer installed in `namespace` of `cluster`, once they sync
+/// every one of `resources`.
+fn installed_syncer_args(cluster: &PhysicalCluster, namespace: &str, resources: &[&str]) -> String {
+    kcp_testing::wait::until("the syncer installed", || {
+        let out = downstream(
+            cluster,
+            &[
+                "get",
+                "deployment",
+                "kcp-syncer",
+                "-n",
+                namespace,
+                "-o",
+                "jsonpath={.spec.template.spec.containers[0].args}",
+            ],
+        );
+        let args = String::from_utf8_lossy(&out.stdout).to_string();
+        resources
+            .iter()
+            .all(|r| args.contains(r))
+            .then(|| args.clone())
+            .ok_or(format!("{args}{}", String::from_utf8_lossy(&out.stderr)))
+    })
+}
+
+#[test]
+fn in_pull_mode_a_deployment_splits_across_the_installed_syncers_and_sums_back() {
+    let both = PhysicalCluster::shared();
+    let root = tempfile::tempdir().unwrap();
+    let kcp = start_importing(root.path(), "deployments.apps", &["--syncer-mode", "pull"]);
+    let ws = kcp.workspace("pull-split");
+    let dir = tempfile::tempdir().unwrap();
+    register(&kcp, &ws, dir.path(), &[&both[0], &both[1]]);
+    let lc = kcp.logical_cluster(&ws);
+    let _syncers: Vec<Running> = both
+        .iter()
+        .map(|cluster| {
+            let namespace = format!("kcp-syncer-{lc}-{}", cluster.name());
+            let args = installed_syncer_args(cluster, &namespace, &["deployments.apps"]);
+            run_installed_syncer(cluster, &namespace, &args, dir.path())
+        })
+        .collect();
+    let web = deployment("web", 5, None);
+    kcp.kubectl_in_ok(
+        &ws,
+        &["apply", "-f", &write_file(dir.path(), "web.yaml", &web)],
+    );
+    kcp_testing::wait::until("5 available, 3 and 2", || {
+        let available = deployment_field(&kcp, &ws, "web", "{.status.availableReplicas}");
+        let east = deployment_field(&kcp, &ws, "web--east", "{.spec.replicas}");
+        (available == "5" && east == "3")
+            .then_some(())
+            .ok_or(format!("{available} available, east {east}"))
+    });
+    kcp.kubectl_in_ok(
+        &ws,
+        &["rollout", "status", "deployment/web", "--timeout=60s"],
+    );
+    // A leaf deleted by hand comes back.
+    kcp.kubectl_in_ok(&ws, &["delete", "deployment", "web--west"]);
+    kcp_testing::wait::until("the leaf back and 5 available", || {
+        let west = kcp.kubectl_in(
+            &ws,
+            &[
+                "get",
+                "deployment",
+                "web--west",
+                "-o",
+                "jsonpath={.spec.replicas}",
+            ],
+        );
+        let west = String::from_utf8_lossy(&west.stdout).to_string();
+        let available = deployment_field(&kcp, &ws, "web", "{.status.availableReplicas}");
+        (west == "2" && available == "5")
+            .then_some(())
+            .ok_or(format!("west {west}, {available} available"))
+    });
 }
