@@ -809,7 +809,7 @@ fn a_lost_clusters_share_moves_after_the_grace_period_and_comes_back_with_it() {
     let root = tempfile::tempdir().unwrap();
     let kcp = start_importing(
         root.path(),
-        "deployments.apps",
+        "deployments.apps,configmaps",
         &["--cluster-unreachable-grace-period", "3s"],
     );
     let ws = kcp.workspace("failover");
@@ -852,12 +852,25 @@ fn a_lost_clusters_share_moves_after_the_grace_period_and_comes_back_with_it() {
                 "jsonpath={.items[*].status.syncedResources}",
             ],
         );
-        (ready.matches("deployments.apps").count() == 2)
+        (ready.matches("deployments.apps").count() == 2 && ready.matches("configmaps").count() == 2)
             .then_some(())
             .ok_or(ready)
     });
     kcp.kubectl_in_ok(&ws, &["apply", "-f", &web]);
     split_and_available("4", Some("4"));
+    // Namespaces spread over both clusters, a ConfigMap in each: one of them on south.
+    for name in ["a", "b"] {
+        kcp.kubectl_in_ok(&ws, &["create", "namespace", name]);
+        kcp.kubectl_in_ok(&ws, &["create", "configmap", "settings", "-n", name]);
+    }
+    let lc = kcp.logical_cluster(&ws);
+    let on_south = kcp_testing::wait::until("a namespace of a or b on south, synced", || {
+        ["a", "b"]
+            .into_iter()
+            .find(|n| placed_on(&kcp, &ws, n) == "south")
+            .filter(|n| configmaps_in(&south, &format!("kcp-{lc}-{n}")) == ["settings"])
+            .ok_or("not yet")
+    });
 
     // South's kube-apiserver is killed: after the grace period east runs all 8.
     let _ = Command::new("kill")
@@ -865,6 +878,13 @@ fn a_lost_clusters_share_moves_after_the_grace_period_and_comes_back_with_it() {
         .status();
     south.stop();
     split_and_available("8", None);
+    // Its namespace moved to east, with the ConfigMap.
+    kcp_testing::wait::until("the namespace moved to east", || {
+        let there = configmaps_in(east, &format!("kcp-{lc}-{on_south}"));
+        (placed_on(&kcp, &ws, on_south) == "east" && there == ["settings"])
+            .then_some(())
+            .ok_or(format!("{there:?}"))
+    });
 
     // South comes back: split again, and nothing of the old share is left twice there.
     let south = PhysicalCluster::start(&south_dir);
@@ -872,6 +892,8 @@ fn a_lost_clusters_share_moves_after_the_grace_period_and_comes_back_with_it() {
     let namespace = format!("kcp-{}-default", kcp.logical_cluster(&ws));
     let there = south.kubectl_ok(&["get", "deployments", "-n", &namespace, "-o", "name"]);
     assert_eq!(there.trim(), "deployment.apps/web--south");
+    // What it held of the namespace that moved is cleaned up.
+    namespace_gone(&south, &format!("kcp-{lc}-{on_south}"));
     south.stop();
 }
 
