@@ -8,6 +8,11 @@ use serde_json::{Value, json};
 
 use crate::puller::crd_name;
 
+/// The label that assigns an object (or a namespace) to a physical cluster (the prototype's).
+pub const CLUSTER_LABEL: &str = "kcp.dev/cluster";
+/// The label naming a split Deployment's root on its leaves (the prototype's).
+pub const OWNED_BY_LABEL: &str = "kcp.dev/owned-by";
+
 /// The annotation naming an import's or negotiated resource's API version (`apps/v1`, `v1`).
 pub const API_VERSION_ANNOTATION: &str = "apiresource.kcp.io/apiVersion";
 

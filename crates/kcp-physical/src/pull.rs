@@ -18,19 +18,17 @@
 use std::time::Duration;
 
 use base64::Engine as _;
-use http::Method;
 use kube::api::ApiResource;
 use serde_json::{Value, json};
 
-use crate::requests::{self, Answer};
+use crate::requests;
+pub use crate::requests::apply;
 use crate::syncer::transform::digest;
 
 /// Where the kubeconfig Secret is mounted in the syncer's pod.
 pub const KUBECONFIG_MOUNT: &str = "/etc/kcp-syncer";
 /// The workspace namespace holding the syncer's identity and Lease.
 pub const UPSTREAM_NAMESPACE: &str = "kube-system";
-/// The field manager of what is installed.
-const MANAGER: &str = "kcp-cluster-controller";
 
 /// The name of the syncer's ServiceAccount, RBAC and Lease in the workspace for `cluster`.
 pub fn upstream_name(cluster: &str) -> String {
@@ -260,27 +258,6 @@ pub fn downstream_objects(install: &Install, kubeconfig: &str) -> Vec<(String, V
             }),
         ),
     ]
-}
-
-/// Server-side applies each of `objects` through `client`.
-pub async fn apply(client: &kube::Client, objects: &[(String, Value)]) -> anyhow::Result<()> {
-    for (path, object) in objects {
-        let path = format!("{path}?fieldManager={MANAGER}&force=true");
-        match requests::send(
-            client,
-            Method::PATCH,
-            &path,
-            Some(object),
-            "application/apply-patch+yaml",
-        )
-        .await?
-        {
-            Answer::Ok(_) => {}
-            Answer::Invalid(message) => anyhow::bail!("PATCH {path}: {message}"),
-            _ => anyhow::bail!("PATCH {path}: could not apply"),
-        }
-    }
-    Ok(())
 }
 
 /// The token and CA (base64) of the syncer's token Secret in the workspace, once filled.

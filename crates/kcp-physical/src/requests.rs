@@ -126,3 +126,27 @@ pub fn collection(resource: &kube::api::ApiResource, namespace: Option<&str>) ->
         None => format!("{base}/{}", resource.plural),
     }
 }
+
+/// The field manager of what the layer server-side applies.
+const MANAGER: &str = "kcp-cluster-controller";
+
+/// Server-side applies each of `objects` through `client`.
+pub async fn apply(client: &kube::Client, objects: &[(String, Value)]) -> anyhow::Result<()> {
+    for (path, object) in objects {
+        let path = format!("{path}?fieldManager={MANAGER}&force=true");
+        match send(
+            client,
+            Method::PATCH,
+            &path,
+            Some(object),
+            "application/apply-patch+yaml",
+        )
+        .await?
+        {
+            Answer::Ok(_) => {}
+            Answer::Invalid(message) => anyhow::bail!("PATCH {path}: {message}"),
+            _ => anyhow::bail!("PATCH {path}: could not apply"),
+        }
+    }
+    Ok(())
+}

@@ -21,10 +21,10 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 
+use crate::kinds::CLUSTER_LABEL;
 use crate::placement::{Placement, Standing};
 use crate::requests::{self, Answer};
 use crate::splitter::Placements;
-use crate::syncer::CLUSTER_LABEL;
 
 /// On a Namespace: the scheduler placed it (so it may move it).
 pub const PLACED_ANNOTATION: &str = "scheduling.kcp.io/placed";

@@ -26,12 +26,11 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 
+use crate::kinds::CLUSTER_LABEL;
 use crate::placement::{Placement, Standing};
 use crate::requests::{self, Answer};
-use crate::syncer::CLUSTER_LABEL;
 
-/// The label naming a leaf's root (the prototype's).
-pub const OWNED_BY_LABEL: &str = "kcp.dev/owned-by";
+pub use crate::kinds::OWNED_BY_LABEL;
 
 /// The status fields that are counts, summed over the leaves.
 const COUNTS: &[&str] = &[

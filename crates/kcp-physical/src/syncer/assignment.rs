@@ -15,7 +15,7 @@
 use serde_json::Value;
 
 use super::CLUSTER_LABEL;
-use crate::splitter::OWNED_BY_LABEL;
+use crate::kinds::OWNED_BY_LABEL;
 
 /// How an object is synced to a cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

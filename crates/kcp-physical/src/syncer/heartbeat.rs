@@ -34,7 +34,7 @@ pub async fn beat(upstream: kube::Client, heartbeat: Heartbeat, options: super::
             "spec": {"holderIdentity": holder, "leaseDurationSeconds": duration, "renewTime": renewed},
         });
         let objects = [(path.clone(), lease)];
-        match crate::pull::apply(&upstream, &objects).await {
+        match crate::requests::apply(&upstream, &objects).await {
             Ok(()) => last = tokio::time::Instant::now(),
             Err(error) => {
                 tracing::info!(

@@ -48,8 +48,7 @@ use sides::{Done, Sides, SyncKey};
 use store::{Downstream, Store, Upstream};
 pub use transform::{downstream_namespace, transform, upstream_status};
 
-/// The label that assigns an object (or a namespace) to a physical cluster (the prototype's).
-pub const CLUSTER_LABEL: &str = "kcp.dev/cluster";
+pub use crate::kinds::CLUSTER_LABEL;
 /// Downstream: the logical cluster (workspace) an object or namespace was synced from.
 pub const WORKSPACE_LABEL: &str = "kcp.io/synced-from";
 /// Downstream: the object's namespace upstream.

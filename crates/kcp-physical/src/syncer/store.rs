@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::assignment::Facts;
 use super::transform::synced_digest;
 use super::{CLUSTER_LABEL, SYNCED_DIGEST, UPSTREAM_GENERATION, UPSTREAM_NAMESPACE};
-use crate::splitter::OWNED_BY_LABEL;
+use crate::kinds::OWNED_BY_LABEL;
 
 /// An object by its upstream namespace and name.
 pub type Key = (String, String);

@@ -828,12 +828,14 @@ fn a_lost_clusters_share_moves_after_the_grace_period_and_comes_back_with_it() {
                         "-l",
                         "kcp.dev/owned-by=web",
                         "-o",
-                        "jsonpath={range .items[*]}{.metadata.name}={.spec.replicas} {end}",
+                        "jsonpath={range .items[*]}{.metadata.name}={.spec.replicas}/{.status.availableReplicas} {end}",
                     ],
                 );
-                let mut wanted = format!("web--east={east_share} ");
+                // Each leaf runs its share (the root's sum alone may count a share that is
+                // still moving twice).
+                let mut wanted = format!("web--east={east_share}/{east_share} ");
                 if let Some(south) = south_share {
-                    wanted.push_str(&format!("web--south={south} "));
+                    wanted.push_str(&format!("web--south={south}/{south} "));
                 }
                 let available = deployment_field(&kcp, &ws, "web", "{.status.availableReplicas}");
                 (leaves == wanted && available == "8")
@@ -858,14 +860,15 @@ fn a_lost_clusters_share_moves_after_the_grace_period_and_comes_back_with_it() {
     });
     kcp.kubectl_in_ok(&ws, &["apply", "-f", &web]);
     split_and_available("4", Some("4"));
-    // Namespaces spread over both clusters, a ConfigMap in each: one of them on south.
-    for name in ["a", "b"] {
+    // Namespaces spread over both clusters (with default, which went first, two of three on
+    // one), a ConfigMap in each: at least one of them on south.
+    for name in ["a", "b", "c"] {
         kcp.kubectl_in_ok(&ws, &["create", "namespace", name]);
         kcp.kubectl_in_ok(&ws, &["create", "configmap", "settings", "-n", name]);
     }
     let lc = kcp.logical_cluster(&ws);
-    let on_south = kcp_testing::wait::until("a namespace of a or b on south, synced", || {
-        ["a", "b"]
+    let on_south = kcp_testing::wait::until("a namespace of a, b, c on south, synced", || {
+        ["a", "b", "c"]
             .into_iter()
             .find(|n| placed_on(&kcp, &ws, n) == "south")
             .filter(|n| configmaps_in(&south, &format!("kcp-{lc}-{n}")) == ["settings"])
