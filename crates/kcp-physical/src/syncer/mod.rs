@@ -331,7 +331,7 @@ pub async fn run(
                     SideEvent::Up(index, Ok(event)) => {
                         let touched = sides.up[index].apply(event);
                         if Some(index) == deployments {
-                            leaves_changed(&sides, &touched, &mut queue);
+                            leaves_changed(&sides, index, &touched, &mut queue);
                         }
                         for (namespace, name) in touched {
                             queue.add(Work::Object(SyncKey { resource: index, namespace, name }));
@@ -483,18 +483,19 @@ fn rebuild_leaves(sides: &Sides, deployments: Option<usize>) {
 /// Keeps the leaves on this cluster up to date after the upstream Deployments `touched`
 /// changed; a namespace that starts or stops running a leaf here has all its objects looked at
 /// again.
-fn leaves_changed(sides: &Sides, touched: &[store::Key], queue: &mut Queue<Work>) {
+fn leaves_changed(
+    sides: &Sides,
+    deployments: usize,
+    touched: &[store::Key],
+    queue: &mut Queue<Work>,
+) {
     let mut flipped = Vec::new();
     {
         let mut leaves = sides.leaves.lock().unwrap_or_else(|e| e.into_inner());
         for key in touched {
             let (namespace, name) = key;
-            let leaf = sides
-                .up
-                .iter()
-                .zip(&sides.options.resources)
-                .find(|(_, r)| r.group == "apps" && r.plural == "deployments")
-                .and_then(|(store, _)| store.get(key))
+            let leaf = sides.up[deployments]
+                .get(key)
                 .is_some_and(|o| o.is_leaf_on(&sides.options.location));
             let set = leaves.entry(namespace.clone()).or_default();
             let had = !set.is_empty();
